@@ -1,0 +1,102 @@
+//===- SpecAttrs.cpp - spec dialect attribute verifiers -------------------===//
+
+#include "dialects/spec/SpecDialect.h"
+
+#include "mlir/IR/DialectImplementation.h"
+#include "llvm/ADT/TypeSwitch.h"
+
+#include <cmath>
+
+using namespace mlir;
+using namespace specula::spec;
+
+#include "dialects/spec/SpecEnums.cpp.inc"
+
+#define GET_ATTRDEF_CLASSES
+#include "dialects/spec/SpecAttrs.cpp.inc"
+
+void SpecDialect::registerAttributes() {
+  addAttributes<
+#define GET_ATTRDEF_LIST
+#include "dialects/spec/SpecAttrs.cpp.inc"
+      >();
+}
+
+LogicalResult RoleAttr::verify(function_ref<InFlightDiagnostic()> emitError,
+                               FunctionRole kind,
+                               std::optional<int64_t> depth) {
+  bool isHead =
+      kind == FunctionRole::MedusaHead || kind == FunctionRole::MTPModule;
+  if (isHead && !depth)
+    return emitError() << "role '" << stringifyFunctionRole(kind)
+                       << "' requires a depth (1 for the first proposal)";
+  if (!isHead && depth)
+    return emitError() << "role '" << stringifyFunctionRole(kind)
+                       << "' does not take a depth";
+  if (depth && *depth < 1)
+    return emitError() << "depth must be at least 1, got " << *depth;
+  return success();
+}
+
+LogicalResult
+ModelConfigAttr::verify(function_ref<InFlightDiagnostic()> emitError,
+                        int64_t vocabSize, std::optional<int64_t> bos,
+                        std::optional<int64_t> eos, std::optional<int64_t> pad,
+                        std::optional<int64_t> maxContext,
+                        StringAttr tokenizer) {
+  if (vocabSize <= 0)
+    return emitError() << "vocab_size must be positive, got " << vocabSize;
+  for (auto [name, id] : {std::pair{"bos_token_id", bos},
+                          std::pair{"eos_token_id", eos},
+                          std::pair{"pad_token_id", pad}}) {
+    if (id && (*id < 0 || *id >= vocabSize))
+      return emitError() << name << " " << *id
+                         << " is outside the vocabulary [0, " << vocabSize
+                         << ")";
+  }
+  if (maxContext && *maxContext <= 0)
+    return emitError() << "max_context must be positive, got " << *maxContext;
+  if (tokenizer && tokenizer.getValue().empty())
+    return emitError() << "tokenizer fingerprint must not be empty";
+  return success();
+}
+
+LogicalResult
+DraftProposerAttr::verify(function_ref<InFlightDiagnostic()> emitError,
+                          FlatSymbolRefAttr model, int64_t gamma) {
+  if (gamma < 1)
+    return emitError() << "gamma (tokens proposed per step) must be at least "
+                          "1, got "
+                       << gamma;
+  return success();
+}
+
+LogicalResult
+MTPProposerAttr::verify(function_ref<InFlightDiagnostic()> emitError,
+                        ArrayRef<FlatSymbolRefAttr> heads) {
+  if (heads.empty())
+    return emitError() << "an MTP proposer needs at least one head";
+  for (auto [i, head] : llvm::enumerate(heads))
+    for (FlatSymbolRefAttr other : heads.take_front(i))
+      if (other == head)
+        return emitError() << "head " << head << " is listed twice";
+  return success();
+}
+
+LogicalResult
+RejectionAttr::verify(function_ref<InFlightDiagnostic()> emitError,
+                      APFloat temperatureValue, int64_t topK,
+                      APFloat topPValue) {
+  double temperature = temperatureValue.convertToDouble();
+  double topP = topPValue.convertToDouble();
+  if (!(temperature > 0.0) || !std::isfinite(temperature))
+    return emitError() << "temperature must be positive and finite, got "
+                       << temperature
+                       << " (use #spec.greedy for temperature 0)";
+  if (topK < 0)
+    return emitError() << "top_k must be non-negative (0 disables it), got "
+                       << topK;
+  if (!(topP > 0.0 && topP <= 1.0))
+    return emitError() << "top_p must lie in (0, 1], got " << topP;
+  return success();
+}

@@ -1,0 +1,165 @@
+//===- SpecAttrs.td - spec dialect attributes --------------*- tablegen -*-===//
+
+#ifndef SPECULA_DIALECT_SPEC_SPECATTRS_TD
+#define SPECULA_DIALECT_SPEC_SPECATTRS_TD
+
+include "dialects/spec/SpecBase.td"
+include "mlir/IR/BuiltinAttributeInterfaces.td"
+
+class Spec_Attr<string name, string attrMnemonic, list<Trait> traits = []>
+    : AttrDef<Spec_Dialect, name, traits> {
+  let mnemonic = attrMnemonic;
+}
+
+// A double-precision parameter written as a plain float literal (`0.8`).
+class Spec_F64Parameter<string desc, string default>
+    : APFloatParameter<desc> {
+  let defaultValue = "::llvm::APFloat(" # default # ")";
+  let parser = [{ [&]() -> ::mlir::FailureOr<::llvm::APFloat> {
+    double value;
+    if ($_parser.parseFloat(value))
+      return ::mlir::failure();
+    return ::llvm::APFloat(value);
+  }() }];
+  let printer = [{ $_printer.printFloat($_self) }];
+}
+
+//===----------------------------------------------------------------------===//
+// Function roles and model configuration
+//===----------------------------------------------------------------------===//
+
+def Spec_RoleAttr : Spec_Attr<"Role", "role"> {
+  let summary = "the role of a model function in a speculative decoder";
+  let description = [{
+    Attached to a `func.func` as `spec.role`. A `target` produces the logits
+    whose distribution speculative decoding must preserve; a `draft` is a
+    cheaper model of the same vocabulary that proposes tokens
+    autoregressively; a `medusa_head` reads the target's last hidden state and
+    predicts the token `depth` positions after the next one; an `mtp_module`
+    is a DeepSeek-V3-style module at `depth` in a chain, consuming the previous
+    depth's hidden state and the embedding of the next token.
+
+    Heads and modules carry their depth (1 is the first proposal position);
+    targets and drafts do not.
+
+    Example:
+
+    ```mlir
+    func.func @head1(%h: tensor<?x64xf32>) -> tensor<?x259xf32>
+        attributes {spec.role = #spec.role<medusa_head, depth = 1>}
+    ```
+  }];
+  let parameters = (ins
+    EnumParameter<Spec_FunctionRole>:$kind,
+    OptionalParameter<"std::optional<int64_t>">:$depth);
+  let assemblyFormat = "`<` $kind (`,` `depth` `=` $depth^)? `>`";
+  let genVerifyDecl = 1;
+  let extraClassDeclaration = [{
+    /// True for Medusa heads and MTP modules: the roles that carry a depth.
+    bool isHead() const {
+      return getKind() == FunctionRole::MedusaHead ||
+             getKind() == FunctionRole::MTPModule;
+    }
+  }];
+}
+
+def Spec_ModelConfigAttr : Spec_Attr<"ModelConfig", "model_config"> {
+  let summary = "configuration of a model: vocabulary, special tokens, context";
+  let description = [{
+    Attached to a `func.func` as `spec.config`; the ONNX importer fills it from
+    the model's `metadata_props`. Only `vocab_size` is required. Token ids must
+    lie in `[0, vocab_size)`; `tokenizer` is a fingerprint (e.g. the SHA-256 of
+    the tokenizer's vocabulary) used to refuse drafts whose token ids mean
+    something else than the target's.
+
+    Example:
+
+    ```mlir
+    #spec.model_config<vocab_size = 259, bos_token_id = 256, eos_token_id = 257,
+                       pad_token_id = 258, max_context = 512,
+                       tokenizer = "sha256:3f1a...">
+    ```
+  }];
+  let parameters = (ins
+    "int64_t":$vocab_size,
+    OptionalParameter<"std::optional<int64_t>">:$bos_token_id,
+    OptionalParameter<"std::optional<int64_t>">:$eos_token_id,
+    OptionalParameter<"std::optional<int64_t>">:$pad_token_id,
+    OptionalParameter<"std::optional<int64_t>">:$max_context,
+    OptionalParameter<"::mlir::StringAttr">:$tokenizer);
+  let assemblyFormat = "`<` struct(params) `>`";
+  let genVerifyDecl = 1;
+}
+
+//===----------------------------------------------------------------------===//
+// Proposers
+//===----------------------------------------------------------------------===//
+
+def Spec_DraftProposerAttr : Spec_Attr<"DraftProposer", "draft"> {
+  let summary = "an external draft model proposing gamma tokens per step";
+  let description = [{
+    Names a function with role `draft` and the number of tokens `gamma` (at
+    least 1) it proposes autoregressively before each verification.
+
+    Example: `#spec.draft<@draft, gamma = 4>`
+  }];
+  let parameters = (ins "::mlir::FlatSymbolRefAttr":$model, "int64_t":$gamma);
+  let assemblyFormat = "`<` $model `,` `gamma` `=` $gamma `>`";
+  let genVerifyDecl = 1;
+}
+
+def Spec_MTPProposerAttr : Spec_Attr<"MTPProposer", "mtp"> {
+  let summary = "multi-token-prediction heads fused into the target";
+  let description = [{
+    Names the Medusa heads or the chain of MTP modules, in depth order
+    (depth 1 first). Each head proposes one token, so a step proposes as many
+    tokens as there are heads.
+
+    Example: `#spec.mtp<[@head1, @head2, @head3]>`
+  }];
+  let parameters = (ins ArrayRefParameter<"::mlir::FlatSymbolRefAttr">:$heads);
+  let assemblyFormat = "`<` `[` $heads `]` `>`";
+  let genVerifyDecl = 1;
+}
+
+def Spec_ProposerAttr : AnyAttrOf<[Spec_DraftProposerAttr, Spec_MTPProposerAttr]>;
+
+//===----------------------------------------------------------------------===//
+// Verification rules
+//===----------------------------------------------------------------------===//
+
+def Spec_GreedyAttr : Spec_Attr<"Greedy", "greedy"> {
+  let summary = "greedy verification: exact agreement with the target's argmax";
+  let description = [{
+    A proposal is accepted while it equals the argmax of the target logits at
+    its position; the first mismatch is replaced by the target's argmax. The
+    output is token-for-token the target's own greedy decoding.
+
+    Example: `#spec.greedy`
+  }];
+}
+
+def Spec_RejectionAttr : Spec_Attr<"Rejection", "rejection"> {
+  let summary = "lossless rejection sampling (Leviathan et al., Chen et al.)";
+  let description = [{
+    A proposal `x` drawn from the proposer's distribution `q` is accepted with
+    probability `min(1, p(x)/q(x))`, where `p` is the target's distribution
+    after temperature, top-k and top-p; on rejection a token is drawn from
+    `norm(max(0, p - q))`. The output distribution is exactly the target's.
+
+    `temperature` must be positive; `top_k = 0` disables top-k; `top_p` lies
+    in `(0, 1]` and 1 disables nucleus filtering.
+
+    Example: `#spec.rejection<temperature = 0.8, top_k = 40, top_p = 0.95>`
+  }];
+  let parameters = (ins
+    Spec_F64Parameter<"sampling temperature", "1.0">:$temperature,
+    DefaultValuedParameter<"int64_t", "0", "top-k, 0 = disabled">:$top_k,
+    Spec_F64Parameter<"nucleus mass, 1 = disabled", "1.0">:$top_p);
+  let assemblyFormat = "`<` struct(params) `>`";
+  let genVerifyDecl = 1;
+}
+
+def Spec_VerificationRuleAttr : AnyAttrOf<[Spec_GreedyAttr, Spec_RejectionAttr]>;
+
+#endif // SPECULA_DIALECT_SPEC_SPECATTRS_TD

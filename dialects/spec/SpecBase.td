@@ -1,0 +1,69 @@
+//===- SpecBase.td - spec dialect definition ---------------*- tablegen -*-===//
+//
+// The `spec` dialect carries only what is specific to speculative decoding:
+// the roles of model functions, the decoder composition, the step operations
+// of the propose/verify/accept loop and KV caches with an explicit length.
+// Tensor math stays in upstream dialects.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef SPECULA_DIALECT_SPEC_SPECBASE_TD
+#define SPECULA_DIALECT_SPEC_SPECBASE_TD
+
+include "mlir/IR/OpBase.td"
+include "mlir/IR/AttrTypeBase.td"
+include "mlir/IR/EnumAttr.td"
+
+def Spec_Dialect : Dialect {
+  let name = "spec";
+  let cppNamespace = "::specula::spec";
+  let summary = "Speculative decoding: model roles, decoder compositions, "
+                "propose/verify/accept steps and KV caches";
+  let description = [{
+    The `spec` dialect describes a speculative decoder on top of model
+    functions written in upstream dialects (`func`, `linalg`, `tensor`,
+    `arith`, `math`, `tosa`). It expresses:
+
+    * the **role** of each model function (`#spec.role<target>`,
+      `#spec.role<draft>`, `#spec.role<medusa_head, depth = k>`,
+      `#spec.role<mtp_module, depth = k>`) and the **model configuration** it
+      carries (`#spec.model_config<...>`: vocabulary size, special token ids,
+      maximum context, tokenizer fingerprint), both as discardable attributes
+      `spec.role` and `spec.config` on `func.func`;
+    * the **decoder composition** `spec.decoder`: a target, a proposer
+      (`#spec.mtp<...>` heads fused into the target, or `#spec.draft<...>` an
+      external draft model proposing gamma tokens) and a verification rule
+      (`#spec.greedy` or lossless `#spec.rejection<...>` sampling);
+    * the **step operations** the decode loop is built from: `spec.propose`,
+      `spec.verify`, `spec.accept`;
+    * **KV caches** (`!spec.kv_cache`) as preallocated buffers with a length,
+      so that discarding rejected tokens (`spec.cache.rollback`) is O(1).
+  }];
+  let useDefaultAttributePrinterParser = 1;
+  let useDefaultTypePrinterParser = 1;
+  let hasOperationAttrVerify = 1;
+  let extraClassDeclaration = [{
+    /// Discardable attribute naming the role of a model function.
+    static constexpr ::llvm::StringLiteral kRoleAttrName = "spec.role";
+    /// Discardable attribute carrying a model function's configuration.
+    static constexpr ::llvm::StringLiteral kConfigAttrName = "spec.config";
+
+  private:
+    void registerAttributes();
+    void registerTypes();
+  public:
+  }];
+}
+
+def Spec_FunctionRole : I32EnumAttr<"FunctionRole",
+    "the role of a model function in a speculative decoder", [
+      I32EnumAttrCase<"Target", 0, "target">,
+      I32EnumAttrCase<"Draft", 1, "draft">,
+      I32EnumAttrCase<"MedusaHead", 2, "medusa_head">,
+      I32EnumAttrCase<"MTPModule", 3, "mtp_module">
+    ]> {
+  let cppNamespace = "::specula::spec";
+  let genSpecializedAttr = 0;
+}
+
+#endif // SPECULA_DIALECT_SPEC_SPECBASE_TD

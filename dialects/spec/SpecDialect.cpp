@@ -1,0 +1,43 @@
+//===- SpecDialect.cpp - spec dialect registration and attribute checks ---===//
+
+#include "dialects/spec/SpecDialect.h"
+#include "dialects/spec/SpecOps.h"
+
+#include "mlir/Interfaces/FunctionInterfaces.h"
+
+using namespace mlir;
+using namespace specula::spec;
+
+#include "dialects/spec/SpecDialect.cpp.inc"
+
+void SpecDialect::initialize() {
+  addOperations<
+#define GET_OP_LIST
+#include "dialects/spec/SpecOps.cpp.inc"
+      >();
+  registerAttributes();
+  registerTypes();
+}
+
+/// Checks the discardable attributes `spec.role` and `spec.config`: they
+/// describe model functions, so they belong on function-like operations.
+LogicalResult SpecDialect::verifyOperationAttribute(Operation *op,
+                                                    NamedAttribute attr) {
+  StringRef name = attr.getName().getValue();
+  if (name != kRoleAttrName && name != kConfigAttrName)
+    return op->emitError() << "unknown spec dialect attribute '" << name
+                           << "'; expected '" << kRoleAttrName << "' or '"
+                           << kConfigAttrName << "'";
+  if (!isa<FunctionOpInterface>(op))
+    return op->emitError() << "'" << name
+                           << "' is only valid on function operations";
+  if (name == kRoleAttrName && !isa<RoleAttr>(attr.getValue()))
+    return op->emitError() << "'" << name
+                           << "' must be a #spec.role attribute, got "
+                           << attr.getValue();
+  if (name == kConfigAttrName && !isa<ModelConfigAttr>(attr.getValue()))
+    return op->emitError() << "'" << name
+                           << "' must be a #spec.model_config attribute, got "
+                           << attr.getValue();
+  return success();
+}

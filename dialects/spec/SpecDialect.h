@@ -1,0 +1,22 @@
+//===- SpecDialect.h - spec dialect, attributes and types -------*- C++ -*-===//
+
+#ifndef SPECULA_DIALECT_SPEC_SPECDIALECT_H
+#define SPECULA_DIALECT_SPEC_SPECDIALECT_H
+
+#include "mlir/IR/Attributes.h"
+#include "mlir/IR/Builders.h"
+#include "mlir/IR/BuiltinAttributes.h"
+#include "mlir/IR/BuiltinTypes.h"
+#include "mlir/IR/Dialect.h"
+#include "mlir/IR/OpImplementation.h"
+
+#include "dialects/spec/SpecDialect.h.inc"
+#include "dialects/spec/SpecEnums.h.inc"
+
+#define GET_ATTRDEF_CLASSES
+#include "dialects/spec/SpecAttrs.h.inc"
+
+#define GET_TYPEDEF_CLASSES
+#include "dialects/spec/SpecTypes.h.inc"
+
+#endif // SPECULA_DIALECT_SPEC_SPECDIALECT_H

@@ -1,0 +1,38 @@
+//===- SpecTypes.td - spec dialect types -------------------*- tablegen -*-===//
+
+#ifndef SPECULA_DIALECT_SPEC_SPECTYPES_TD
+#define SPECULA_DIALECT_SPEC_SPECTYPES_TD
+
+include "dialects/spec/SpecBase.td"
+
+def Spec_KVCacheType : TypeDef<Spec_Dialect, "KVCache"> {
+  let mnemonic = "kv_cache";
+  let summary = "a preallocated key/value cache with a length";
+  let description = [{
+    The keys and values of one model, all layers, in two buffers of shape
+    `layers x kv_heads x capacity x head_dim`. A cache value also carries its
+    length (the positions `[0, length)` that attention reads) and its committed
+    length (the prefix that verification has accepted). Entries past the
+    committed length are speculative: `spec.cache.commit` keeps a prefix of
+    them and `spec.cache.rollback` drops them, both in O(1), without moving
+    data.
+
+    Caches have value semantics in the IR; bufferization makes every update an
+    in-place write into the preallocated buffers.
+
+    Example: `!spec.kv_cache<2x4x512x32xf32>` (2 layers, 4 KV heads, 512
+    positions, head dimension 32).
+  }];
+  let parameters = (ins ArrayRefParameter<"int64_t">:$shape,
+                        "::mlir::Type":$elementType);
+  let hasCustomAssemblyFormat = 1;
+  let genVerifyDecl = 1;
+  let extraClassDeclaration = [{
+    int64_t getNumLayers() const { return getShape()[0]; }
+    int64_t getNumKVHeads() const { return getShape()[1]; }
+    int64_t getCapacity() const { return getShape()[2]; }
+    int64_t getHeadDim() const { return getShape()[3]; }
+  }];
+}
+
+#endif // SPECULA_DIALECT_SPEC_SPECTYPES_TD

@@ -1,0 +1,26 @@
+//===- InitAll.h - register Specula with an MLIR tool or pipeline -*- C++ -*-//
+//
+// The entry points for using Specula as a library: add its dialect to a
+// registry and its passes to the global pass registry, as mlir-opt-like tools
+// and the Specula plugin do.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef SPECULA_INITALL_H
+#define SPECULA_INITALL_H
+
+namespace mlir {
+class DialectRegistry;
+} // namespace mlir
+
+namespace specula {
+
+/// Adds the spec dialect and the upstream dialects its passes create.
+void registerSpeculaDialects(mlir::DialectRegistry &registry);
+
+/// Registers every Specula pass (and, later, pipeline) for textual use.
+void registerSpeculaPasses();
+
+} // namespace specula
+
+#endif // SPECULA_INITALL_H

@@ -1,0 +1,15 @@
+//===- InitAll.cpp - register Specula dialects and passes -----------------===//
+
+#include "specula/InitAll.h"
+
+#include "dialects/spec/SpecDialect.h"
+#include "passes/Passes.h"
+
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/IR/DialectRegistry.h"
+
+void specula::registerSpeculaDialects(mlir::DialectRegistry &registry) {
+  registry.insert<spec::SpecDialect, mlir::func::FuncDialect>();
+}
+
+void specula::registerSpeculaPasses() { registerSpecPasses(); }

@@ -1,0 +1,170 @@
+//===- ChooseGamma.cpp - pick gamma for draft decoders with a cost model --===//
+
+#include "passes/GammaCostModel.h"
+#include "passes/Passes.h"
+
+#include "dialects/spec/SpecOps.h"
+
+#include "mlir/IR/BuiltinOps.h"
+#include "mlir/IR/SymbolTable.h"
+#include "mlir/Interfaces/CallInterfaces.h"
+#include "mlir/Interfaces/FunctionInterfaces.h"
+#include "llvm/ADT/SmallPtrSet.h"
+#include "llvm/Support/FormatVariadic.h"
+
+namespace specula {
+#define GEN_PASS_DEF_SPECCHOOSEGAMMA
+#include "passes/Passes.h.inc"
+} // namespace specula
+
+using namespace mlir;
+using namespace specula;
+using namespace specula::spec;
+
+/// Bytes of constant weights that one forward of `fn` reads: the constants in
+/// `fn` and in every function it calls, each function counted once.
+static uint64_t weightBytes(FunctionOpInterface fn,
+                            SymbolTableCollection &symbolTable) {
+  uint64_t bytes = 0;
+  SmallPtrSet<Operation *, 8> visited;
+  SmallVector<FunctionOpInterface> worklist{fn};
+  while (!worklist.empty()) {
+    FunctionOpInterface current = worklist.pop_back_val();
+    if (!visited.insert(current).second)
+      continue;
+    current->walk([&](Operation *op) {
+      if (auto call = dyn_cast<CallOpInterface>(op)) {
+        if (auto callee = dyn_cast_or_null<FunctionOpInterface>(
+                call.resolveCallableInTable(&symbolTable)))
+          worklist.push_back(callee);
+        return;
+      }
+      if (!op->hasTrait<OpTrait::ConstantLike>() || op->getNumResults() != 1)
+        return;
+      auto shaped = dyn_cast<ShapedType>(op->getResult(0).getType());
+      if (!shaped || !shaped.hasStaticShape() ||
+          !shaped.getElementType().isIntOrFloat())
+        return;
+      uint64_t bits = shaped.getElementType().getIntOrFloatBitWidth();
+      bytes += (shaped.getNumElements() * bits + 7) / 8;
+    });
+  }
+  return bytes;
+}
+
+static std::string formatBytes(uint64_t bytes) {
+  if (bytes >= (1u << 20))
+    return llvm::formatv("{0:F1} MiB", bytes / double(1u << 20)).str();
+  if (bytes >= (1u << 10))
+    return llvm::formatv("{0:F1} KiB", bytes / double(1u << 10)).str();
+  return llvm::formatv("{0} B", bytes).str();
+}
+
+namespace {
+struct ChooseGammaPass
+    : public specula::impl::SpecChooseGammaBase<ChooseGammaPass> {
+  using Base::Base;
+
+  void runOnOperation() override;
+
+private:
+  /// Chooses gamma for one draft decoder; fails after a diagnostic.
+  LogicalResult chooseFor(DecoderOp decoder, DraftProposerAttr draft,
+                          SymbolTableCollection &symbolTable);
+};
+} // namespace
+
+void ChooseGammaPass::runOnOperation() {
+  ModuleOp module = getOperation();
+  if (acceptanceRate.hasValue() &&
+      !(acceptanceRate >= 0.0 && acceptanceRate <= 1.0)) {
+    module.emitError() << "spec-choose-gamma: acceptance-rate must lie in "
+                          "[0, 1], got "
+                       << acceptanceRate;
+    return signalPassFailure();
+  }
+  if (costRatio.hasValue() && !(costRatio > 0.0)) {
+    module.emitError() << "spec-choose-gamma: cost-ratio must be positive, got "
+                       << costRatio;
+    return signalPassFailure();
+  }
+  if (maxGamma < 1) {
+    module.emitError() << "spec-choose-gamma: max-gamma must be at least 1, "
+                          "got "
+                       << maxGamma;
+    return signalPassFailure();
+  }
+
+  SymbolTableCollection symbolTable;
+  bool failedAny = false;
+  module.walk([&](DecoderOp decoder) {
+    if (auto draft = dyn_cast<DraftProposerAttr>(decoder.getProposer()))
+      failedAny |= failed(chooseFor(decoder, draft, symbolTable));
+  });
+  if (failedAny)
+    signalPassFailure();
+}
+
+LogicalResult ChooseGammaPass::chooseFor(DecoderOp decoder,
+                                         DraftProposerAttr draft,
+                                         SymbolTableCollection &symbolTable) {
+  double alpha;
+  if (acceptanceRate.hasValue())
+    alpha = acceptanceRate;
+  else if (FloatAttr rate = decoder.getAcceptanceRateAttr())
+    alpha = rate.getValueAsDouble();
+  else
+    return decoder.emitError()
+           << "no acceptance rate for decoder @" << decoder.getSymName()
+           << "; set its acceptance_rate attribute or pass "
+              "acceptance-rate=<0..1> to spec-choose-gamma";
+
+  double ratio;
+  std::string costReason;
+  if (costRatio.hasValue()) {
+    ratio = costRatio;
+    costReason = "given";
+  } else {
+    // The verifier has checked that both symbols name functions.
+    auto target = symbolTable.lookupNearestSymbolFrom<FunctionOpInterface>(
+        decoder, decoder.getTargetAttr());
+    auto draftFn = symbolTable.lookupNearestSymbolFrom<FunctionOpInterface>(
+        decoder, draft.getModel());
+    uint64_t targetBytes = weightBytes(target, symbolTable);
+    uint64_t draftBytes = weightBytes(draftFn, symbolTable);
+    if (targetBytes == 0 || draftBytes == 0)
+      return decoder.emitError()
+             << "cannot estimate the cost of "
+             << (targetBytes == 0 ? "target " : "draft ")
+             << (targetBytes == 0 ? decoder.getTargetAttr() : draft.getModel())
+             << ": it has no constant weights; pass cost-ratio=<draft step / "
+                "target step> to spec-choose-gamma";
+    ratio = static_cast<double>(draftBytes) / static_cast<double>(targetBytes);
+    costReason = formatBytes(draftBytes) + " / " + formatBytes(targetBytes) +
+                 " of weights";
+  }
+
+  GammaChoice choice = chooseGamma(alpha, ratio, maxGamma);
+  std::string numbers = llvm::formatv(
+      "acceptance rate {0:F2}, draft/target cost {1:F3} ({2})", alpha, ratio,
+      costReason);
+  if (choice.speedup <= 1.0) {
+    decoder.emitWarning() << "draft " << draft.getModel()
+                          << " does not pay: the best gamma (" << choice.gamma
+                          << ") predicts a speedup of "
+                          << llvm::formatv("{0:F2}", choice.speedup) << "x ("
+                          << numbers << "); decoder left unchanged";
+    return success();
+  }
+
+  decoder.setProposerAttr(
+      DraftProposerAttr::get(decoder.getContext(), draft.getModel(),
+                             choice.gamma));
+  decoder.emitRemark() << "gamma = " << choice.gamma << ": "
+                       << llvm::formatv("{0:F2}", choice.expectedTokens)
+                       << " expected tokens per target step, predicted "
+                          "speedup "
+                       << llvm::formatv("{0:F2}", choice.speedup) << "x ("
+                       << numbers << ")";
+  return success();
+}
