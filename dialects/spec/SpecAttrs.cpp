@@ -6,9 +6,33 @@
 #include "llvm/ADT/TypeSwitch.h"
 
 #include <cmath>
+#include <cstdio>
+#include <cstdlib>
 
 using namespace mlir;
 using namespace specula::spec;
+
+std::string specula::spec::detail::formatShortestDouble(double value) {
+  char buffer[32];
+  for (int precision = 1; precision <= 17; ++precision) {
+    std::snprintf(buffer, sizeof(buffer), "%.*g", precision, value);
+    if (std::strtod(buffer, nullptr) == value)
+      break;
+  }
+  std::string text(buffer);
+  // Keep it a float literal: `1.0`, not `1`.
+  if (std::isfinite(value) && text.find_first_of(".e") == std::string::npos)
+    text += ".0";
+  return text;
+}
+
+void specula::spec::detail::printShortestDouble(AsmPrinter &printer,
+                                                const APFloat &value) {
+  double number = value.convertToDouble();
+  if (!std::isfinite(number))
+    return printer.printFloat(value);
+  printer << formatShortestDouble(number);
+}
 
 #include "dialects/spec/SpecEnums.cpp.inc"
 
@@ -91,12 +115,13 @@ RejectionAttr::verify(function_ref<InFlightDiagnostic()> emitError,
   double topP = topPValue.convertToDouble();
   if (!(temperature > 0.0) || !std::isfinite(temperature))
     return emitError() << "temperature must be positive and finite, got "
-                       << temperature
+                       << detail::formatShortestDouble(temperature)
                        << " (use #spec.greedy for temperature 0)";
   if (topK < 0)
     return emitError() << "top_k must be non-negative (0 disables it), got "
                        << topK;
   if (!(topP > 0.0 && topP <= 1.0))
-    return emitError() << "top_p must lie in (0, 1], got " << topP;
+    return emitError() << "top_p must lie in (0, 1], got "
+                       << detail::formatShortestDouble(topP);
   return success();
 }

@@ -21,7 +21,7 @@ class Spec_F64Parameter<string desc, string default>
       return ::mlir::failure();
     return ::llvm::APFloat(value);
   }() }];
-  let printer = [{ $_printer.printFloat($_self) }];
+  let printer = [{ ::specula::spec::detail::printShortestDouble($_printer, $_self) }];
 }
 
 //===----------------------------------------------------------------------===//

@@ -10,6 +10,16 @@
 #include "mlir/IR/Dialect.h"
 #include "mlir/IR/OpImplementation.h"
 
+#include <string>
+
+namespace specula::spec::detail {
+/// The shortest decimal form of `value` that parses back to it.
+std::string formatShortestDouble(double value);
+/// Prints `value` (a double) as the shortest decimal that parses back to it,
+/// e.g. `0.7` rather than `0.69999999999999996`.
+void printShortestDouble(mlir::AsmPrinter &printer, const llvm::APFloat &value);
+} // namespace specula::spec::detail
+
 #include "dialects/spec/SpecDialect.h.inc"
 #include "dialects/spec/SpecEnums.h.inc"
 

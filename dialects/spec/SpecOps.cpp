@@ -167,7 +167,8 @@ LogicalResult DecoderOp::verify() {
   if (FloatAttr rate = getAcceptanceRateAttr())
     if (!(rate.getValueAsDouble() >= 0.0 && rate.getValueAsDouble() <= 1.0))
       return emitOpError() << "acceptance_rate must lie in [0, 1], got "
-                           << rate.getValueAsDouble();
+                           << detail::formatShortestDouble(
+                                  rate.getValueAsDouble());
   return success();
 }
 

@@ -175,7 +175,7 @@ def Spec_CacheAllocOp : Spec_Op<"cache.alloc", [Pure]> {
     Example: `%c = spec.cache.alloc : !spec.kv_cache<2x4x512x32xf32>`
   }];
   let results = (outs Spec_KVCacheType:$result);
-  let assemblyFormat = "attr-dict `:` type($result)";
+  let assemblyFormat = "attr-dict `:` qualified(type($result))";
 }
 
 def Spec_CacheLengthOp : Spec_Op<"cache.length", [Pure]> {
@@ -188,7 +188,7 @@ def Spec_CacheLengthOp : Spec_Op<"cache.length", [Pure]> {
   }];
   let arguments = (ins Spec_KVCacheType:$cache);
   let results = (outs Index:$length);
-  let assemblyFormat = "$cache attr-dict `:` type($cache)";
+  let assemblyFormat = "$cache attr-dict `:` qualified(type($cache))";
 }
 
 def Spec_CacheAppendOp : Spec_Op<"cache.append", [
@@ -214,7 +214,7 @@ def Spec_CacheAppendOp : Spec_Op<"cache.append", [
                        RankedTensorOf<[AnyFloat]>:$values);
   let results = (outs Spec_KVCacheType:$result);
   let assemblyFormat = [{
-    $cache `,` $keys `,` $values attr-dict `:` type($cache) `,` type($keys)
+    $cache `,` $keys `,` $values attr-dict `:` qualified(type($cache)) `,` type($keys)
   }];
   let hasVerifier = 1;
 }
@@ -237,7 +237,7 @@ def Spec_CacheViewOp : Spec_Op<"cache.view", [
   let arguments = (ins Spec_KVCacheType:$cache);
   let results = (outs RankedTensorOf<[AnyFloat]>:$keys,
                       RankedTensorOf<[AnyFloat]>:$values);
-  let assemblyFormat = "$cache attr-dict `:` type($cache) `->` type($keys)";
+  let assemblyFormat = "$cache attr-dict `:` qualified(type($cache)) `->` type($keys)";
   let hasVerifier = 1;
 }
 
@@ -259,7 +259,7 @@ def Spec_CacheCommitOp : Spec_Op<"cache.commit", [
   }];
   let arguments = (ins Spec_KVCacheType:$cache, Index:$count);
   let results = (outs Spec_KVCacheType:$result);
-  let assemblyFormat = "$cache `,` $count attr-dict `:` type($cache)";
+  let assemblyFormat = "$cache `,` $count attr-dict `:` qualified(type($cache))";
   let hasVerifier = 1;
 }
 
@@ -273,7 +273,7 @@ def Spec_CacheRollbackOp : Spec_Op<"cache.rollback", [
   }];
   let arguments = (ins Spec_KVCacheType:$cache);
   let results = (outs Spec_KVCacheType:$result);
-  let assemblyFormat = "$cache attr-dict `:` type($cache)";
+  let assemblyFormat = "$cache attr-dict `:` qualified(type($cache))";
 }
 
 #endif // SPECULA_DIALECT_SPEC_SPECOPS_TD

@@ -1,0 +1,118 @@
+// RUN: spec-opt %s | spec-opt | FileCheck %s
+// RUN: spec-opt %s --mlir-print-op-generic | spec-opt | FileCheck %s
+// RUN: spec-opt %s --emit-bytecode | spec-opt | FileCheck %s
+
+// Every op, attribute and type of the spec dialect, printed and parsed back.
+
+// CHECK-LABEL: func.func private @target
+// CHECK-SAME: spec.config = #spec.model_config<vocab_size = 259, bos_token_id = 256, eos_token_id = 257, pad_token_id = 258, max_context = 512, tokenizer = "sha256:0123abcd">
+// CHECK-SAME: spec.role = #spec.role<target>
+func.func private @target(tensor<?xi64>, !spec.kv_cache<2x4x512x32xf32>)
+    -> (tensor<?x259xf32>, !spec.kv_cache<2x4x512x32xf32>)
+    attributes {spec.role = #spec.role<target>,
+                spec.config = #spec.model_config<vocab_size = 259,
+                    bos_token_id = 256, eos_token_id = 257, pad_token_id = 258,
+                    max_context = 512, tokenizer = "sha256:0123abcd">}
+
+// Optional config fields stay optional.
+// CHECK-LABEL: func.func private @draft
+// CHECK-SAME: spec.config = #spec.model_config<vocab_size = 259, tokenizer = "sha256:0123abcd">
+// CHECK-SAME: spec.role = #spec.role<draft>
+func.func private @draft(tensor<?xi64>) -> tensor<?x259xf32>
+    attributes {spec.role = #spec.role<draft>,
+                spec.config = #spec.model_config<vocab_size = 259,
+                    tokenizer = "sha256:0123abcd">}
+
+// CHECK-LABEL: func.func private @head1
+// CHECK-SAME: spec.role = #spec.role<medusa_head, depth = 1>
+func.func private @head1(tensor<?x64xf32>) -> tensor<?x259xf32>
+    attributes {spec.role = #spec.role<medusa_head, depth = 1>}
+// CHECK-LABEL: func.func private @head2
+// CHECK-SAME: spec.role = #spec.role<medusa_head, depth = 2>
+func.func private @head2(tensor<?x64xf32>) -> tensor<?x259xf32>
+    attributes {spec.role = #spec.role<medusa_head, depth = 2>}
+
+// CHECK-LABEL: func.func private @mtp1
+// CHECK-SAME: spec.role = #spec.role<mtp_module, depth = 1>
+func.func private @mtp1(tensor<?x64xf32>, tensor<?xi64>) -> tensor<?x259xf32>
+    attributes {spec.role = #spec.role<mtp_module, depth = 1>}
+
+// CHECK: spec.decoder @draft_greedy target(@target) proposer(#spec.draft<@draft, gamma = 4>) verify(#spec.greedy)
+spec.decoder @draft_greedy target(@target)
+    proposer(#spec.draft<@draft, gamma = 4>) verify(#spec.greedy)
+
+// Defaults of the sampling rule are elided when printed.
+// CHECK: spec.decoder @draft_sampled target(@target) proposer(#spec.draft<@draft, gamma = 1>) verify(#spec.rejection<temperature = 0.8, top_k = 40, top_p = 0.95>) {acceptance_rate = 7.500000e-01 : f64}
+spec.decoder @draft_sampled target(@target)
+    proposer(#spec.draft<@draft, gamma = 1>)
+    verify(#spec.rejection<temperature = 0.8, top_k = 40, top_p = 0.95>)
+    {acceptance_rate = 0.75}
+
+// CHECK: spec.decoder @medusa target(@target) proposer(#spec.mtp<[@head1, @head2]>) verify(#spec.rejection<>)
+spec.decoder @medusa target(@target) proposer(#spec.mtp<[@head1, @head2]>)
+    verify(#spec.rejection<temperature = 1.0, top_k = 0, top_p = 1.0>)
+
+// CHECK: spec.decoder @deepseek target(@target) proposer(#spec.mtp<[@mtp1]>) verify(#spec.greedy)
+spec.decoder @deepseek target(@target) proposer(#spec.mtp<[@mtp1]>)
+    verify(#spec.greedy)
+
+// CHECK-LABEL: func.func @step
+func.func @step(%last: tensor<1xi64>, %head_logits: tensor<4x259xf32>,
+                %key: i64) -> (index, i64, index) {
+  // CHECK: %[[CACHE:.*]] = spec.cache.alloc : !spec.kv_cache<2x4x512x32xf32>
+  %cache = spec.cache.alloc : !spec.kv_cache<2x4x512x32xf32>
+  // CHECK: spec.propose %{{.*}} rule(#spec.greedy) : tensor<4x259xf32> -> tensor<4xi64>, tensor<4x259xf32>
+  %proposals, %q = spec.propose %head_logits rule(#spec.greedy)
+      : tensor<4x259xf32> -> tensor<4xi64>, tensor<4x259xf32>
+  // CHECK: spec.propose %{{.*}} key(%{{.*}}) rule(#spec.rejection<temperature = 0.7>) : tensor<4x259xf32> -> tensor<4xi64>, tensor<4x259xf32>
+  %sampled, %q2 = spec.propose %head_logits key(%key)
+      rule(#spec.rejection<temperature = 0.7>)
+      : tensor<4x259xf32> -> tensor<4xi64>, tensor<4x259xf32>
+  %candidates = tensor.concat dim(0) %last, %proposals
+      : (tensor<1xi64>, tensor<4xi64>) -> tensor<5xi64>
+  %dyn = tensor.cast %candidates : tensor<5xi64> to tensor<?xi64>
+  // CHECK: %[[VERIFY:.*]]:2 = spec.verify @target(%{{.*}}, %[[CACHE]]) : (tensor<?xi64>, !spec.kv_cache<2x4x512x32xf32>) -> (tensor<?x259xf32>, !spec.kv_cache<2x4x512x32xf32>)
+  %logits, %verified = spec.verify @target(%dyn, %cache)
+      : (tensor<?xi64>, !spec.kv_cache<2x4x512x32xf32>)
+      -> (tensor<?x259xf32>, !spec.kv_cache<2x4x512x32xf32>)
+  %rows = tensor.cast %logits : tensor<?x259xf32> to tensor<5x259xf32>
+  // CHECK: %[[N:.*]], %[[NEXT:.*]] = spec.accept %{{.*}}, %{{.*}} rule(#spec.greedy) : tensor<4xi64>, tensor<5x259xf32>
+  %n, %next = spec.accept %proposals, %rows rule(#spec.greedy)
+      : tensor<4xi64>, tensor<5x259xf32>
+  // CHECK: spec.accept %{{.*}}, %{{.*}} probs(%{{.*}} : tensor<4x259xf32>) key(%{{.*}}) rule(#spec.rejection<temperature = 0.7>) : tensor<4xi64>, tensor<5x259xf32>
+  %n2, %next2 = spec.accept %sampled, %rows probs(%q2 : tensor<4x259xf32>)
+      key(%key) rule(#spec.rejection<temperature = 0.7>)
+      : tensor<4xi64>, tensor<5x259xf32>
+  // CHECK: %[[KEEP:.*]] = arith.addi %[[N]], %{{.*}} : index
+  %c1 = arith.constant 1 : index
+  %keep = arith.addi %n, %c1 : index
+  // CHECK: %[[COMMITTED:.*]] = spec.cache.commit %[[VERIFY]]#1, %[[KEEP]] : !spec.kv_cache<2x4x512x32xf32>
+  %committed = spec.cache.commit %verified, %keep
+      : !spec.kv_cache<2x4x512x32xf32>
+  // CHECK: spec.cache.length %[[COMMITTED]] : !spec.kv_cache<2x4x512x32xf32>
+  %length = spec.cache.length %committed : !spec.kv_cache<2x4x512x32xf32>
+  return %n, %next, %length : index, i64, index
+}
+
+// CHECK-LABEL: func.func @cache_ops
+func.func @cache_ops(%k: tensor<2x4x?x32xf32>, %v: tensor<2x4x?x32xf32>)
+    -> (tensor<2x4x?x32xf32>, tensor<2x4x?x32xf32>) {
+  %c0 = spec.cache.alloc : !spec.kv_cache<2x4x512x32xf32>
+  // CHECK: %[[A:.*]] = spec.cache.append %{{.*}}, %{{.*}}, %{{.*}} : !spec.kv_cache<2x4x512x32xf32>, tensor<2x4x?x32xf32>
+  %c1 = spec.cache.append %c0, %k, %v
+      : !spec.kv_cache<2x4x512x32xf32>, tensor<2x4x?x32xf32>
+  // CHECK: %[[R:.*]] = spec.cache.rollback %[[A]] : !spec.kv_cache<2x4x512x32xf32>
+  %c2 = spec.cache.rollback %c1 : !spec.kv_cache<2x4x512x32xf32>
+  // CHECK: spec.cache.view %[[R]] : !spec.kv_cache<2x4x512x32xf32> -> tensor<2x4x?x32xf32>
+  %keys, %values = spec.cache.view %c2
+      : !spec.kv_cache<2x4x512x32xf32> -> tensor<2x4x?x32xf32>
+  return %keys, %values : tensor<2x4x?x32xf32>, tensor<2x4x?x32xf32>
+}
+
+// Half-precision caches.
+// CHECK-LABEL: func.func @bf16_cache
+// CHECK-SAME: !spec.kv_cache<1x1x16x8xbf16>
+func.func @bf16_cache(%c: !spec.kv_cache<1x1x16x8xbf16>)
+    -> !spec.kv_cache<1x1x16x8xbf16> {
+  return %c : !spec.kv_cache<1x1x16x8xbf16>
+}

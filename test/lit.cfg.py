@@ -1,0 +1,30 @@
+# lit configuration for Specula's tests: lit tests in the folders that mirror
+# the source tree, and the GoogleTest unit tests under unit/.
+
+import os
+
+import lit.formats
+from lit.llvm import llvm_config
+
+config.name = "Specula"
+config.test_format = lit.formats.ShTest(not llvm_config.use_lit_shell)
+config.suffixes = [".mlir", ".test"]
+config.test_source_root = os.path.dirname(__file__)
+config.test_exec_root = os.path.join(config.specula_obj_root, "test")
+config.excludes = ["CMakeLists.txt", "lit.cfg.py", "lit.site.cfg.py.in", "unit"]
+
+llvm_config.with_system_environment(["HOME", "TMP", "TEMP"])
+llvm_config.use_default_substitutions()
+
+config.substitutions.append(("%specula_src_root", config.specula_src_root))
+config.substitutions.append(("%specula_obj_root", config.specula_obj_root))
+config.substitutions.append(("%specula_libs", config.specula_libs_dir))
+
+# Our tools first, then LLVM's FileCheck/not/count and the stock mlir-opt that
+# the plugin tests load our plugin into.
+llvm_config.with_environment("PATH", config.llvm_tools_dir, append_path=True)
+llvm_config.with_environment("PATH", config.specula_tools_dir, append_path=True)
+llvm_config.add_tool_substitutions(
+    ["spec-opt"], [config.specula_tools_dir])
+config.substitutions.append(
+    ("%mlir_opt", os.path.join(config.llvm_tools_dir, "mlir-opt")))
