@@ -80,18 +80,18 @@ void ChooseGammaPass::runOnOperation() {
       !(acceptanceRate >= 0.0 && acceptanceRate <= 1.0)) {
     module.emitError() << "spec-choose-gamma: acceptance-rate must lie in "
                           "[0, 1], got "
-                       << acceptanceRate;
+                       << static_cast<double>(acceptanceRate);
     return signalPassFailure();
   }
   if (costRatio.hasValue() && !(costRatio > 0.0)) {
     module.emitError() << "spec-choose-gamma: cost-ratio must be positive, got "
-                       << costRatio;
+                       << static_cast<double>(costRatio);
     return signalPassFailure();
   }
   if (maxGamma < 1) {
     module.emitError() << "spec-choose-gamma: max-gamma must be at least 1, "
                           "got "
-                       << maxGamma;
+                       << static_cast<int64_t>(maxGamma);
     return signalPassFailure();
   }
 

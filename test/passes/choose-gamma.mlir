@@ -1,0 +1,53 @@
+// RUN: spec-opt %s --spec-choose-gamma -split-input-file -verify-diagnostics | FileCheck %s
+// RUN: spec-opt %s --spec-choose-gamma='acceptance-rate=0.5' -split-input-file 2>&1 | FileCheck %s --check-prefix=ALPHA
+// RUN: spec-opt %s --spec-choose-gamma='cost-ratio=0.01 max-gamma=3' -split-input-file 2>&1 | FileCheck %s --check-prefix=BOUNDED
+
+// The target reads 256 KiB of weights per step (the constant here and the
+// one in the layer it calls); the draft 25.6 KiB: a cost ratio of 0.1.
+func.func private @layer(%x: tensor<?x64xf32>) -> tensor<?x64xf32> {
+  %w = arith.constant dense<1.0> : tensor<512x64xf32>
+  return %x : tensor<?x64xf32>
+}
+func.func @target(%ids: tensor<?xi64>) -> tensor<?x256xf32>
+    attributes {spec.role = #spec.role<target>} {
+  %w = arith.constant dense<1.0> : tensor<512x64xf32>
+  %h = tensor.empty() : tensor<1x64xf32>
+  %d = tensor.cast %h : tensor<1x64xf32> to tensor<?x64xf32>
+  %y = func.call @layer(%d) : (tensor<?x64xf32>) -> tensor<?x64xf32>
+  %out = tensor.empty() : tensor<1x256xf32>
+  %logits = tensor.cast %out : tensor<1x256xf32> to tensor<?x256xf32>
+  return %logits : tensor<?x256xf32>
+}
+func.func @draft(%ids: tensor<?xi64>) -> tensor<?x256xf32>
+    attributes {spec.role = #spec.role<draft>} {
+  %w = arith.constant dense<1.0> : tensor<100x64xf32>
+  %w2 = arith.constant dense<1.0> : tensor<2x64xf32>
+  %out = tensor.empty() : tensor<1x256xf32>
+  %logits = tensor.cast %out : tensor<1x256xf32> to tensor<?x256xf32>
+  return %logits : tensor<?x256xf32>
+}
+
+// alpha = 0.8, c = 0.1: gamma = 6 maximizes (1 - 0.8^7) / 0.2 / 1.6.
+// expected-remark @below {{gamma = 6: 3.95 expected tokens per target step, predicted speedup 2.47x (acceptance rate 0.80, draft/target cost 0.100 (25.5 KiB / 256.0 KiB of weights))}}
+spec.decoder @decoder target(@target) proposer(#spec.draft<@draft, gamma = 1>)
+    verify(#spec.greedy) {acceptance_rate = 0.8}
+
+// CHECK: spec.decoder @decoder target(@target) proposer(#spec.draft<@draft, gamma = 6>)
+// The option overrides the attribute: alpha = 0.5 pays for 2 tokens only.
+// ALPHA: remark: gamma = 2: 1.75 expected tokens per target step, predicted speedup 1.46x (acceptance rate 0.50, draft/target cost 0.100 (25.5 KiB / 256.0 KiB of weights))
+// ALPHA: spec.decoder @decoder target(@target) proposer(#spec.draft<@draft, gamma = 2>)
+// A nearly free draft is bounded by max-gamma.
+// BOUNDED: remark: gamma = 3: 2.95 expected tokens per target step, predicted speedup 2.87x (acceptance rate 0.80, draft/target cost 0.010 (given))
+// BOUNDED: spec.decoder @decoder target(@target) proposer(#spec.draft<@draft, gamma = 3>)
+
+// -----
+
+// MTP decoders are left alone: gamma is the number of heads.
+func.func private @target(tensor<?xi64>) -> tensor<?x8xf32>
+    attributes {spec.role = #spec.role<target>}
+func.func private @head1(tensor<?x4xf32>) -> tensor<?x8xf32>
+    attributes {spec.role = #spec.role<medusa_head, depth = 1>}
+// CHECK: spec.decoder @mtp target(@target) proposer(#spec.mtp<[@head1]>) verify(#spec.greedy)
+// ALPHA: spec.decoder @mtp target(@target) proposer(#spec.mtp<[@head1]>) verify(#spec.greedy)
+// BOUNDED: spec.decoder @mtp target(@target) proposer(#spec.mtp<[@head1]>) verify(#spec.greedy)
+spec.decoder @mtp target(@target) proposer(#spec.mtp<[@head1]>) verify(#spec.greedy)
