@@ -53,6 +53,25 @@ protected:
     return fn;
   }
 
+  /// A module with a target, a draft and a greedy decoder pairing them.
+  OwningOpRef<ModuleOp> buildDraftDecoder(int64_t targetVocab,
+                                          int64_t draftVocab, int64_t gamma) {
+    OpBuilder builder(&context);
+    OwningOpRef<ModuleOp> module = ModuleOp::create(builder.getUnknownLoc());
+    builder.setInsertionPointToEnd(module->getBody());
+    addModel(builder, "target",
+             RoleAttr::get(&context, FunctionRole::Target, {}), targetVocab);
+    addModel(builder, "draft", RoleAttr::get(&context, FunctionRole::Draft, {}),
+             draftVocab);
+    DecoderOp::create(
+        builder, builder.getUnknownLoc(), builder.getStringAttr("decoder"),
+        FlatSymbolRefAttr::get(&context, "target"),
+        DraftProposerAttr::get(&context,
+                               FlatSymbolRefAttr::get(&context, "draft"), gamma),
+        GreedyAttr::get(&context), /*acceptance_rate=*/FloatAttr());
+    return module;
+  }
+
   MLIRContext context;
   std::optional<ScopedDiagnosticHandler> handler;
   std::vector<std::string> diagnostics;
@@ -105,37 +124,15 @@ TEST_F(SpecDialectTest, KVCacheTypeNamesItsDimensions) {
 }
 
 TEST_F(SpecDialectTest, BuiltDecoderVerifiesAndCountsProposals) {
-  OpBuilder builder(&context);
-  OwningOpRef<ModuleOp> module = ModuleOp::create(builder.getUnknownLoc());
-  builder.setInsertionPointToEnd(module->getBody());
-  addModel(builder, "target", RoleAttr::get(&context, FunctionRole::Target, {}),
-           259);
-  addModel(builder, "draft", RoleAttr::get(&context, FunctionRole::Draft, {}),
-           259);
-  auto decoder = DecoderOp::create(
-      builder, builder.getUnknownLoc(), builder.getStringAttr("decoder"),
-      FlatSymbolRefAttr::get(&context, "target"),
-      DraftProposerAttr::get(&context, FlatSymbolRefAttr::get(&context, "draft"),
-                             5),
-      GreedyAttr::get(&context), /*acceptance_rate=*/FloatAttr());
-  EXPECT_TRUE(succeeded(verify(*module))) << (diagnostics.empty() ? "" : diagnostics.front());
+  OwningOpRef<ModuleOp> module = buildDraftDecoder(259, 259, 5);
+  EXPECT_TRUE(succeeded(verify(*module)))
+      << (diagnostics.empty() ? "" : diagnostics.front());
+  auto decoder = *module->getOps<DecoderOp>().begin();
   EXPECT_EQ(decoder.getNumProposals(), 5);
 }
 
 TEST_F(SpecDialectTest, BuiltDecoderWithMismatchedVocabularyFails) {
-  OpBuilder builder(&context);
-  OwningOpRef<ModuleOp> module = ModuleOp::create(builder.getUnknownLoc());
-  builder.setInsertionPointToEnd(module->getBody());
-  addModel(builder, "target", RoleAttr::get(&context, FunctionRole::Target, {}),
-           259);
-  addModel(builder, "draft", RoleAttr::get(&context, FunctionRole::Draft, {}),
-           300);
-  DecoderOp::create(builder, builder.getUnknownLoc(),
-                    builder.getStringAttr("decoder"),
-                    FlatSymbolRefAttr::get(&context, "target"),
-                    DraftProposerAttr::get(
-                        &context, FlatSymbolRefAttr::get(&context, "draft"), 2),
-                    GreedyAttr::get(&context), FloatAttr());
+  OwningOpRef<ModuleOp> module = buildDraftDecoder(259, 300, 2);
   EXPECT_TRUE(failed(verify(*module)));
   ASSERT_FALSE(diagnostics.empty());
   EXPECT_NE(diagnostics.front().find("vocabulary size mismatch: target "
