@@ -8,10 +8,10 @@ from lit.llvm import llvm_config
 
 config.name = "Specula"
 config.test_format = lit.formats.ShTest(not llvm_config.use_lit_shell)
-config.suffixes = [".mlir", ".test"]
+config.suffixes = [".mlir", ".test", ".onnxtxt"]
 config.test_source_root = os.path.dirname(__file__)
 config.test_exec_root = os.path.join(config.specula_obj_root, "test")
-config.excludes = ["CMakeLists.txt", "lit.cfg.py", "lit.site.cfg.py.in", "unit"]
+config.excludes = ["CMakeLists.txt", "lit.cfg.py", "lit.site.cfg.py.in", "unit", "Inputs"]
 
 llvm_config.with_system_environment(["HOME", "TMP", "TEMP"])
 llvm_config.use_default_substitutions()
@@ -25,6 +25,8 @@ config.substitutions.append(("%specula_libs", config.specula_libs_dir))
 llvm_config.with_environment("PATH", config.llvm_tools_dir, append_path=True)
 llvm_config.with_environment("PATH", config.specula_tools_dir, append_path=True)
 llvm_config.add_tool_substitutions(
-    ["spec-opt"], [config.specula_tools_dir])
+    ["spec-opt", "spec-translate"], [config.specula_tools_dir])
 config.substitutions.append(
     ("%mlir_opt", os.path.join(config.llvm_tools_dir, "mlir-opt")))
+# Debian's interpreter, which has python3-onnx and python3-torch.
+config.substitutions.append(("%python", "/usr/bin/python3"))

@@ -1,0 +1,48 @@
+//===- ONNXImport.h - import ONNX models into MLIR --------------*- C++ -*-===//
+//
+// Imports an ONNX model (binary protobuf, or the textual syntax of
+// onnx/defs/parser.h) as one func.func on tensors in upstream dialects
+// (linalg, tensor, arith, math), tagged with spec.role / spec.config from the
+// model's metadata_props.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef SPECULA_ONNXIMPORT_H
+#define SPECULA_ONNXIMPORT_H
+
+#include "mlir/IR/BuiltinOps.h"
+#include "mlir/Support/LLVM.h"
+
+#include <string>
+
+namespace specula {
+
+struct ONNXImportOptions {
+  /// Name of the imported function.
+  std::string functionName = "main";
+  /// Run the ONNX checker first.
+  bool runChecker = true;
+  /// Run ONNX shape inference (values without a type cannot be imported).
+  bool runShapeInference = true;
+  /// Initializers with more elements become dense_resource blobs, which are
+  /// printed once, out of line, in hex (never as megabytes of decimal text).
+  int64_t maxInlineElements = 64;
+};
+
+/// Imports the model in `source` into `module`. `sourceName` is the file name
+/// used in diagnostics; external data files are looked up beside it. Emits
+/// one error naming the file (and node, operator and opset where it applies)
+/// and fails on invalid or unsupported input; `module` is unchanged then.
+mlir::LogicalResult importONNX(mlir::ModuleOp module, llvm::StringRef source,
+                               llvm::StringRef sourceName,
+                               const ONNXImportOptions &options = {});
+
+/// Adds the dialects the importer creates.
+void registerONNXImportDialects(mlir::DialectRegistry &registry);
+
+/// Registers `--import-onnx` for mlir-translate-like tools.
+void registerONNXImportTranslation();
+
+} // namespace specula
+
+#endif // SPECULA_ONNXIMPORT_H

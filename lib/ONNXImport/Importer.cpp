@@ -1,0 +1,623 @@
+//===- Importer.cpp - ONNX graph to func.func on tensors ------------------===//
+
+#include "specula/ONNXImport.h"
+
+#include "lib/ONNXImport/ModelLoader.h"
+#include "lib/ONNXImport/NodeImporter.h"
+
+#include "dialects/spec/SpecDialect.h"
+
+#include "mlir/Dialect/Arith/IR/Arith.h"
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/Dialect/Linalg/IR/Linalg.h"
+#include "mlir/Dialect/Math/IR/Math.h"
+#include "mlir/Dialect/Tensor/IR/Tensor.h"
+#include "mlir/IR/AsmState.h"
+#include "mlir/IR/DialectResourceBlobManager.h"
+#include "mlir/Tools/mlir-translate/Translation.h"
+#include "llvm/ADT/StringSet.h"
+#include "llvm/Support/Path.h"
+#include "llvm/Support/SourceMgr.h"
+
+using namespace mlir;
+using namespace specula;
+using namespace specula::onnx_import;
+
+//===----------------------------------------------------------------------===//
+// Types and tensors
+//===----------------------------------------------------------------------===//
+
+FailureOr<Type> specula::onnx_import::convertElementType(MLIRContext *context,
+                                                         int32_t onnxType) {
+  Builder b(context);
+  switch (onnxType) {
+  case onnx::TensorProto::FLOAT:
+    return b.getF32Type();
+  case onnx::TensorProto::DOUBLE:
+    return b.getF64Type();
+  case onnx::TensorProto::FLOAT16:
+    return b.getF16Type();
+  case onnx::TensorProto::BFLOAT16:
+    return b.getBF16Type();
+  case onnx::TensorProto::BOOL:
+    return b.getI1Type();
+  case onnx::TensorProto::INT8:
+  case onnx::TensorProto::UINT8:
+    return b.getI8Type();
+  case onnx::TensorProto::INT16:
+  case onnx::TensorProto::UINT16:
+    return b.getI16Type();
+  case onnx::TensorProto::INT32:
+  case onnx::TensorProto::UINT32:
+    return b.getI32Type();
+  case onnx::TensorProto::INT64:
+  case onnx::TensorProto::UINT64:
+    return b.getI64Type();
+  default:
+    return failure();
+  }
+}
+
+static std::string elementTypeName(int32_t onnxType) {
+  return onnx::TensorProto::DataType_IsValid(onnxType)
+             ? onnx::TensorProto::DataType_Name(
+                   static_cast<onnx::TensorProto::DataType>(onnxType))
+             : "type " + std::to_string(onnxType);
+}
+
+/// Appends `values` to `bytes` as `width`-byte little-endian integers.
+template <typename T>
+static void appendLittleEndian(std::vector<char> &bytes, const T &values,
+                               unsigned width) {
+  for (auto value : values) {
+    uint64_t bits = static_cast<uint64_t>(value);
+    for (unsigned i = 0; i < width; ++i)
+      bytes.push_back(static_cast<char>((bits >> (8 * i)) & 0xff));
+  }
+}
+
+FailureOr<ElementsAttr> specula::onnx_import::convertTensor(
+    const onnx::TensorProto &tensor, RankedTensorType type,
+    int64_t maxInlineElements, std::string &error) {
+  Type elementType = type.getElementType();
+  int64_t count = type.getNumElements();
+  if (elementType.isInteger(1)) {
+    // Bytes in ONNX, bits in MLIR's raw buffers: go through bools.
+    SmallVector<bool> bits;
+    if (tensor.has_raw_data())
+      for (char c : tensor.raw_data())
+        bits.push_back(c != 0);
+    else
+      for (int32_t v : tensor.int32_data())
+        bits.push_back(v != 0);
+    if (static_cast<int64_t>(bits.size()) != count) {
+      error = "holds " + std::to_string(bits.size()) + " elements, expected " +
+              std::to_string(count);
+      return failure();
+    }
+    return ElementsAttr(DenseElementsAttr::get(type, bits));
+  }
+  unsigned width = elementType.getIntOrFloatBitWidth() / 8;
+  std::vector<char> bytes;
+  if (tensor.has_raw_data()) {
+    bytes.assign(tensor.raw_data().begin(), tensor.raw_data().end());
+  } else {
+    switch (tensor.data_type()) {
+    case onnx::TensorProto::FLOAT: {
+      auto data = tensor.float_data();
+      bytes.resize(data.size() * 4);
+      std::memcpy(bytes.data(), data.data(), bytes.size());
+      break;
+    }
+    case onnx::TensorProto::DOUBLE: {
+      auto data = tensor.double_data();
+      bytes.resize(data.size() * 8);
+      std::memcpy(bytes.data(), data.data(), bytes.size());
+      break;
+    }
+    case onnx::TensorProto::INT64:
+      appendLittleEndian(bytes, tensor.int64_data(), width);
+      break;
+    case onnx::TensorProto::UINT32:
+    case onnx::TensorProto::UINT64:
+      appendLittleEndian(bytes, tensor.uint64_data(), width);
+      break;
+    default: // int32_data carries the narrower types, f16/bf16 as bits
+      appendLittleEndian(bytes, tensor.int32_data(), width);
+      break;
+    }
+  }
+  if (static_cast<int64_t>(bytes.size()) != count * width) {
+    error = "holds " + std::to_string(bytes.size()) + " bytes, expected " +
+            std::to_string(count * width) + " for " +
+            std::to_string(count) + " elements";
+    return failure();
+  }
+  if (count <= maxInlineElements) {
+    bool splat = false;
+    if (!DenseElementsAttr::isValidRawBuffer(type, bytes, splat)) {
+      error = "cannot be represented as " + std::to_string(count) +
+              " elements";
+      return failure();
+    }
+    return ElementsAttr(DenseElementsAttr::getFromRawBuffer(type, bytes));
+  }
+  std::string blobName = tensor.name().empty() ? "onnx_tensor" : tensor.name();
+  return ElementsAttr(DenseResourceElementsAttr::get(
+      type, blobName,
+      HeapAsmResourceBlob::allocateAndCopyWithAlign(bytes, alignof(uint64_t))));
+}
+
+//===----------------------------------------------------------------------===//
+// Handler registry
+//===----------------------------------------------------------------------===//
+
+void OpHandlerRegistry::add(StringRef opType, int minSince, int maxSince,
+                            OpHandler handler) {
+  handlers[opType].push_back({minSince, maxSince, std::move(handler)});
+}
+
+const OpHandler *OpHandlerRegistry::lookup(StringRef opType,
+                                           int sinceVersion) const {
+  auto it = handlers.find(opType);
+  if (it == handlers.end())
+    return nullptr;
+  for (const Entry &entry : it->second)
+    if (entry.minSince <= sinceVersion && sinceVersion <= entry.maxSince)
+      return &entry.handler;
+  return nullptr;
+}
+
+std::vector<std::pair<std::string, std::vector<std::pair<int, int>>>>
+OpHandlerRegistry::supported() const {
+  std::vector<std::pair<std::string, std::vector<std::pair<int, int>>>> result;
+  for (const auto &op : handlers) {
+    std::vector<std::pair<int, int>> ranges;
+    for (const Entry &entry : op.second)
+      ranges.emplace_back(entry.minSince, entry.maxSince);
+    llvm::sort(ranges);
+    result.emplace_back(op.first().str(), ranges);
+  }
+  llvm::sort(result);
+  return result;
+}
+
+const OpHandlerRegistry &specula::onnx_import::getOpHandlers() {
+  static const OpHandlerRegistry registry = [] {
+    OpHandlerRegistry r;
+    registerElementwiseHandlers(r);
+    registerMatMulHandlers(r);
+    registerShapeHandlers(r);
+    registerReductionHandlers(r);
+    registerGenerateHandlers(r);
+    registerSliceHandlers(r);
+    return r;
+  }();
+  return registry;
+}
+
+//===----------------------------------------------------------------------===//
+// GraphImporter
+//===----------------------------------------------------------------------===//
+
+namespace specula::onnx_import {
+class GraphImporter {
+public:
+  GraphImporter(ModuleOp module, const onnx::ModelProto &model,
+                StringRef fileName, const ONNXImportOptions &options)
+      : context(module.getContext()), module(module), model(model),
+        options(options), builder(context),
+        fileLoc(FileLineColLoc::get(context, fileName, 0, 0)),
+        fileName(fileName.str()) {}
+
+  LogicalResult run();
+
+  Location nodeLoc(const onnx::NodeProto &node, int index) {
+    std::string name = node.name().empty()
+                           ? node.op_type() + "#" + std::to_string(index)
+                           : node.name();
+    return NameLoc::get(StringAttr::get(context, name), fileLoc);
+  }
+
+  MLIRContext *context;
+  ModuleOp module;
+  const onnx::ModelProto &model;
+  const ONNXImportOptions &options;
+  OpBuilder builder;
+  Location fileLoc;
+  std::string fileName;
+  int opset = 0;
+  llvm::StringMap<Value> values;
+  llvm::StringMap<const onnx::TypeProto *> valueTypes;
+
+private:
+  LogicalResult checkOperatorsSupported(SmallVectorImpl<int> &versions);
+  FailureOr<RankedTensorType> convertValueType(const onnx::ValueInfoProto &info,
+                                               StringRef what);
+  void attachModelAttributes(func::FuncOp func);
+};
+} // namespace specula::onnx_import
+
+FailureOr<RankedTensorType>
+GraphImporter::convertValueType(const onnx::ValueInfoProto &info,
+                                StringRef what) {
+  auto fail = [&](const Twine &why) {
+    return emitError(fileLoc) << what << " '" << info.name() << "' " << why;
+  };
+  if (!info.type().has_tensor_type())
+    return fail("is not a tensor (sequences, maps and optionals are not "
+                "supported)");
+  const auto &tensorType = info.type().tensor_type();
+  FailureOr<Type> elementType =
+      convertElementType(context, tensorType.elem_type());
+  if (failed(elementType))
+    return fail("has unsupported element type " +
+                elementTypeName(tensorType.elem_type()));
+  if (!tensorType.has_shape())
+    return fail("has no known rank");
+  SmallVector<int64_t> shape;
+  for (const auto &dim : tensorType.shape().dim())
+    shape.push_back(dim.has_dim_value() ? dim.dim_value()
+                                        : ShapedType::kDynamic);
+  return RankedTensorType::get(shape, *elementType);
+}
+
+LogicalResult
+GraphImporter::checkOperatorsSupported(SmallVectorImpl<int> &versions) {
+  // Every unsupported operator at once, with the nodes that use it.
+  std::vector<std::pair<std::string, SmallVector<std::string>>> unsupported;
+  const OpHandlerRegistry &handlers = getOpHandlers();
+  for (auto [index, node] : llvm::enumerate(model.graph().node())) {
+    std::string name = node.name().empty()
+                           ? node.op_type() + "#" + std::to_string(index)
+                           : node.name();
+    std::string domain = node.domain() == "ai.onnx" ? "" : node.domain();
+    std::optional<int> since =
+        domain.empty() ? operatorSinceVersion(node.op_type(), domain, opset)
+                       : std::nullopt;
+    versions.push_back(since.value_or(0));
+    if (since && handlers.lookup(node.op_type(), *since))
+      continue;
+    std::string key =
+        (domain.empty() ? "" : domain + ".") + node.op_type() +
+        (since ? " (opset " + std::to_string(opset) + ", schema version " +
+                     std::to_string(*since) + ")"
+               : domain.empty() ? " (unknown to ONNX at opset " +
+                                      std::to_string(opset) + ")"
+                                : " (custom domain)");
+    auto it = llvm::find_if(unsupported,
+                            [&](const auto &entry) { return entry.first == key; });
+    if (it == unsupported.end())
+      it = unsupported.insert(unsupported.end(), {key, {}});
+    it->second.push_back(name);
+  }
+  if (unsupported.empty())
+    return success();
+  size_t nodes = 0;
+  for (auto &entry : unsupported)
+    nodes += entry.second.size();
+  InFlightDiagnostic diag = emitError(fileLoc)
+                            << unsupported.size()
+                            << " unsupported ONNX operator"
+                            << (unsupported.size() == 1 ? "" : "s") << " in "
+                            << nodes << " node" << (nodes == 1 ? "" : "s")
+                            << ": ";
+  llvm::interleaveComma(unsupported, diag, [&](const auto &entry) {
+    diag << entry.first << " x" << entry.second.size() << " [";
+    ArrayRef<std::string> names = entry.second;
+    llvm::interleaveComma(names.take_front(3), diag);
+    if (names.size() > 3)
+      diag << ", ...";
+    diag << "]";
+  });
+  return diag;
+}
+
+void GraphImporter::attachModelAttributes(func::FuncOp func) {
+  llvm::StringMap<std::string> meta;
+  for (const auto &prop : model.metadata_props())
+    meta[prop.key()] = prop.value();
+  auto intValue = [&](StringRef key) -> std::optional<int64_t> {
+    auto it = meta.find(key);
+    int64_t value;
+    if (it == meta.end() || StringRef(it->second).getAsInteger(10, value))
+      return std::nullopt;
+    return value;
+  };
+  auto roleName = meta.find("spec_role");
+  if (roleName != meta.end()) {
+    if (std::optional<spec::FunctionRole> kind =
+            spec::symbolizeFunctionRole(roleName->second)) {
+      auto role = spec::RoleAttr::getChecked(
+          [&] { return emitWarning(fileLoc) << "metadata spec_role: "; },
+          context, *kind, intValue("spec_depth"));
+      if (role)
+        func->setAttr(spec::SpecDialect::kRoleAttrName, role);
+    } else {
+      emitWarning(fileLoc) << "metadata spec_role '" << roleName->second
+                           << "' is not a Specula role; ignored";
+    }
+  }
+  if (std::optional<int64_t> vocab = intValue("vocab_size")) {
+    auto tokenizer = meta.find("tokenizer_sha256");
+    auto config = spec::ModelConfigAttr::getChecked(
+        [&] { return emitWarning(fileLoc) << "model metadata: "; }, context,
+        *vocab, intValue("bos_token_id"), intValue("eos_token_id"),
+        intValue("pad_token_id"), intValue("max_position_embeddings"),
+        tokenizer == meta.end() ? StringAttr()
+                                : StringAttr::get(context, tokenizer->second));
+    if (config)
+      func->setAttr(spec::SpecDialect::kConfigAttrName, config);
+  }
+}
+
+LogicalResult GraphImporter::run() {
+  for (const auto &entry : model.opset_import())
+    if (entry.domain().empty() || entry.domain() == "ai.onnx")
+      opset = entry.version();
+  if (opset == 0)
+    return emitError(fileLoc) << "the model does not import the default ONNX "
+                                 "operator set";
+  SmallVector<int> versions;
+  if (failed(checkOperatorsSupported(versions)))
+    return failure();
+
+  const onnx::GraphProto &graph = model.graph();
+  for (const auto &info : graph.input())
+    valueTypes[info.name()] = &info.type();
+  for (const auto &info : graph.value_info())
+    valueTypes[info.name()] = &info.type();
+  for (const auto &info : graph.output())
+    valueTypes[info.name()] = &info.type();
+
+  // Inputs that are initializers are weights, not arguments.
+  llvm::StringSet<> initializerNames;
+  for (const auto &tensor : graph.initializer())
+    initializerNames.insert(tensor.name());
+  SmallVector<Type> argTypes, resultTypes;
+  SmallVector<const onnx::ValueInfoProto *> args;
+  for (const auto &info : graph.input()) {
+    if (initializerNames.contains(info.name()))
+      continue;
+    FailureOr<RankedTensorType> type = convertValueType(info, "input");
+    if (failed(type))
+      return failure();
+    argTypes.push_back(*type);
+    args.push_back(&info);
+  }
+  for (const auto &info : graph.output()) {
+    FailureOr<RankedTensorType> type = convertValueType(info, "output");
+    if (failed(type))
+      return failure();
+    resultTypes.push_back(*type);
+  }
+
+  // Build detached, so that a failure leaves the module untouched.
+  OwningOpRef<func::FuncOp> func = func::FuncOp::create(
+      fileLoc, options.functionName,
+      builder.getFunctionType(argTypes, resultTypes));
+  Block *entry = func->addEntryBlock();
+  builder.setInsertionPointToStart(entry);
+  for (auto [i, info] : llvm::enumerate(args)) {
+    values[info->name()] = entry->getArgument(i);
+    func->setArgAttr(i, "onnx.name", builder.getStringAttr(info->name()));
+  }
+  for (auto [i, info] : llvm::enumerate(graph.output()))
+    func->setResultAttr(i, "onnx.name", builder.getStringAttr(info.name()));
+
+  for (const auto &tensor : graph.initializer()) {
+    FailureOr<Type> elementType =
+        convertElementType(context, tensor.data_type());
+    if (failed(elementType))
+      return emitError(fileLoc) << "initializer '" << tensor.name()
+                                << "' has unsupported element type "
+                                << elementTypeName(tensor.data_type());
+    auto type = RankedTensorType::get(
+        SmallVector<int64_t>(tensor.dims().begin(), tensor.dims().end()),
+        *elementType);
+    std::string error;
+    FailureOr<ElementsAttr> value =
+        convertTensor(tensor, type, options.maxInlineElements, error);
+    if (failed(value))
+      return emitError(fileLoc) << "initializer '" << tensor.name() << "' "
+                                << error;
+    values[tensor.name()] =
+        arith::ConstantOp::create(builder, fileLoc, cast<TypedAttr>(*value));
+  }
+
+  for (auto [index, node] : llvm::enumerate(graph.node())) {
+    Location loc = nodeLoc(node, index);
+    for (const std::string &input : node.input())
+      if (!input.empty() && !values.count(input))
+        return emitError(loc) << "node input '" << input
+                              << "' is not produced by any earlier node, "
+                                 "input or initializer";
+    NodeImporter importer(*this, node, versions[index], loc);
+    const OpHandler *handler =
+        getOpHandlers().lookup(node.op_type(), versions[index]);
+    if (failed((*handler)(importer)))
+      return failure();
+    for (const std::string &output : node.output())
+      if (!output.empty() && !values.count(output))
+        return importer.emitError()
+               << "the handler did not produce output '" << output << "'";
+  }
+
+  SmallVector<Value> results;
+  for (auto [info, type] : llvm::zip(graph.output(), resultTypes)) {
+    auto it = values.find(info.name());
+    if (it == values.end())
+      return emitError(fileLoc) << "graph output '" << info.name()
+                                << "' is not produced by any node";
+    Value value = it->second;
+    if (value.getType() != type)
+      value = tensor::CastOp::create(builder, fileLoc, type, value);
+    results.push_back(value);
+  }
+  func::ReturnOp::create(builder, fileLoc, results);
+  attachModelAttributes(*func);
+  module.push_back(func.release());
+  return success();
+}
+
+//===----------------------------------------------------------------------===//
+// NodeImporter
+//===----------------------------------------------------------------------===//
+
+NodeImporter::NodeImporter(GraphImporter &graph, const onnx::NodeProto &node,
+                           int sinceVersion, Location loc)
+    : graph(graph), nodeProto(node), version(sinceVersion), location(loc) {}
+
+OpBuilder &NodeImporter::builder() { return graph.builder; }
+
+Value NodeImporter::operand(unsigned i) const {
+  if (i >= static_cast<unsigned>(nodeProto.input_size()) ||
+      nodeProto.input(i).empty())
+    return nullptr;
+  return graph.values.lookup(nodeProto.input(i));
+}
+
+FailureOr<RankedTensorType> NodeImporter::resultType(unsigned i,
+                                                     ShapeFallback fallback) {
+  const std::string &name = nodeProto.output(i);
+  auto it = graph.valueTypes.find(name);
+  if (it == graph.valueTypes.end() || !it->second->has_tensor_type())
+    return emitError() << "shape inference gave no type for output '" << name
+                       << "'";
+  const onnx::TypeProto::Tensor &tensorType = it->second->tensor_type();
+  FailureOr<Type> elementType =
+      convertElementType(graph.context, tensorType.elem_type());
+  if (failed(elementType))
+    return emitError() << "output '" << name << "' has unsupported element type "
+                       << elementTypeName(tensorType.elem_type());
+  SmallVector<int64_t> shape;
+  if (tensorType.has_shape()) {
+    for (const auto &dim : tensorType.shape().dim())
+      shape.push_back(dim.has_dim_value() ? dim.dim_value()
+                                          : ShapedType::kDynamic);
+  } else if (fallback) {
+    shape = fallback();
+  } else {
+    return emitError() << "shape inference gave no rank for output '" << name
+                       << "'";
+  }
+  return RankedTensorType::get(shape, *elementType);
+}
+
+void NodeImporter::setResult(unsigned i, Value value) {
+  graph.values[nodeProto.output(i)] = value;
+}
+
+DenseElementsAttr NodeImporter::constantOperand(unsigned i) const {
+  Value value = operand(i);
+  if (!value)
+    return nullptr;
+  auto constant = value.getDefiningOp<arith::ConstantOp>();
+  return constant ? dyn_cast<DenseElementsAttr>(constant.getValue()) : nullptr;
+}
+
+FailureOr<SmallVector<int64_t>> NodeImporter::constantInts(unsigned i,
+                                                           StringRef what) {
+  DenseElementsAttr attr = constantOperand(i);
+  if (!attr || !attr.getElementType().isInteger())
+    return emitError() << what << " (input " << i
+                       << ") must be a constant integer tensor";
+  SmallVector<int64_t> ints;
+  for (const APInt &v : attr.getValues<APInt>())
+    ints.push_back(v.getSExtValue());
+  return ints;
+}
+
+const onnx::AttributeProto *NodeImporter::attribute(StringRef name) const {
+  for (const auto &attr : nodeProto.attribute())
+    if (attr.name() == name)
+      return &attr;
+  return nullptr;
+}
+
+int64_t NodeImporter::intAttr(StringRef name, int64_t defaultValue) const {
+  const onnx::AttributeProto *attr = attribute(name);
+  return attr ? attr->i() : defaultValue;
+}
+
+float NodeImporter::floatAttr(StringRef name, float defaultValue) const {
+  const onnx::AttributeProto *attr = attribute(name);
+  return attr ? attr->f() : defaultValue;
+}
+
+std::optional<SmallVector<int64_t>>
+NodeImporter::intsAttr(StringRef name) const {
+  const onnx::AttributeProto *attr = attribute(name);
+  if (!attr)
+    return std::nullopt;
+  return SmallVector<int64_t>(attr->ints().begin(), attr->ints().end());
+}
+
+InFlightDiagnostic NodeImporter::emitError() {
+  return mlir::emitError(location)
+         << "node '" << cast<NameLoc>(location).getName().getValue() << "' ("
+         << nodeProto.op_type() << ", opset " << graph.opset << "): ";
+}
+
+//===----------------------------------------------------------------------===//
+// Entry points
+//===----------------------------------------------------------------------===//
+
+LogicalResult specula::importONNX(ModuleOp module, StringRef source,
+                                  StringRef sourceName,
+                                  const ONNXImportOptions &options) {
+  MLIRContext *context = module.getContext();
+  Location fileLoc = FileLineColLoc::get(context, sourceName, 0, 0);
+  onnx::ModelProto model;
+  std::string error;
+  LoadOptions loadOptions;
+  loadOptions.runChecker = options.runChecker;
+  loadOptions.runShapeInference = options.runShapeInference;
+  if (!loadModel(source.str(),
+                 llvm::sys::path::parent_path(sourceName).str(), loadOptions,
+                 model, error))
+    return emitError(fileLoc) << error;
+  context->loadDialect<arith::ArithDialect, func::FuncDialect,
+                       linalg::LinalgDialect, math::MathDialect,
+                       tensor::TensorDialect, spec::SpecDialect>();
+  return GraphImporter(module, model, sourceName, options).run();
+}
+
+void specula::registerONNXImportDialects(DialectRegistry &registry) {
+  registry.insert<arith::ArithDialect, func::FuncDialect,
+                  linalg::LinalgDialect, math::MathDialect,
+                  tensor::TensorDialect, spec::SpecDialect>();
+}
+
+void specula::registerONNXImportTranslation() {
+  static llvm::cl::opt<std::string> functionName(
+      "onnx-function-name", llvm::cl::desc("Name of the imported function"),
+      llvm::cl::init("main"));
+  static llvm::cl::opt<int64_t> maxInline(
+      "onnx-max-inline-elements",
+      llvm::cl::desc("Initializers with more elements become dense_resource "
+                     "blobs"),
+      llvm::cl::init(64));
+  static llvm::cl::opt<bool> noChecker(
+      "onnx-no-checker", llvm::cl::desc("Skip the ONNX checker"),
+      llvm::cl::init(false));
+  static TranslateToMLIRRegistration registration(
+      "import-onnx", "Import an ONNX model (binary or textual)",
+      [](const std::shared_ptr<llvm::SourceMgr> &sourceMgr,
+         MLIRContext *context) -> OwningOpRef<Operation *> {
+        const llvm::MemoryBuffer *buffer =
+            sourceMgr->getMemoryBuffer(sourceMgr->getMainFileID());
+        OwningOpRef<ModuleOp> module =
+            ModuleOp::create(FileLineColLoc::get(
+                context, buffer->getBufferIdentifier(), 0, 0));
+        ONNXImportOptions options;
+        options.functionName = functionName;
+        options.maxInlineElements = maxInline;
+        options.runChecker = !noChecker;
+        if (failed(importONNX(*module, buffer->getBuffer(),
+                              buffer->getBufferIdentifier(), options)))
+          return nullptr;
+        return module;
+      },
+      registerONNXImportDialects);
+}

@@ -1,0 +1,46 @@
+//===- ModelLoader.h - parse, check and shape-infer ONNX models -*- C++ -*-===//
+//
+// The only part of the importer that calls into libonnx, which reports errors
+// with C++ exceptions; it is compiled with -fexceptions and turns every
+// exception into an error string, so the rest of Specula (built without
+// exceptions, like LLVM) never sees one.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef SPECULA_LIB_ONNXIMPORT_MODELLOADER_H
+#define SPECULA_LIB_ONNXIMPORT_MODELLOADER_H
+
+#include "onnx/onnx_pb.h"
+
+#include <cstdint>
+#include <optional>
+#include <string>
+
+namespace specula::onnx_import {
+
+struct LoadOptions {
+  /// Run onnx::checker::check_model before importing.
+  bool runChecker = true;
+  /// Run ONNX shape inference so that every value has a type.
+  bool runShapeInference = true;
+};
+
+/// Parses `contents` (binary protobuf, or the textual syntax of
+/// onnx/defs/parser.h when it starts with '<' or a comment), loads external
+/// data relative to `modelDir`, and runs the checker and shape inference.
+/// On failure returns false and sets `error` to one message without the file
+/// name (the caller adds it).
+bool loadModel(const std::string &contents, const std::string &modelDir,
+               const LoadOptions &options, onnx::ModelProto &model,
+               std::string &error);
+
+/// The opset version in which the operator `opType` of `domain`, as seen by
+/// a model importing `opsetVersion` of that domain, was last changed; none if
+/// ONNX does not know the operator.
+std::optional<int> operatorSinceVersion(const std::string &opType,
+                                        const std::string &domain,
+                                        int opsetVersion);
+
+} // namespace specula::onnx_import
+
+#endif // SPECULA_LIB_ONNXIMPORT_MODELLOADER_H

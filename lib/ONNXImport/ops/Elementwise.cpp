@@ -1,0 +1,206 @@
+//===- Elementwise.cpp - ONNX elementwise operators -----------------------===//
+//
+// Unary, binary (numpy broadcasting), comparison, logical, Where, Cast and
+// Identity: each becomes one linalg.generic over the result shape that shape
+// inference gave.
+//
+//===----------------------------------------------------------------------===//
+
+#include "lib/ONNXImport/ops/Common.h"
+
+using namespace mlir;
+using namespace specula::onnx_import;
+
+namespace {
+/// Builds one scalar op for a float or an integer element type.
+using ScalarFn = std::function<Value(OpBuilder &, Location, ValueRange)>;
+
+/// An elementwise op whose operands all share the result's element type.
+LogicalResult importElementwise(NodeImporter &node, unsigned numInputs,
+                                ScalarFn body) {
+  SmallVector<Value> inputs;
+  for (unsigned i = 0; i < numInputs; ++i) {
+    Value input = node.operand(i);
+    if (!input)
+      return node.emitError() << "input " << i << " is required";
+    inputs.push_back(input);
+  }
+  FailureOr<RankedTensorType> resultType =
+      node.resultType(0, [&] { return broadcastShape(inputs); });
+  if (failed(resultType))
+    return failure();
+  node.setResult(0, buildElementwise(node.builder(), node.loc(), inputs,
+                                     *resultType, body));
+  return success();
+}
+
+template <typename FloatOp, typename IntOp>
+ScalarFn arithmetic() {
+  return [](OpBuilder &b, Location loc, ValueRange args) -> Value {
+    if (isa<FloatType>(args[0].getType()))
+      return FloatOp::create(b, loc, args[0], args[1]);
+    return IntOp::create(b, loc, args[0], args[1]);
+  };
+}
+
+ScalarFn compare(arith::CmpFPredicate floatPredicate,
+                 arith::CmpIPredicate intPredicate) {
+  return [=](OpBuilder &b, Location loc, ValueRange args) -> Value {
+    if (isa<FloatType>(args[0].getType()))
+      return arith::CmpFOp::create(b, loc, floatPredicate, args[0], args[1]);
+    return arith::CmpIOp::create(b, loc, intPredicate, args[0], args[1]);
+  };
+}
+
+template <typename MathOp>
+ScalarFn floatUnary() {
+  return [](OpBuilder &b, Location loc, ValueRange args) -> Value {
+    return MathOp::create(b, loc, args[0]);
+  };
+}
+
+/// Registers a float-only unary operator; integer inputs are refused.
+void addFloatUnary(OpHandlerRegistry &registry, StringRef name, int minSince,
+                   int maxSince, ScalarFn body) {
+  registry.add(name, minSince, maxSince, [body](NodeImporter &node) {
+    Value input = node.operand(0);
+    if (!input || !isa<FloatType>(getElementTypeOrSelf(input.getType())))
+      return LogicalResult(node.emitError()
+                           << "expects a floating-point input");
+    return importElementwise(node, 1, body);
+  });
+}
+
+Value negate(OpBuilder &b, Location loc, Value x) {
+  if (isa<FloatType>(x.getType()))
+    return arith::NegFOp::create(b, loc, x);
+  return arith::SubIOp::create(b, loc, scalarConstant(b, loc, x.getType(), 0),
+                               x);
+}
+} // namespace
+
+void specula::onnx_import::registerElementwiseHandlers(
+    OpHandlerRegistry &registry) {
+  // Binary arithmetic with broadcasting.
+  auto addBinary = [&](StringRef name, int minSince, int maxSince,
+                       ScalarFn body) {
+    registry.add(name, minSince, maxSince, [body](NodeImporter &node) {
+      return importElementwise(node, 2, body);
+    });
+  };
+  addBinary("Add", 7, 14, arithmetic<arith::AddFOp, arith::AddIOp>());
+  addBinary("Sub", 7, 14, arithmetic<arith::SubFOp, arith::SubIOp>());
+  addBinary("Mul", 7, 14, arithmetic<arith::MulFOp, arith::MulIOp>());
+  addBinary("Div", 7, 14, arithmetic<arith::DivFOp, arith::DivSIOp>());
+  addBinary("Max", 8, 13, arithmetic<arith::MaximumFOp, arith::MaxSIOp>());
+  addBinary("Min", 8, 13, arithmetic<arith::MinimumFOp, arith::MinSIOp>());
+  // Pow's exponent may have another type than its base.
+  registry.add("Pow", 7, 15, [](NodeImporter &node) {
+    return importElementwise(
+        node, 2, [](OpBuilder &b, Location loc, ValueRange args) -> Value {
+          Type type = args[0].getType();
+          Value exponent = castScalar(b, loc, args[1], type);
+          if (isa<FloatType>(type))
+            return math::PowFOp::create(b, loc, args[0], exponent);
+          return math::IPowIOp::create(b, loc, args[0], exponent);
+        });
+  });
+
+  // Comparisons and logic produce booleans (i1).
+  addBinary("Equal", 7, 13,
+            compare(arith::CmpFPredicate::OEQ, arith::CmpIPredicate::eq));
+  addBinary("Greater", 7, 13,
+            compare(arith::CmpFPredicate::OGT, arith::CmpIPredicate::sgt));
+  addBinary("Less", 7, 13,
+            compare(arith::CmpFPredicate::OLT, arith::CmpIPredicate::slt));
+  addBinary("GreaterOrEqual", 12, 16,
+            compare(arith::CmpFPredicate::OGE, arith::CmpIPredicate::sge));
+  addBinary("LessOrEqual", 12, 16,
+            compare(arith::CmpFPredicate::OLE, arith::CmpIPredicate::sle));
+  addBinary("And", 7, 7, arithmetic<arith::AndIOp, arith::AndIOp>());
+  addBinary("Or", 7, 7, arithmetic<arith::OrIOp, arith::OrIOp>());
+  addBinary("Xor", 7, 7, arithmetic<arith::XOrIOp, arith::XOrIOp>());
+  registry.add("Not", 1, 1, [](NodeImporter &node) {
+    return importElementwise(
+        node, 1, [](OpBuilder &b, Location loc, ValueRange args) -> Value {
+          return arith::XOrIOp::create(
+              b, loc, args[0], scalarConstant(b, loc, args[0].getType(), 1));
+        });
+  });
+
+  // Unary.
+  registry.add("Neg", 6, 13, [](NodeImporter &node) {
+    return importElementwise(
+        node, 1, [](OpBuilder &b, Location loc, ValueRange args) {
+          return negate(b, loc, args[0]);
+        });
+  });
+  registry.add("Abs", 6, 13, [](NodeImporter &node) {
+    return importElementwise(
+        node, 1, [](OpBuilder &b, Location loc, ValueRange args) -> Value {
+          if (isa<FloatType>(args[0].getType()))
+            return math::AbsFOp::create(b, loc, args[0]);
+          return math::AbsIOp::create(b, loc, args[0]);
+        });
+  });
+  registry.add("Relu", 6, 14, [](NodeImporter &node) {
+    return importElementwise(
+        node, 1, [](OpBuilder &b, Location loc, ValueRange args) -> Value {
+          Value zero = scalarConstant(b, loc, args[0].getType(), 0);
+          if (isa<FloatType>(args[0].getType()))
+            return arith::MaximumFOp::create(b, loc, args[0], zero);
+          return arith::MaxSIOp::create(b, loc, args[0], zero);
+        });
+  });
+  addFloatUnary(registry, "Sqrt", 6, 13, floatUnary<math::SqrtOp>());
+  addFloatUnary(registry, "Exp", 6, 13, floatUnary<math::ExpOp>());
+  addFloatUnary(registry, "Log", 6, 13, floatUnary<math::LogOp>());
+  addFloatUnary(registry, "Erf", 9, 13, floatUnary<math::ErfOp>());
+  addFloatUnary(registry, "Tanh", 6, 13, floatUnary<math::TanhOp>());
+  addFloatUnary(registry, "Cos", 7, 7, floatUnary<math::CosOp>());
+  addFloatUnary(registry, "Sin", 7, 7, floatUnary<math::SinOp>());
+  addFloatUnary(registry, "Floor", 6, 13, floatUnary<math::FloorOp>());
+  addFloatUnary(registry, "Ceil", 6, 13, floatUnary<math::CeilOp>());
+  addFloatUnary(registry, "Reciprocal", 6, 13,
+                [](OpBuilder &b, Location loc, ValueRange args) -> Value {
+                  Value one = scalarConstant(b, loc, args[0].getType(), 1);
+                  return arith::DivFOp::create(b, loc, one, args[0]);
+                });
+  // sigmoid(x) = 1 / (1 + exp(-x))
+  addFloatUnary(registry, "Sigmoid", 6, 13,
+                [](OpBuilder &b, Location loc, ValueRange args) -> Value {
+                  Value one = scalarConstant(b, loc, args[0].getType(), 1);
+                  Value e = math::ExpOp::create(b, loc, negate(b, loc, args[0]));
+                  return arith::DivFOp::create(
+                      b, loc, one, arith::AddFOp::create(b, loc, one, e));
+                });
+
+  // Where(condition, x, y): the result type is x's.
+  registry.add("Where", 9, 16, [](NodeImporter &node) {
+    return importElementwise(
+        node, 3, [](OpBuilder &b, Location loc, ValueRange args) -> Value {
+          return arith::SelectOp::create(b, loc, args[0], args[1], args[2]);
+        });
+  });
+
+  registry.add("Cast", 6, 13, [](NodeImporter &node) {
+    Value input = node.operand(0);
+    FailureOr<RankedTensorType> resultType = node.resultType(
+        0, [&] { return broadcastShape(input); });
+    if (failed(resultType))
+      return failure();
+    Type to = resultType->getElementType();
+    node.setResult(0, buildElementwise(node.builder(), node.loc(), {input},
+                                       *resultType,
+                                       [&](OpBuilder &b, Location loc,
+                                           ValueRange args) {
+                                         return castScalar(b, loc, args[0], to);
+                                       }));
+    return success();
+  });
+
+  registry.add("Identity", 1, 16, [](NodeImporter &node) {
+    node.setResult(0, node.operand(0));
+    return success();
+  });
+}

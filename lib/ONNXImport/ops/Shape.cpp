@@ -1,0 +1,387 @@
+//===- Shape.cpp - ONNX constants, shape computation and data movement ----===//
+//
+// Constant, Shape, Reshape, Unsqueeze, Squeeze, Transpose, Concat, Gather.
+// Shapes computed in the graph (Shape -> Gather -> Concat -> Reshape) stay
+// runtime tensors of i64; reshapes go through tensor.reshape with a shape
+// built from index values, which canonicalization folds when it is static.
+//
+//===----------------------------------------------------------------------===//
+
+#include "lib/ONNXImport/ops/Common.h"
+
+#include "mlir/Dialect/Utils/IndexingUtils.h"
+#include "mlir/IR/Matchers.h"
+
+using namespace mlir;
+using namespace specula::onnx_import;
+
+namespace {
+Value toIndex(OpBuilder &b, Location loc, Value value) {
+  return arith::IndexCastOp::create(b, loc, b.getIndexType(), value);
+}
+
+/// tensor.reshape of `source` to `resultType` with the given sizes.
+Value reshapeTo(OpBuilder &b, Location loc, Value source,
+                RankedTensorType resultType, ArrayRef<Value> sizes) {
+  auto shape = tensor::FromElementsOp::create(
+      b, loc,
+      RankedTensorType::get({static_cast<int64_t>(sizes.size())},
+                            b.getIndexType()),
+      sizes);
+  return tensor::ReshapeOp::create(b, loc, resultType, source, shape);
+}
+
+LogicalResult importConstant(NodeImporter &node) {
+  FailureOr<RankedTensorType> resultType = node.resultType(0);
+  if (failed(resultType))
+    return failure();
+  OpBuilder &b = node.builder();
+  Type elementType = resultType->getElementType();
+  Attribute value;
+  if (const onnx::AttributeProto *attr = node.attribute("value")) {
+    std::string error;
+    FailureOr<ElementsAttr> elements =
+        convertTensor(attr->t(), *resultType, /*maxInlineElements=*/1 << 20,
+                      error);
+    if (failed(elements))
+      return node.emitError() << "attribute 'value' " << error;
+    value = *elements;
+  } else if (const onnx::AttributeProto *attr = node.attribute("value_float")) {
+    value = DenseElementsAttr::get(*resultType, b.getFloatAttr(elementType,
+                                                               attr->f()));
+  } else if (const onnx::AttributeProto *attr =
+                 node.attribute("value_floats")) {
+    SmallVector<float> floats(attr->floats().begin(), attr->floats().end());
+    value = DenseElementsAttr::get(*resultType, ArrayRef<float>(floats));
+  } else if (const onnx::AttributeProto *attr = node.attribute("value_int")) {
+    value = DenseElementsAttr::get(*resultType,
+                                   b.getIntegerAttr(elementType, attr->i()));
+  } else if (std::optional<SmallVector<int64_t>> ints =
+                 node.intsAttr("value_ints")) {
+    value = DenseElementsAttr::get(*resultType, ArrayRef<int64_t>(*ints));
+  } else {
+    return node.emitError() << "needs one of the attributes value, "
+                               "value_float(s) or value_int(s) (sparse and "
+                               "string constants are not supported)";
+  }
+  node.setResult(0, arith::ConstantOp::create(b, node.loc(),
+                                              cast<TypedAttr>(value)));
+  return success();
+}
+
+/// Shape(data)[start:end] as a 1-D i64 tensor.
+LogicalResult importShape(NodeImporter &node) {
+  Value data = node.operand(0);
+  auto type = cast<RankedTensorType>(data.getType());
+  int64_t rank = type.getRank();
+  auto clamp = [&](int64_t v) {
+    v = v < 0 ? v + rank : v;
+    return std::clamp<int64_t>(v, 0, rank);
+  };
+  int64_t start = clamp(node.intAttr("start", 0));
+  int64_t end = clamp(node.intAttr("end", rank));
+  OpBuilder &b = node.builder();
+  Location loc = node.loc();
+  SmallVector<Value> dims;
+  for (int64_t d = start; d < end; ++d)
+    dims.push_back(arith::IndexCastOp::create(b, loc, b.getI64Type(),
+                                              dimSize(b, loc, data, d)));
+  auto resultType = RankedTensorType::get(
+      {std::max<int64_t>(end - start, 0)}, b.getI64Type());
+  node.setResult(0, tensor::FromElementsOp::create(b, loc, resultType, dims));
+  return success();
+}
+
+/// Reshape(data, shape): 0 copies the input dimension (unless allowzero),
+/// -1 takes what is left of the element count.
+LogicalResult importReshape(NodeImporter &node) {
+  Value data = node.operand(0), shape = node.operand(1);
+  auto shapeType = cast<RankedTensorType>(shape.getType());
+  if (shapeType.getRank() != 1 || shapeType.isDynamicDim(0))
+    return node.emitError() << "the shape operand must be a 1-D tensor of "
+                               "static length, got "
+                            << shapeType;
+  FailureOr<RankedTensorType> resultType = node.resultType(
+      0, [&] { return dynamicShape(shapeType.getDimSize(0)); });
+  if (failed(resultType))
+    return failure();
+  bool allowZero = node.intAttr("allowzero", 0);
+  OpBuilder &b = node.builder();
+  Location loc = node.loc();
+  auto dataType = cast<RankedTensorType>(data.getType());
+  Value zero = arith::ConstantIndexOp::create(b, loc, 0);
+  Value one = arith::ConstantIndexOp::create(b, loc, 1);
+  Value minusOne = arith::ConstantIndexOp::create(b, loc, -1);
+  Value count = one;
+  for (int64_t d = 0; d < dataType.getRank(); ++d)
+    count = arith::MulIOp::create(b, loc, count, dimSize(b, loc, data, d));
+
+  int64_t rank = shapeType.getDimSize(0);
+  SmallVector<Value> sizes;
+  for (int64_t i = 0; i < rank; ++i) {
+    Value position = arith::ConstantIndexOp::create(b, loc, i);
+    Value size = toIndex(
+        b, loc, tensor::ExtractOp::create(b, loc, shape, ValueRange{position}));
+    if (!allowZero && i < dataType.getRank()) {
+      Value isZero = arith::CmpIOp::create(b, loc, arith::CmpIPredicate::eq,
+                                           size, zero);
+      size = arith::SelectOp::create(b, loc, isZero, dimSize(b, loc, data, i),
+                                     size);
+    }
+    sizes.push_back(size);
+  }
+  // At most one -1: it becomes count / (product of the other sizes).
+  Value known = one;
+  for (Value size : sizes) {
+    Value isInferred = arith::CmpIOp::create(b, loc, arith::CmpIPredicate::eq,
+                                             size, minusOne);
+    known = arith::MulIOp::create(
+        b, loc, known, arith::SelectOp::create(b, loc, isInferred, one, size));
+  }
+  Value inferred = arith::DivUIOp::create(b, loc, count, known);
+  for (Value &size : sizes) {
+    Value isInferred = arith::CmpIOp::create(b, loc, arith::CmpIPredicate::eq,
+                                             size, minusOne);
+    size = arith::SelectOp::create(b, loc, isInferred, inferred, size);
+  }
+  node.setResult(0, reshapeTo(b, loc, data, *resultType, sizes));
+  return success();
+}
+
+/// Unsqueeze(data, axes): insert size-1 dimensions.
+LogicalResult importUnsqueeze(NodeImporter &node) {
+  FailureOr<SmallVector<int64_t>> axes = node.constantInts(1, "axes");
+  if (failed(axes))
+    return failure();
+  Value data = node.operand(0);
+  FailureOr<RankedTensorType> resultType = node.resultType(0, [&] {
+    return dynamicShape(cast<RankedTensorType>(data.getType()).getRank() +
+                        axes->size());
+  });
+  if (failed(resultType))
+    return failure();
+  int64_t rank = resultType->getRank();
+  SmallVector<bool> inserted(rank, false);
+  for (int64_t axis : *axes) {
+    FailureOr<int64_t> normalized = normalizeAxis(node, axis, rank);
+    if (failed(normalized))
+      return failure();
+    inserted[*normalized] = true;
+  }
+  OpBuilder &b = node.builder();
+  Location loc = node.loc();
+  SmallVector<Value> sizes;
+  int64_t source = 0;
+  for (int64_t d = 0; d < rank; ++d)
+    sizes.push_back(inserted[d] ? arith::ConstantIndexOp::create(b, loc, 1)
+                                : dimSize(b, loc, data, source++));
+  node.setResult(0, reshapeTo(b, loc, data, *resultType, sizes));
+  return success();
+}
+
+/// Squeeze(data, axes?): drop the listed (or all static) size-1 dimensions.
+LogicalResult importSqueeze(NodeImporter &node) {
+  FailureOr<RankedTensorType> resultType = node.resultType(0);
+  if (failed(resultType))
+    return failure();
+  Value data = node.operand(0);
+  auto dataType = cast<RankedTensorType>(data.getType());
+  SmallVector<bool> dropped(dataType.getRank(), false);
+  if (node.operand(1)) {
+    FailureOr<SmallVector<int64_t>> axes = node.constantInts(1, "axes");
+    if (failed(axes))
+      return failure();
+    for (int64_t axis : *axes) {
+      FailureOr<int64_t> normalized =
+          normalizeAxis(node, axis, dataType.getRank());
+      if (failed(normalized))
+        return failure();
+      dropped[*normalized] = true;
+    }
+  } else {
+    for (int64_t d = 0; d < dataType.getRank(); ++d)
+      dropped[d] = dataType.getDimSize(d) == 1;
+  }
+  OpBuilder &b = node.builder();
+  Location loc = node.loc();
+  SmallVector<Value> sizes;
+  for (int64_t d = 0; d < dataType.getRank(); ++d)
+    if (!dropped[d])
+      sizes.push_back(dimSize(b, loc, data, d));
+  node.setResult(0, reshapeTo(b, loc, data, *resultType, sizes));
+  return success();
+}
+
+LogicalResult importTranspose(NodeImporter &node) {
+  FailureOr<RankedTensorType> resultType = node.resultType(0, [&] {
+    return dynamicShape(
+        cast<RankedTensorType>(node.operand(0).getType()).getRank());
+  });
+  if (failed(resultType))
+    return failure();
+  Value data = node.operand(0);
+  int64_t rank = resultType->getRank();
+  SmallVector<int64_t> perm;
+  if (std::optional<SmallVector<int64_t>> attr = node.intsAttr("perm"))
+    perm = *attr;
+  else
+    for (int64_t d = rank - 1; d >= 0; --d)
+      perm.push_back(d);
+  if (static_cast<int64_t>(perm.size()) != rank ||
+      !isPermutationVector(perm))
+    return node.emitError() << "perm must be a permutation of 0.." << rank - 1;
+  OpBuilder &b = node.builder();
+  Location loc = node.loc();
+  SmallVector<Value> sizes;
+  for (int64_t d = 0; d < rank; ++d)
+    if (resultType->isDynamicDim(d))
+      sizes.push_back(dimSize(b, loc, data, perm[d]));
+  Value init = tensor::EmptyOp::create(b, loc, resultType->getShape(),
+                                       resultType->getElementType(), sizes);
+  node.setResult(
+      0, linalg::TransposeOp::create(b, loc, data, init, perm).getResult()[0]);
+  return success();
+}
+
+LogicalResult importConcat(NodeImporter &node) {
+  FailureOr<RankedTensorType> resultType = node.resultType(0, [&] {
+    return dynamicShape(
+        cast<RankedTensorType>(node.operand(0).getType()).getRank());
+  });
+  if (failed(resultType))
+    return failure();
+  FailureOr<int64_t> axis =
+      normalizeAxis(node, node.intAttr("axis", 0), resultType->getRank());
+  if (failed(axis))
+    return failure();
+  SmallVector<Value> inputs;
+  for (unsigned i = 0; i < node.numOperands(); ++i)
+    inputs.push_back(node.operand(i));
+  OpBuilder &b = node.builder();
+  // Joining shape pieces (elements or constants): one from_elements, whose
+  // extracts canonicalization folds.
+  if (resultType->getRank() == 1 && resultType->hasStaticShape()) {
+    SmallVector<Value> elements;
+    for (Value input : inputs) {
+      if (auto fromElements = input.getDefiningOp<tensor::FromElementsOp>()) {
+        llvm::append_range(elements, fromElements.getElements());
+        continue;
+      }
+      DenseElementsAttr constant;
+      if (!matchPattern(input, m_Constant(&constant)))
+        break;
+      for (Attribute element : constant.getValues<Attribute>())
+        elements.push_back(
+            arith::ConstantOp::create(b, node.loc(), cast<TypedAttr>(element)));
+    }
+    if (static_cast<int64_t>(elements.size()) == resultType->getDimSize(0)) {
+      node.setResult(0, tensor::FromElementsOp::create(b, node.loc(),
+                                                       *resultType, elements));
+      return success();
+    }
+  }
+  // tensor.concat infers its result from the inputs; cast it to the shape
+  // inference's (possibly more static) type.
+  Value concat = tensor::ConcatOp::create(b, node.loc(), *axis, inputs);
+  if (concat.getType() != *resultType)
+    concat = tensor::CastOp::create(b, node.loc(), *resultType, concat);
+  node.setResult(0, concat);
+  return success();
+}
+
+/// Gather(data, indices, axis): result[..., i..., ...] =
+/// data[..., indices[i...], ...], negative indices counting from the end.
+LogicalResult importGather(NodeImporter &node) {
+  Value data = node.operand(0), indices = node.operand(1);
+  auto dataType = cast<RankedTensorType>(data.getType());
+  auto indicesType = cast<RankedTensorType>(indices.getType());
+  FailureOr<RankedTensorType> resultType = node.resultType(0, [&] {
+    return dynamicShape(dataType.getRank() + indicesType.getRank() - 1);
+  });
+  if (failed(resultType))
+    return failure();
+  FailureOr<int64_t> axis =
+      normalizeAxis(node, node.intAttr("axis", 0), dataType.getRank());
+  if (failed(axis))
+    return failure();
+  OpBuilder &b = node.builder();
+  Location loc = node.loc();
+  MLIRContext *context = b.getContext();
+  int64_t rank = resultType->getRank(), indexRank = indicesType.getRank();
+
+  // Picking constant positions of a 1-D tensor (the shape subgraphs' Gather)
+  // becomes extracts, which canonicalization folds with Shape.
+  if (DenseElementsAttr constant = node.constantOperand(1);
+      constant && dataType.getRank() == 1 && resultType->hasStaticShape()) {
+    SmallVector<Value> elements;
+    for (const APInt &index : constant.getValues<APInt>()) {
+      int64_t i = index.getSExtValue();
+      Value position =
+          i >= 0 ? Value(arith::ConstantIndexOp::create(b, loc, i))
+                 : Value(arith::AddIOp::create(
+                       b, loc, dimSize(b, loc, data, 0),
+                       arith::ConstantIndexOp::create(b, loc, i)));
+      elements.push_back(
+          tensor::ExtractOp::create(b, loc, data, ValueRange{position}));
+    }
+    node.setResult(0, tensor::FromElementsOp::create(b, loc, *resultType,
+                                                     elements));
+    return success();
+  }
+
+  SmallVector<Value> sizes;
+  for (int64_t d = 0; d < rank; ++d) {
+    if (!resultType->isDynamicDim(d))
+      continue;
+    if (d < *axis)
+      sizes.push_back(dimSize(b, loc, data, d));
+    else if (d < *axis + indexRank)
+      sizes.push_back(dimSize(b, loc, indices, d - *axis));
+    else
+      sizes.push_back(dimSize(b, loc, data, d - indexRank + 1));
+  }
+  Value init = tensor::EmptyOp::create(b, loc, resultType->getShape(),
+                                       resultType->getElementType(), sizes);
+  SmallVector<AffineExpr> indexExprs;
+  for (int64_t d = 0; d < indexRank; ++d)
+    indexExprs.push_back(getAffineDimExpr(*axis + d, context));
+  SmallVector<AffineMap> maps{
+      AffineMap::get(rank, 0, indexExprs, context),
+      AffineMap::getMultiDimIdentityMap(rank, context)};
+  SmallVector<utils::IteratorType> iterators(rank,
+                                             utils::IteratorType::parallel);
+  Value axisSize = dimSize(b, loc, data, *axis);
+  auto generic = linalg::GenericOp::create(
+      b, loc, TypeRange{*resultType}, ValueRange{indices}, ValueRange{init},
+      maps, iterators, [&](OpBuilder &nb, Location l, ValueRange args) {
+        Value index = toIndex(nb, l, args[0]);
+        Value zero = arith::ConstantIndexOp::create(nb, l, 0);
+        Value negative = arith::CmpIOp::create(
+            nb, l, arith::CmpIPredicate::slt, index, zero);
+        index = arith::SelectOp::create(
+            nb, l, negative, arith::AddIOp::create(nb, l, index, axisSize),
+            index);
+        SmallVector<Value> position;
+        for (int64_t d = 0; d < *axis; ++d)
+          position.push_back(linalg::IndexOp::create(nb, l, d));
+        position.push_back(index);
+        for (int64_t d = *axis + indexRank; d < rank; ++d)
+          position.push_back(linalg::IndexOp::create(nb, l, d));
+        linalg::YieldOp::create(
+            nb, l, tensor::ExtractOp::create(nb, l, data, position).getResult());
+      });
+  node.setResult(0, generic.getResult(0));
+  return success();
+}
+} // namespace
+
+void specula::onnx_import::registerShapeHandlers(OpHandlerRegistry &registry) {
+  registry.add("Constant", 1, 13, importConstant);
+  registry.add("Shape", 1, 15, importShape);
+  registry.add("Reshape", 5, 14, importReshape);
+  registry.add("Unsqueeze", 13, 13, importUnsqueeze);
+  registry.add("Squeeze", 13, 13, importSqueeze);
+  registry.add("Transpose", 1, 13, importTranspose);
+  registry.add("Concat", 4, 13, importConcat);
+  registry.add("Gather", 1, 13, importGather);
+}

@@ -1,0 +1,40 @@
+"""Writes binary ONNX models for the importer's tests.
+
+  make_binary.py OUT_DIR
+
+OUT_DIR/linear.onnx         y = x @ w + b, w (4x3) and b inline
+OUT_DIR/external.onnx       the same with w and b in OUT_DIR/weights.bin
+OUT_DIR/truncated.onnx      linear.onnx cut in half
+OUT_DIR/no-weights.onnx     external.onnx whose weights file is missing
+"""
+import os
+import sys
+
+import numpy as np
+import onnx
+from onnx import helper, numpy_helper
+
+out = sys.argv[1]
+os.makedirs(out, exist_ok=True)
+w = numpy_helper.from_array(np.arange(12, dtype=np.float32).reshape(4, 3), "w")
+b = numpy_helper.from_array(np.array([0.5, -0.5, 1.0], dtype=np.float32), "b")
+graph = helper.make_graph(
+    [helper.make_node("MatMul", ["x", "w"], ["xw"], name="matmul"),
+     helper.make_node("Add", ["xw", "b"], ["y"], name="bias")],
+    "linear",
+    [helper.make_tensor_value_info("x", onnx.TensorProto.FLOAT, ["N", 4])],
+    [helper.make_tensor_value_info("y", onnx.TensorProto.FLOAT, ["N", 3])],
+    initializer=[w, b])
+model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
+model.ir_version = 8
+onnx.save(model, os.path.join(out, "linear.onnx"))
+data = open(os.path.join(out, "linear.onnx"), "rb").read()
+open(os.path.join(out, "truncated.onnx"), "wb").write(data[:len(data) // 2])
+
+onnx.save_model(model, os.path.join(out, "external.onnx"),
+                save_as_external_data=True, all_tensors_to_one_file=True,
+                location="weights.bin", size_threshold=0)
+missing = os.path.join(out, "missing")
+os.makedirs(missing, exist_ok=True)
+external = onnx.load(os.path.join(out, "external.onnx"), load_external_data=False)
+onnx.save(external, os.path.join(missing, "no-weights.onnx"))
