@@ -14,6 +14,7 @@
 #include "mlir/Support/LLVM.h"
 
 #include <string>
+#include <vector>
 
 namespace specula {
 
@@ -36,6 +37,17 @@ struct ONNXImportOptions {
 mlir::LogicalResult importONNX(mlir::ModuleOp module, llvm::StringRef source,
                                llvm::StringRef sourceName,
                                const ONNXImportOptions &options = {});
+
+/// The operator types in `source` that the importer has no handler for (at
+/// the model's opset), each once, sorted; empty when all are supported.
+/// Fails with `error` set when the model does not load.
+mlir::FailureOr<std::vector<std::string>>
+findUnsupportedOperators(llvm::StringRef source, llvm::StringRef sourceName,
+                         std::string &error);
+
+/// Every supported operator as "Name" with its schema versions, for --help
+/// and documentation: "Add [7-14]".
+std::vector<std::string> describeSupportedOperators();
 
 /// Adds the dialects the importer creates.
 void registerONNXImportDialects(mlir::DialectRegistry &registry);

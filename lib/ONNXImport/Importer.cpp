@@ -14,8 +14,11 @@
 #include "mlir/Dialect/Tensor/IR/Tensor.h"
 #include "mlir/IR/AsmState.h"
 #include "mlir/IR/DialectResourceBlobManager.h"
+#include "mlir/IR/Verifier.h"
 #include "mlir/Tools/mlir-translate/Translation.h"
 #include "llvm/ADT/StringSet.h"
+
+#include <set>
 #include "llvm/Support/Path.h"
 #include "llvm/Support/SourceMgr.h"
 
@@ -37,8 +40,6 @@ FailureOr<Type> specula::onnx_import::convertElementType(MLIRContext *context,
     return b.getF64Type();
   case onnx::TensorProto::FLOAT16:
     return b.getF16Type();
-  case onnx::TensorProto::BFLOAT16:
-    return b.getBF16Type();
   case onnx::TensorProto::BOOL:
     return b.getI1Type();
   case onnx::TensorProto::INT8:
@@ -456,6 +457,10 @@ LogicalResult GraphImporter::run() {
   }
   func::ReturnOp::create(builder, fileLoc, results);
   attachModelAttributes(*func);
+  if (failed(verify(*func)))
+    return emitError(fileLoc) << "the imported IR does not verify (an "
+                                 "importer bug; please report it with the "
+                                 "model)";
   module.push_back(func.release());
   return success();
 }
@@ -581,6 +586,48 @@ LogicalResult specula::importONNX(ModuleOp module, StringRef source,
                        linalg::LinalgDialect, math::MathDialect,
                        tensor::TensorDialect, spec::SpecDialect>();
   return GraphImporter(module, model, sourceName, options).run();
+}
+
+FailureOr<std::vector<std::string>>
+specula::findUnsupportedOperators(StringRef source, StringRef sourceName,
+                                  std::string &error) {
+  onnx::ModelProto model;
+  LoadOptions options;
+  options.runShapeInference = false;
+  if (!loadModel(source.str(), llvm::sys::path::parent_path(sourceName).str(),
+                 options, model, error))
+    return failure();
+  int opset = 0;
+  for (const auto &entry : model.opset_import())
+    if (entry.domain().empty() || entry.domain() == "ai.onnx")
+      opset = entry.version();
+  std::set<std::string> unsupported;
+  for (const auto &node : model.graph().node()) {
+    bool custom = !node.domain().empty() && node.domain() != "ai.onnx";
+    std::optional<int> since =
+        custom ? std::nullopt
+               : operatorSinceVersion(node.op_type(), "", opset);
+    if (!since || !getOpHandlers().lookup(node.op_type(), *since))
+      unsupported.insert(custom ? node.domain() + "." + node.op_type()
+                                : node.op_type());
+  }
+  return std::vector<std::string>(unsupported.begin(), unsupported.end());
+}
+
+std::vector<std::string> specula::describeSupportedOperators() {
+  std::vector<std::string> lines;
+  for (const auto &[name, ranges] : getOpHandlers().supported()) {
+    std::string line = name + " [";
+    for (auto [i, range] : llvm::enumerate(ranges)) {
+      if (i)
+        line += ", ";
+      line += std::to_string(range.first);
+      if (range.second != range.first)
+        line += "-" + std::to_string(range.second);
+    }
+    lines.push_back(line + "]");
+  }
+  return lines;
 }
 
 void specula::registerONNXImportDialects(DialectRegistry &registry) {

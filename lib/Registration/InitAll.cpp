@@ -4,6 +4,7 @@
 
 #include "dialects/spec/SpecDialect.h"
 #include "passes/Passes.h"
+#include "passes/Pipelines.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/IR/DialectRegistry.h"
@@ -12,4 +13,7 @@ void specula::registerSpeculaDialects(mlir::DialectRegistry &registry) {
   registry.insert<spec::SpecDialect, mlir::func::FuncDialect>();
 }
 
-void specula::registerSpeculaPasses() { registerSpecPasses(); }
+void specula::registerSpeculaPasses() {
+  registerSpecPasses();
+  registerSpeculaPipelines();
+}

@@ -92,8 +92,32 @@ void specula::onnx_import::registerElementwiseHandlers(
   addBinary("Sub", 7, 14, arithmetic<arith::SubFOp, arith::SubIOp>());
   addBinary("Mul", 7, 14, arithmetic<arith::MulFOp, arith::MulIOp>());
   addBinary("Div", 7, 14, arithmetic<arith::DivFOp, arith::DivSIOp>());
-  addBinary("Max", 8, 13, arithmetic<arith::MaximumFOp, arith::MaxSIOp>());
-  addBinary("Min", 8, 13, arithmetic<arith::MinimumFOp, arith::MinSIOp>());
+  // Variadic: Max, Min, Sum fold their inputs left to right; Mean divides
+  // the sum by the count.
+  auto addVariadic = [&](StringRef name, int minSince, int maxSince,
+                         ScalarFn combine, bool mean) {
+    registry.add(name, minSince, maxSince, [=](NodeImporter &node) {
+      unsigned count = node.numOperands();
+      return importElementwise(
+          node, count,
+          [&](OpBuilder &b, Location loc, ValueRange args) -> Value {
+            Value result = args[0];
+            for (Value arg : args.drop_front())
+              result = combine(b, loc, {result, arg});
+            if (!mean)
+              return result;
+            return arith::DivFOp::create(
+                b, loc, result,
+                scalarConstant(b, loc, result.getType(), count));
+          });
+    });
+  };
+  addVariadic("Max", 8, 13, arithmetic<arith::MaximumFOp, arith::MaxSIOp>(),
+              false);
+  addVariadic("Min", 8, 13, arithmetic<arith::MinimumFOp, arith::MinSIOp>(),
+              false);
+  addVariadic("Sum", 8, 13, arithmetic<arith::AddFOp, arith::AddIOp>(), false);
+  addVariadic("Mean", 8, 13, arithmetic<arith::AddFOp, arith::AddIOp>(), true);
   // Pow's exponent may have another type than its base.
   registry.add("Pow", 7, 15, [](NodeImporter &node) {
     return importElementwise(

@@ -212,10 +212,6 @@ LogicalResult importLayerNormalization(NodeImporter &node) {
       0, [&] { return broadcastShape(node.operand(0)); });
   if (failed(resultType))
     return failure();
-  for (unsigned i = 1; i < node.numResults(); ++i)
-    if (!node.node().output(i).empty())
-      return node.emitError() << "the Mean and InvStdDev outputs are not "
-                                 "supported";
   Value x = node.operand(0), scale = node.operand(1), bias = node.operand(2);
   int64_t rank = resultType->getRank();
   FailureOr<int64_t> axis = normalizeAxis(node, node.intAttr("axis", -1), rank);
@@ -249,6 +245,41 @@ LogicalResult importLayerNormalization(NodeImporter &node) {
       });
   Value variance =
       divideByCount(reduceKeepDims(b, loc, squares, reduced, Combine::Sum));
+  // Optional outputs: the mean and 1 / sqrt(variance + epsilon), with the
+  // normalized dimensions kept as size 1.
+  auto keptType = [&](Value reducedValue, unsigned result)
+      -> FailureOr<RankedTensorType> {
+    return node.resultType(result, [&] {
+      return SmallVector<int64_t>(
+          cast<RankedTensorType>(reducedValue.getType()).getShape());
+    });
+  };
+  if (node.numResults() > 1 && !node.node().output(1).empty()) {
+    FailureOr<RankedTensorType> type = keptType(mean, 1);
+    if (failed(type))
+      return failure();
+    node.setResult(1, mean.getType() == *type
+                          ? mean
+                          : tensor::CastOp::create(b, loc, *type, mean));
+  }
+  if (node.numResults() > 2 && !node.node().output(2).empty()) {
+    FailureOr<RankedTensorType> type = keptType(variance, 2);
+    if (failed(type))
+      return failure();
+    Value invStdDev = buildElementwise(
+        b, loc, {variance}, cast<RankedTensorType>(variance.getType()),
+        [&](OpBuilder &nb, Location l, ValueRange args) -> Value {
+          Value eps = scalarConstant(nb, l, elementType, epsilon);
+          Value one = scalarConstant(nb, l, elementType, 1);
+          return arith::DivFOp::create(
+              nb, l, one,
+              math::SqrtOp::create(nb, l,
+                                   arith::AddFOp::create(nb, l, args[0], eps)));
+        });
+    node.setResult(2, invStdDev.getType() == *type
+                          ? invStdDev
+                          : tensor::CastOp::create(b, loc, *type, invStdDev));
+  }
   SmallVector<Value> inputs{centered, variance, scale};
   if (bias)
     inputs.push_back(bias);

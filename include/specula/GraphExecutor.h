@@ -1,0 +1,70 @@
+//===- GraphExecutor.h - compile and run model functions on the CPU -*- C++ -*-//
+//
+// JIT-compiles a function on tensors (an imported ONNX graph) with the
+// spec-graph-to-llvm pipeline and runs it on host tensors. Used to check
+// imported graphs numerically (conformance tests, ONNX Runtime comparisons).
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef SPECULA_GRAPHEXECUTOR_H
+#define SPECULA_GRAPHEXECUTOR_H
+
+#include "mlir/IR/BuiltinOps.h"
+#include "mlir/Support/LLVM.h"
+
+#include <memory>
+#include <string>
+#include <vector>
+
+namespace mlir {
+class ExecutionEngine;
+} // namespace mlir
+
+namespace specula {
+
+/// A dense, row-major tensor in host memory. Element types are named as in
+/// ONNX (onnx::TensorProto::DataType values); booleans take one byte.
+struct HostTensor {
+  int32_t dataType = 0;
+  std::vector<int64_t> shape;
+  std::vector<char> data;
+
+  int64_t numElements() const;
+};
+
+/// The byte size of one element of an ONNX data type, 0 if unsupported.
+unsigned elementByteWidth(int32_t dataType);
+
+/// Whether two ONNX data types share a representation in compiled code
+/// (signed and unsigned integers of one width both map to signless ones).
+bool sameElementStorage(int32_t a, int32_t b);
+
+class GraphExecutor {
+public:
+  ~GraphExecutor();
+
+  /// Lowers `function` in `module` (consumed: it is lowered in place) and
+  /// JIT-compiles it. Fails with a diagnostic.
+  static mlir::FailureOr<std::unique_ptr<GraphExecutor>>
+  compile(mlir::ModuleOp module, llvm::StringRef function);
+
+  /// Runs the function; checks the inputs against its signature. Returns the
+  /// results, or fails with `error` set.
+  mlir::FailureOr<std::vector<HostTensor>>
+  run(llvm::ArrayRef<HostTensor> inputs, std::string &error);
+
+private:
+  struct TensorSignature {
+    int32_t dataType;
+    std::vector<int64_t> shape; // -1 for dynamic sizes
+  };
+  GraphExecutor() = default;
+
+  std::unique_ptr<mlir::ExecutionEngine> engine;
+  std::string function;
+  std::vector<TensorSignature> inputs, results;
+};
+
+} // namespace specula
+
+#endif // SPECULA_GRAPHEXECUTOR_H

@@ -1,0 +1,289 @@
+//===- GraphExecutor.cpp - compile and run model functions on the CPU -----===//
+
+#include "specula/GraphExecutor.h"
+
+#include "passes/Pipelines.h"
+
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/ExecutionEngine/ExecutionEngine.h"
+#include "mlir/ExecutionEngine/OptUtils.h"
+#include "mlir/IR/BuiltinTypes.h"
+#include "mlir/InitAllDialects.h"
+#include "mlir/InitAllExtensions.h"
+#include "mlir/Pass/PassManager.h"
+#include "mlir/Target/LLVMIR/Dialect/Builtin/BuiltinToLLVMIRTranslation.h"
+#include "mlir/Target/LLVMIR/Dialect/LLVMIR/LLVMToLLVMIRTranslation.h"
+#include "llvm/Support/TargetSelect.h"
+
+#include <cstring>
+
+using namespace mlir;
+using namespace specula;
+
+// ONNX TensorProto data types (onnx.proto), kept here so that the executor
+// does not depend on libonnx.
+enum : int32_t {
+  kFloat = 1,
+  kUInt8 = 2,
+  kInt8 = 3,
+  kUInt16 = 4,
+  kInt16 = 5,
+  kInt32 = 6,
+  kInt64 = 7,
+  kBool = 9,
+  kFloat16 = 10,
+  kDouble = 11,
+  kUInt32 = 12,
+  kUInt64 = 13,
+  kBFloat16 = 16,
+};
+
+unsigned specula::elementByteWidth(int32_t dataType) {
+  switch (dataType) {
+  case kBool:
+  case kInt8:
+  case kUInt8:
+    return 1;
+  case kInt16:
+  case kUInt16:
+  case kFloat16:
+  case kBFloat16:
+    return 2;
+  case kFloat:
+  case kInt32:
+  case kUInt32:
+    return 4;
+  case kDouble:
+  case kInt64:
+  case kUInt64:
+    return 8;
+  default:
+    return 0;
+  }
+}
+
+int64_t HostTensor::numElements() const {
+  int64_t count = 1;
+  for (int64_t size : shape)
+    count *= size;
+  return count;
+}
+
+/// The ONNX data type of an MLIR element type (signless integers read as
+/// signed), or 0.
+static int32_t dataTypeOf(Type type) {
+  if (type.isF32())
+    return kFloat;
+  if (type.isF64())
+    return kDouble;
+  if (type.isF16())
+    return kFloat16;
+  if (type.isBF16())
+    return kBFloat16;
+  if (type.isInteger(1))
+    return kBool;
+  if (type.isInteger(8))
+    return kInt8;
+  if (type.isInteger(16))
+    return kInt16;
+  if (type.isInteger(32))
+    return kInt32;
+  if (type.isInteger(64))
+    return kInt64;
+  return 0;
+}
+
+/// Same bit pattern, other signedness: unsigned ONNX types map onto the
+/// signless integers of the same width.
+bool specula::sameElementStorage(int32_t a, int32_t b) {
+  auto canonical = [](int32_t t) {
+    switch (t) {
+    case kUInt8:
+      return int32_t(kInt8);
+    case kUInt16:
+      return int32_t(kInt16);
+    case kUInt32:
+      return int32_t(kInt32);
+    case kUInt64:
+      return int32_t(kInt64);
+    // The ONNX test data stores bfloat16 tensors as their uint16 bits.
+    case kBFloat16:
+      return int32_t(kInt16);
+    default:
+      return t;
+    }
+  };
+  return canonical(a) == canonical(b);
+}
+
+GraphExecutor::~GraphExecutor() = default;
+
+FailureOr<std::unique_ptr<GraphExecutor>>
+GraphExecutor::compile(ModuleOp module, StringRef function) {
+  auto func = module.lookupSymbol<func::FuncOp>(function);
+  if (!func)
+    return module.emitError() << "no function @" << function << " to compile";
+  std::unique_ptr<GraphExecutor> executor(new GraphExecutor());
+  executor->function = function.str();
+  auto signature = [&](Type type,
+                       std::vector<TensorSignature> &list) -> LogicalResult {
+    auto tensor = dyn_cast<RankedTensorType>(type);
+    int32_t dataType = tensor ? dataTypeOf(tensor.getElementType()) : 0;
+    if (!dataType)
+      return func.emitError() << "cannot pass " << type
+                              << " between the host and compiled code";
+    std::vector<int64_t> shape;
+    for (int64_t size : tensor.getShape())
+      shape.push_back(ShapedType::isDynamic(size) ? -1 : size);
+    list.push_back({dataType, shape});
+    return success();
+  };
+  for (Type type : func.getArgumentTypes())
+    if (failed(signature(type, executor->inputs)))
+      return failure();
+  for (Type type : func.getResultTypes())
+    if (failed(signature(type, executor->results)))
+      return failure();
+
+  // Bufferization and the LLVM conversions work through interfaces that
+  // upstream dialects register as extensions.
+  DialectRegistry extensions;
+  registerAllDialects(extensions);
+  registerAllExtensions(extensions);
+  module.getContext()->appendDialectRegistry(extensions);
+
+  PassManager pm(module.getContext());
+  buildGraphToLLVMPipeline(pm, GraphToLLVMOptions());
+  if (failed(pm.run(module)))
+    return failure();
+
+  static bool initialized = [] {
+    llvm::InitializeNativeTarget();
+    llvm::InitializeNativeTargetAsmPrinter();
+    return true;
+  }();
+  (void)initialized;
+  DialectRegistry registry;
+  registerBuiltinDialectTranslation(registry);
+  registerLLVMDialectTranslation(registry);
+  module.getContext()->appendDialectRegistry(registry);
+
+  ExecutionEngineOptions options;
+  options.transformer = makeOptimizingTransformer(/*optLevel=*/2,
+                                                  /*sizeLevel=*/0,
+                                                  /*targetMachine=*/nullptr);
+  // memref.copy of non-contiguous buffers calls into the runner utilities.
+  SmallVector<StringRef> libs{SPECULA_MLIR_C_RUNNER_UTILS};
+  options.sharedLibPaths = libs;
+  auto engine = ExecutionEngine::create(module, options);
+  if (!engine) {
+    std::string message = llvm::toString(engine.takeError());
+    return module.emitError() << "JIT compilation failed: " << message;
+  }
+  executor->engine = std::move(*engine);
+  return executor;
+}
+
+FailureOr<std::vector<HostTensor>>
+GraphExecutor::run(ArrayRef<HostTensor> args, std::string &error) {
+  if (args.size() != inputs.size()) {
+    error = "expected " + std::to_string(inputs.size()) + " inputs, got " +
+            std::to_string(args.size());
+    return failure();
+  }
+  // Each memref argument expands to: allocated and aligned pointers, offset,
+  // sizes, strides. Keep the storage alive while the call runs.
+  std::vector<std::vector<int64_t>> descriptors;
+  std::vector<void *> packed;
+  descriptors.reserve(args.size());
+  for (auto [i, arg] : llvm::enumerate(args)) {
+    const TensorSignature &expected = inputs[i];
+    std::string which = "input " + std::to_string(i);
+    if (!sameElementStorage(arg.dataType, expected.dataType)) {
+      error = which + " has data type " + std::to_string(arg.dataType) +
+              ", expected " + std::to_string(expected.dataType);
+      return failure();
+    }
+    if (arg.shape.size() != expected.shape.size()) {
+      error = which + " has rank " + std::to_string(arg.shape.size()) +
+              ", expected " + std::to_string(expected.shape.size());
+      return failure();
+    }
+    for (auto [d, size] : llvm::enumerate(arg.shape))
+      if (expected.shape[d] >= 0 && expected.shape[d] != size) {
+        error = which + " has size " + std::to_string(size) + " in dimension " +
+                std::to_string(d) + ", expected " +
+                std::to_string(expected.shape[d]);
+        return failure();
+      }
+    if (static_cast<int64_t>(arg.data.size()) !=
+        arg.numElements() * elementByteWidth(arg.dataType)) {
+      error = which + " holds " + std::to_string(arg.data.size()) +
+              " bytes, not what its shape needs";
+      return failure();
+    }
+    std::vector<int64_t> &desc = descriptors.emplace_back();
+    auto pointer = reinterpret_cast<int64_t>(arg.data.data());
+    desc.push_back(pointer);
+    desc.push_back(pointer);
+    desc.push_back(0);
+    for (int64_t size : arg.shape)
+      desc.push_back(size);
+    int64_t stride = 1;
+    std::vector<int64_t> strides(arg.shape.size());
+    for (int64_t d = static_cast<int64_t>(arg.shape.size()) - 1; d >= 0; --d) {
+      strides[d] = stride;
+      stride *= arg.shape[d];
+    }
+    desc.insert(desc.end(), strides.begin(), strides.end());
+  }
+  for (std::vector<int64_t> &desc : descriptors)
+    for (int64_t &word : desc)
+      packed.push_back(&word);
+
+  // The results come back as one struct of memref descriptors, all 8-byte
+  // words.
+  size_t resultWords = 0;
+  for (const TensorSignature &result : results)
+    resultWords += 3 + 2 * result.shape.size();
+  std::vector<int64_t> resultStorage(std::max<size_t>(resultWords, 1));
+  if (!results.empty())
+    packed.push_back(resultStorage.data());
+
+  if (llvm::Error callError = engine->invokePacked(function, packed)) {
+    error = "call failed: " + llvm::toString(std::move(callError));
+    return failure();
+  }
+
+  std::vector<HostTensor> outputs;
+  size_t word = 0;
+  for (const TensorSignature &result : results) {
+    HostTensor &out = outputs.emplace_back();
+    out.dataType = result.dataType;
+    size_t rank = result.shape.size();
+    char *aligned = reinterpret_cast<char *>(resultStorage[word + 1]);
+    int64_t offset = resultStorage[word + 2];
+    out.shape.assign(resultStorage.begin() + word + 3,
+                     resultStorage.begin() + word + 3 + rank);
+    std::vector<int64_t> strides(resultStorage.begin() + word + 3 + rank,
+                                 resultStorage.begin() + word + 3 + 2 * rank);
+    word += 3 + 2 * rank;
+    unsigned width = elementByteWidth(out.dataType);
+    out.data.resize(out.numElements() * width);
+    // Copy element by element through the strides: results may be views.
+    std::vector<int64_t> index(rank, 0);
+    for (int64_t e = 0, n = out.numElements(); e < n; ++e) {
+      int64_t position = offset;
+      for (size_t d = 0; d < rank; ++d)
+        position += index[d] * strides[d];
+      std::memcpy(out.data.data() + e * width, aligned + position * width,
+                  width);
+      for (int64_t d = static_cast<int64_t>(rank) - 1; d >= 0; --d) {
+        if (++index[d] < out.shape[d])
+          break;
+        index[d] = 0;
+      }
+    }
+  }
+  return outputs;
+}

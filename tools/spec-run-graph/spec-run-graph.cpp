@@ -1,0 +1,375 @@
+//===- spec-run-graph.cpp - run imported ONNX graphs on the CPU -----------===//
+//
+// Imports an ONNX model, compiles it for the CPU and runs it:
+//
+//   spec-run-graph model.onnx -i input_0.pb ... [--output-dir DIR]
+//                  [--expect output_0.pb ...] [--rtol R] [--atol A]
+//   spec-run-graph --conformance /usr/share/libonnx-testdata/data/node
+//
+// The second form runs every ONNX node conformance test whose operators are
+// all supported, each in a child process (a crash fails one test, not the
+// run), and prints passed / failed / unsupported counts.
+//
+//===----------------------------------------------------------------------===//
+
+#include "specula/GraphExecutor.h"
+#include "specula/InitAll.h"
+#include "specula/ONNXImport.h"
+#include "specula/TensorIO.h"
+
+#include "mlir/IR/Diagnostics.h"
+#include "mlir/IR/MLIRContext.h"
+#include "llvm/ADT/StringExtras.h"
+#include "llvm/Support/CommandLine.h"
+#include "llvm/Support/FileSystem.h"
+#include "llvm/Support/InitLLVM.h"
+#include "llvm/Support/MemoryBuffer.h"
+#include "llvm/Support/Path.h"
+#include "llvm/Support/Regex.h"
+#include "llvm/Support/raw_ostream.h"
+
+#include <cmath>
+#include <cstring>
+#include <map>
+#include <sys/wait.h>
+#include <unistd.h>
+
+using namespace mlir;
+using namespace specula;
+namespace cl = llvm::cl;
+
+/// Exit status of a conformance child whose model the importer refused.
+static constexpr int kRefused = 2;
+
+static cl::opt<std::string> modelPath(cl::Positional,
+                                      cl::desc("<model.onnx>"));
+static cl::list<std::string> inputPaths("i", cl::desc("Input tensor (.pb)"),
+                                        cl::value_desc("file"));
+static cl::list<std::string> expectPaths(
+    "expect", cl::desc("Expected output tensor (.pb), in output order"),
+    cl::value_desc("file"));
+static cl::opt<std::string> outputDir(
+    "output-dir", cl::desc("Write output_N.pb files here"),
+    cl::value_desc("dir"));
+static cl::opt<double> relativeTolerance("rtol", cl::desc("Relative tolerance"),
+                            cl::init(1e-3));
+static cl::opt<double> absoluteTolerance("atol", cl::desc("Absolute tolerance"),
+                            cl::init(1e-7));
+static cl::opt<std::string> conformanceDir(
+    "conformance",
+    cl::desc("Run the ONNX node tests in this directory (one test_* folder "
+             "each, with model.onnx and test_data_set_*)"),
+    cl::value_desc("dir"));
+static cl::opt<std::string> filter(
+    "filter", cl::desc("With --conformance: only tests matching this regex"),
+    cl::value_desc("regex"));
+static cl::opt<bool> verbose("v", cl::desc("Print every test's outcome"));
+static cl::opt<bool> listOps("list-supported-ops",
+                             cl::desc("Print the supported ONNX operators"));
+
+/// Compares one output; on mismatch returns a description.
+static std::optional<std::string> compare(const HostTensor &actual,
+                                          const HostTensor &expected,
+                                          double rtol, double atol) {
+  if (actual.shape != expected.shape) {
+    std::string a, e;
+    for (int64_t s : actual.shape)
+      a += std::to_string(s) + " ";
+    for (int64_t s : expected.shape)
+      e += std::to_string(s) + " ";
+    return "shape [" + a + "] differs from the expected [" + e + "]";
+  }
+  if (!sameElementStorage(actual.dataType, expected.dataType))
+    return "data type " + std::to_string(actual.dataType) +
+           " differs from the expected " + std::to_string(expected.dataType);
+  int64_t count = actual.numElements();
+  auto check = [&](auto tag) -> std::optional<std::string> {
+    using T = decltype(tag);
+    const T *a = reinterpret_cast<const T *>(actual.data.data());
+    const T *e = reinterpret_cast<const T *>(expected.data.data());
+    for (int64_t i = 0; i < count; ++i) {
+      if constexpr (std::is_floating_point_v<T>) {
+        if (std::isnan(a[i]) && std::isnan(e[i]))
+          continue;
+        if (a[i] == e[i] ||
+            std::fabs(double(a[i]) - double(e[i])) <=
+                atol + rtol * std::fabs(double(e[i])))
+          continue;
+      } else if (a[i] == e[i]) {
+        continue;
+      }
+      return "element " + std::to_string(i) + " is " + std::to_string(a[i]) +
+             ", expected " + std::to_string(e[i]);
+    }
+    return std::nullopt;
+  };
+  switch (elementByteWidth(actual.dataType)) {
+  case 1:
+    return check(int8_t());
+  case 2:
+    return std::memcmp(actual.data.data(), expected.data.data(),
+                       actual.data.size()) == 0
+               ? std::nullopt
+               : std::optional<std::string>("16-bit data differs");
+  case 4:
+    return actual.dataType == 1 ? check(float()) : check(int32_t());
+  default:
+    return actual.dataType == 11 ? check(double()) : check(int64_t());
+  }
+}
+
+/// Imports `path` and compiles its graph; diagnostics go to `diagnostics`.
+/// `refused` tells an import the importer refused (a clear "not supported")
+/// from a failure after it.
+static FailureOr<std::unique_ptr<GraphExecutor>>
+importAndCompile(MLIRContext &context, StringRef path,
+                 std::string &diagnostics, bool *refused = nullptr) {
+  ScopedDiagnosticHandler handler(&context, [&](Diagnostic &diag) {
+    llvm::raw_string_ostream os(diagnostics);
+    os << diag.getLocation() << ": " << diag << "\n";
+    for (Diagnostic &note : diag.getNotes())
+      os << "  note: " << note << "\n";
+    return success();
+  });
+  auto buffer = llvm::MemoryBuffer::getFile(path, /*IsText=*/false);
+  if (!buffer) {
+    diagnostics = "cannot read '" + path.str() + "'";
+    return failure();
+  }
+  OwningOpRef<ModuleOp> module =
+      ModuleOp::create(FileLineColLoc::get(&context, path, 0, 0));
+  if (failed(importONNX(*module, (*buffer)->getBuffer(), path))) {
+    if (refused)
+      *refused = !StringRef(diagnostics).contains("importer bug");
+    return failure();
+  }
+  return GraphExecutor::compile(*module, "main");
+}
+
+/// Runs one data set; returns an empty string on success, else why not.
+static std::string runDataSet(GraphExecutor &executor, StringRef dir,
+                              double rtol, double atol) {
+  std::vector<HostTensor> inputs, expected;
+  std::string error;
+  for (int i = 0;; ++i) {
+    std::string path = (dir + "/input_" + std::to_string(i) + ".pb").str();
+    if (!llvm::sys::fs::exists(path))
+      break;
+    FailureOr<HostTensor> tensor = readTensorProto(path, error);
+    if (failed(tensor))
+      return error;
+    inputs.push_back(std::move(*tensor));
+  }
+  for (int i = 0;; ++i) {
+    std::string path = (dir + "/output_" + std::to_string(i) + ".pb").str();
+    if (!llvm::sys::fs::exists(path))
+      break;
+    FailureOr<HostTensor> tensor = readTensorProto(path, error);
+    if (failed(tensor))
+      return error;
+    expected.push_back(std::move(*tensor));
+  }
+  FailureOr<std::vector<HostTensor>> outputs = executor.run(inputs, error);
+  if (failed(outputs))
+    return error;
+  if (outputs->size() != expected.size())
+    return "produced " + std::to_string(outputs->size()) + " outputs, expected " +
+           std::to_string(expected.size());
+  for (size_t i = 0; i < expected.size(); ++i)
+    if (std::optional<std::string> mismatch =
+            compare((*outputs)[i], expected[i], rtol, atol))
+      return "output " + std::to_string(i) + ": " + *mismatch;
+  return "";
+}
+
+static int runConformance(MLIRContext &context) {
+  std::error_code ec;
+  std::vector<std::string> tests;
+  for (llvm::sys::fs::directory_iterator it(conformanceDir, ec), end;
+       it != end && !ec; it.increment(ec)) {
+    std::string name = llvm::sys::path::filename(it->path()).str();
+    if (StringRef(name).starts_with("test_") &&
+        llvm::sys::fs::exists(it->path() + "/model.onnx"))
+      tests.push_back(name);
+  }
+  if (ec || tests.empty()) {
+    llvm::errs() << "error: no ONNX node tests (test_*/model.onnx) in '"
+                 << conformanceDir << "'\n";
+    return 1;
+  }
+  llvm::sort(tests);
+  llvm::Regex regex(filter);
+  std::map<std::string, int> unsupportedOps;
+  int passed = 0, failedCount = 0, unsupported = 0, refusedCount = 0;
+  std::vector<std::string> failures;
+  for (const std::string &test : tests) {
+    if (!filter.empty() && !regex.match(test))
+      continue;
+    std::string dir = conformanceDir + "/" + test;
+    std::string modelFile = dir + "/model.onnx";
+    auto buffer = llvm::MemoryBuffer::getFile(modelFile, /*IsText=*/false);
+    std::string error;
+    FailureOr<std::vector<std::string>> missing =
+        buffer ? findUnsupportedOperators((*buffer)->getBuffer(), modelFile,
+                                          error)
+               : FailureOr<std::vector<std::string>>(failure());
+    if (failed(missing) || !missing->empty()) {
+      ++unsupported;
+      if (succeeded(missing))
+        for (const std::string &op : *missing)
+          ++unsupportedOps[op];
+      else
+        ++unsupportedOps["(model does not load)"];
+      if (verbose)
+        llvm::outs() << "UNSUPPORTED " << test << "\n";
+      continue;
+    }
+    // Compile and run in a child, so that a crash fails only this test.
+    int pipeFds[2];
+    if (pipe(pipeFds) != 0) {
+      llvm::errs() << "error: pipe failed\n";
+      return 1;
+    }
+    pid_t pid = fork();
+    if (pid == 0) {
+      close(pipeFds[0]);
+      std::string message;
+      bool refused = false;
+      FailureOr<std::unique_ptr<GraphExecutor>> executor =
+          importAndCompile(context, modelFile, message, &refused);
+      if (succeeded(executor)) {
+        for (int set = 0;; ++set) {
+          std::string setDir = dir + "/test_data_set_" + std::to_string(set);
+          if (!llvm::sys::fs::exists(setDir))
+            break;
+          message = runDataSet(**executor, setDir, relativeTolerance, absoluteTolerance);
+          if (!message.empty()) {
+            message = "test_data_set_" + std::to_string(set) + ": " + message;
+            break;
+          }
+        }
+      } else if (message.empty()) {
+        message = "compilation failed";
+      }
+      if (write(pipeFds[1], message.data(), message.size()) < 0)
+        _exit(3);
+      _exit(message.empty() ? 0 : refused ? kRefused : 1);
+    }
+    close(pipeFds[1]);
+    std::string message;
+    char chunk[4096];
+    ssize_t n;
+    while ((n = read(pipeFds[0], chunk, sizeof(chunk))) > 0)
+      message.append(chunk, n);
+    close(pipeFds[0]);
+    int status = 0;
+    waitpid(pid, &status, 0);
+    if (WIFSIGNALED(status))
+      message = "crashed with signal " + std::to_string(WTERMSIG(status));
+    if (WIFEXITED(status) && WEXITSTATUS(status) == 0) {
+      ++passed;
+      if (verbose)
+        llvm::outs() << "PASS " << test << "\n";
+      continue;
+    }
+    if (WIFEXITED(status) && WEXITSTATUS(status) == kRefused) {
+      // The importer refused a feature with a clear error: unsupported.
+      ++refusedCount;
+      if (verbose)
+        llvm::outs() << "REFUSED " << test << ": "
+                     << StringRef(message).split('\n').first << "\n";
+      continue;
+    }
+    ++failedCount;
+    failures.push_back(test + ": " + message);
+    llvm::outs() << "FAIL " << test << ": " << message << "\n";
+  }
+  llvm::outs() << "ONNX node conformance: " << passed << " passed, "
+               << failedCount << " failed, " << unsupported + refusedCount
+               << " unsupported (" << unsupported
+               << " with operators not supported, " << refusedCount
+               << " refused by a supported operator's importer: types or "
+                  "attributes not supported, see -v)\n";
+  llvm::outs() << "operators not supported (tests using them):";
+  for (const auto &[op, count] : unsupportedOps)
+    llvm::outs() << " " << op << " (" << count << ")";
+  llvm::outs() << "\n";
+  return failedCount == 0 ? 0 : 1;
+}
+
+int main(int argc, char **argv) {
+  llvm::InitLLVM init(argc, argv);
+  cl::ParseCommandLineOptions(
+      argc, argv,
+      "Run imported ONNX graphs on the CPU (compiled with "
+      "spec-graph-to-llvm)\n");
+  DialectRegistry registry;
+  registerONNXImportDialects(registry);
+  registerSpeculaDialects(registry);
+  MLIRContext context(registry);
+  context.loadAllAvailableDialects();
+
+  if (listOps) {
+    for (const std::string &line : describeSupportedOperators())
+      llvm::outs() << line << "\n";
+    return 0;
+  }
+  if (!conformanceDir.empty())
+    return runConformance(context);
+  if (modelPath.empty()) {
+    llvm::errs() << "error: no model given (see --help)\n";
+    return 1;
+  }
+
+  std::string diagnostics;
+  FailureOr<std::unique_ptr<GraphExecutor>> executor =
+      importAndCompile(context, modelPath, diagnostics);
+  if (failed(executor)) {
+    llvm::errs() << diagnostics;
+    return 1;
+  }
+  std::vector<HostTensor> inputs;
+  std::string error;
+  for (const std::string &path : inputPaths) {
+    FailureOr<HostTensor> tensor = readTensorProto(path, error);
+    if (failed(tensor)) {
+      llvm::errs() << "error: " << error << "\n";
+      return 1;
+    }
+    inputs.push_back(std::move(*tensor));
+  }
+  FailureOr<std::vector<HostTensor>> outputs = (*executor)->run(inputs, error);
+  if (failed(outputs)) {
+    llvm::errs() << "error: " << modelPath << ": " << error << "\n";
+    return 1;
+  }
+  int status = 0;
+  for (auto [i, output] : llvm::enumerate(*outputs)) {
+    llvm::outs() << "output " << i << ": shape [";
+    llvm::interleaveComma(output.shape, llvm::outs());
+    llvm::outs() << "]";
+    if (i < expectPaths.size()) {
+      FailureOr<HostTensor> expected = readTensorProto(expectPaths[i], error);
+      if (failed(expected)) {
+        llvm::errs() << "error: " << error << "\n";
+        return 1;
+      }
+      std::optional<std::string> mismatch =
+          compare(output, *expected, relativeTolerance, absoluteTolerance);
+      llvm::outs() << (mismatch ? " MISMATCH: " + *mismatch : " matches");
+      if (mismatch)
+        status = 1;
+    }
+    llvm::outs() << "\n";
+    if (!outputDir.empty()) {
+      std::string path =
+          outputDir + "/output_" + std::to_string(i) + ".pb";
+      if (failed(writeTensorProto(output, "output_" + std::to_string(i), path,
+                                  error))) {
+        llvm::errs() << "error: " << error << "\n";
+        return 1;
+      }
+    }
+  }
+  return status;
+}
