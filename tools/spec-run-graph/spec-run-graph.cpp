@@ -126,7 +126,12 @@ importAndCompile(MLIRContext &context, StringRef path,
                  std::string &diagnostics, bool *refused = nullptr) {
   ScopedDiagnosticHandler handler(&context, [&](Diagnostic &diag) {
     llvm::raw_string_ostream os(diagnostics);
-    os << diag.getLocation() << ": " << diag << "\n";
+    // The messages name the node, operator and opset; add the file.
+    os << path << ": "
+       << (diag.getSeverity() == DiagnosticSeverity::Error     ? "error: "
+           : diag.getSeverity() == DiagnosticSeverity::Warning ? "warning: "
+                                                               : "note: ")
+       << diag << "\n";
     for (Diagnostic &note : diag.getNotes())
       os << "  note: " << note << "\n";
     return success();

@@ -6,6 +6,8 @@ OUT_DIR/linear.onnx         y = x @ w + b, w (4x3) and b inline
 OUT_DIR/external.onnx       the same with w and b in OUT_DIR/weights.bin
 OUT_DIR/truncated.onnx      linear.onnx cut in half
 OUT_DIR/no-weights.onnx     external.onnx whose weights file is missing
+OUT_DIR/x.pb, OUT_DIR/y.pb  an input and the output numpy computes for it
+OUT_DIR/x3.pb               an input of the wrong width
 """
 import os
 import sys
@@ -38,3 +40,12 @@ missing = os.path.join(out, "missing")
 os.makedirs(missing, exist_ok=True)
 external = onnx.load(os.path.join(out, "external.onnx"), load_external_data=False)
 onnx.save(external, os.path.join(missing, "no-weights.onnx"))
+
+x = np.linspace(-1.0, 1.0, 8, dtype=np.float32).reshape(2, 4)
+with open(os.path.join(out, "x.pb"), "wb") as f:
+    f.write(numpy_helper.from_array(x, "x").SerializeToString())
+y = x @ numpy_helper.to_array(w) + numpy_helper.to_array(b)
+with open(os.path.join(out, "y.pb"), "wb") as f:
+    f.write(numpy_helper.from_array(y.astype(np.float32), "y").SerializeToString())
+with open(os.path.join(out, "x3.pb"), "wb") as f:
+    f.write(numpy_helper.from_array(np.zeros((2, 3), np.float32), "x").SerializeToString())
