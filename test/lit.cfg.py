@@ -28,5 +28,6 @@ llvm_config.add_tool_substitutions(
     ["spec-opt", "spec-translate"], [config.specula_tools_dir])
 config.substitutions.append(
     ("%mlir_opt", os.path.join(config.llvm_tools_dir, "mlir-opt")))
+config.environment["ORT_NODE_PATH"] = config.ort_node_path
 # Debian's interpreter, which has python3-onnx and python3-torch.
 config.substitutions.append(("%python", "/usr/bin/python3"))
