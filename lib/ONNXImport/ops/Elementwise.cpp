@@ -223,6 +223,77 @@ void specula::onnx_import::registerElementwiseHandlers(
     return success();
   });
 
+  // Clip(x, min?, max?): absent bounds do not clip.
+  registry.add("Clip", 11, 13, [](NodeImporter &node) {
+    Value x = node.operand(0), low = node.operand(1), high = node.operand(2);
+    FailureOr<RankedTensorType> resultType =
+        node.resultType(0, [&] { return broadcastShape(x); });
+    if (failed(resultType))
+      return failure();
+    SmallVector<Value> inputs{x};
+    if (low)
+      inputs.push_back(low);
+    if (high)
+      inputs.push_back(high);
+    node.setResult(
+        0, buildElementwise(
+               node.builder(), node.loc(), inputs, *resultType,
+               [&](OpBuilder &b, Location loc, ValueRange args) -> Value {
+                 bool isFloat = isa<FloatType>(args[0].getType());
+                 Value y = args[0];
+                 unsigned next = 1;
+                 if (low)
+                   y = isFloat ? Value(arith::MaximumFOp::create(b, loc, y,
+                                                                 args[next]))
+                               : Value(arith::MaxSIOp::create(b, loc, y,
+                                                              args[next]));
+                 next += low ? 1 : 0;
+                 if (high)
+                   y = isFloat ? Value(arith::MinimumFOp::create(b, loc, y,
+                                                                 args[next]))
+                               : Value(arith::MinSIOp::create(b, loc, y,
+                                                              args[next]));
+                 return y;
+               }));
+    return success();
+  });
+
+  // Trilu(x, k?): keeps the upper (j - i >= k) or lower (j - i <= k)
+  // triangle of the last two dimensions, zeroes the rest.
+  registry.add("Trilu", 14, 14, [](NodeImporter &node) {
+    Value x = node.operand(0);
+    FailureOr<RankedTensorType> resultType =
+        node.resultType(0, [&] { return broadcastShape(x); });
+    if (failed(resultType))
+      return failure();
+    int64_t rank = resultType->getRank();
+    if (rank < 2)
+      return LogicalResult(node.emitError() << "expects a rank >= 2 input");
+    bool upper = node.intAttr("upper", 1);
+    OpBuilder &b = node.builder();
+    Location loc = node.loc();
+    Value k = node.operand(1)
+                  ? extractIndex(b, loc, node.operand(1), 0)
+                  : Value(arith::ConstantIndexOp::create(b, loc, 0));
+    node.setResult(
+        0, buildElementwise(
+               b, loc, {x}, *resultType,
+               [&](OpBuilder &nb, Location l, ValueRange args) -> Value {
+                 Value i = linalg::IndexOp::create(nb, l, rank - 2);
+                 Value j = linalg::IndexOp::create(nb, l, rank - 1);
+                 Value diagonal = arith::SubIOp::create(nb, l, j, i);
+                 Value keep = arith::CmpIOp::create(
+                     nb, l,
+                     upper ? arith::CmpIPredicate::sge
+                           : arith::CmpIPredicate::sle,
+                     diagonal, k);
+                 return arith::SelectOp::create(
+                     nb, l, keep, args[0],
+                     scalarConstant(nb, l, args[0].getType(), 0));
+               }));
+    return success();
+  });
+
   registry.add("Identity", 1, 16, [](NodeImporter &node) {
     node.setResult(0, node.operand(0));
     return success();

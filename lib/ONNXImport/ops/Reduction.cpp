@@ -298,6 +298,111 @@ LogicalResult importLayerNormalization(NodeImporter &node) {
              }));
   return success();
 }
+/// ArgMax/ArgMin(data): the index of the first (or, with select_last_index,
+/// the last) extreme value along `axis`, as int64.
+LogicalResult importArgExtreme(NodeImporter &node, bool max) {
+  Value input = node.operand(0);
+  auto type = cast<RankedTensorType>(input.getType());
+  int64_t rank = type.getRank();
+  FailureOr<int64_t> axis = normalizeAxis(node, node.intAttr("axis", 0), rank);
+  if (failed(axis))
+    return failure();
+  bool keepDims = node.intAttr("keepdims", 1);
+  bool last = node.intAttr("select_last_index", 0);
+  SmallVector<bool> reduced(rank, false);
+  reduced[*axis] = true;
+  FailureOr<RankedTensorType> resultType = node.resultType(0, [&] {
+    SmallVector<int64_t> shape;
+    for (int64_t d = 0; d < rank; ++d)
+      if (d != *axis)
+        shape.push_back(type.getDimSize(d));
+      else if (keepDims)
+        shape.push_back(1);
+    return shape;
+  });
+  if (failed(resultType))
+    return failure();
+  OpBuilder &b = node.builder();
+  Location loc = node.loc();
+  MLIRContext *context = b.getContext();
+  Type elementType = type.getElementType();
+  SmallVector<int64_t> shape;
+  SmallVector<Value> sizes;
+  SmallVector<AffineExpr> outExprs;
+  SmallVector<utils::IteratorType> iterators;
+  for (int64_t d = 0; d < rank; ++d) {
+    bool isAxis = d == *axis;
+    shape.push_back(isAxis ? 1 : type.getDimSize(d));
+    if (!isAxis && type.isDynamicDim(d))
+      sizes.push_back(dimSize(b, loc, input, d));
+    outExprs.push_back(isAxis ? getAffineConstantExpr(0, context)
+                              : getAffineDimExpr(d, context));
+    iterators.push_back(isAxis ? utils::IteratorType::reduction
+                               : utils::IteratorType::parallel);
+  }
+  // The running extreme starts at the first element's value: use the
+  // opposite infinity (or integer bound) and position 0.
+  Value identity;
+  if (auto floatType = dyn_cast<FloatType>(elementType))
+    identity = arith::ConstantOp::create(
+        b, loc, b.getFloatAttr(floatType,
+                               APFloat::getInf(floatType.getFloatSemantics(),
+                                               /*Negative=*/max)));
+  else
+    identity = arith::ConstantOp::create(
+        b, loc,
+        b.getIntegerAttr(elementType,
+                         max ? APInt::getSignedMinValue(
+                                   elementType.getIntOrFloatBitWidth())
+                             : APInt::getSignedMaxValue(
+                                   elementType.getIntOrFloatBitWidth())));
+  Value values = linalg::FillOp::create(
+                     b, loc, ValueRange{identity},
+                     ValueRange{tensor::EmptyOp::create(b, loc, shape,
+                                                        elementType, sizes)})
+                     .getResult(0);
+  Value zero = scalarConstant(b, loc, b.getI64Type(), 0);
+  Value indices = linalg::FillOp::create(
+                      b, loc, ValueRange{zero},
+                      ValueRange{tensor::EmptyOp::create(b, loc, shape,
+                                                         b.getI64Type(), sizes)})
+                      .getResult(0);
+  SmallVector<AffineMap> maps{AffineMap::getMultiDimIdentityMap(rank, context),
+                              AffineMap::get(rank, 0, outExprs, context),
+                              AffineMap::get(rank, 0, outExprs, context)};
+  auto generic = linalg::GenericOp::create(
+      b, loc, TypeRange{values.getType(), indices.getType()},
+      ValueRange{input}, ValueRange{values, indices}, maps, iterators,
+      [&](OpBuilder &nb, Location l, ValueRange args) {
+        Value position = arith::IndexCastOp::create(
+            nb, l, nb.getI64Type(), linalg::IndexOp::create(nb, l, *axis));
+        Value better;
+        if (isa<FloatType>(elementType))
+          better = arith::CmpFOp::create(
+              nb, l,
+              max ? (last ? arith::CmpFPredicate::OGE : arith::CmpFPredicate::OGT)
+                  : (last ? arith::CmpFPredicate::OLE : arith::CmpFPredicate::OLT),
+              args[0], args[1]);
+        else
+          better = arith::CmpIOp::create(
+              nb, l,
+              max ? (last ? arith::CmpIPredicate::sge : arith::CmpIPredicate::sgt)
+                  : (last ? arith::CmpIPredicate::sle : arith::CmpIPredicate::slt),
+              args[0], args[1]);
+        // The first element always replaces the identity.
+        Value first = arith::CmpIOp::create(nb, l, arith::CmpIPredicate::eq,
+                                            position, zero);
+        better = arith::OrIOp::create(nb, l, better, first);
+        linalg::YieldOp::create(
+            nb, l,
+            ValueRange{arith::SelectOp::create(nb, l, better, args[0], args[1]),
+                       arith::SelectOp::create(nb, l, better, position,
+                                               args[2])});
+      });
+  node.setResult(0, toResultType(b, loc, generic.getResult(1), *resultType,
+                                 reduced));
+  return success();
+}
 } // namespace
 
 void specula::onnx_import::registerReductionHandlers(
@@ -323,5 +428,9 @@ void specula::onnx_import::registerReductionHandlers(
                         /*axesAsInput=*/false);
   });
   registry.add("Softmax", 13, 13, importSoftmax);
+  registry.add("ArgMax", 11, 13,
+               [](NodeImporter &node) { return importArgExtreme(node, true); });
+  registry.add("ArgMin", 11, 13,
+               [](NodeImporter &node) { return importArgExtreme(node, false); });
   registry.add("LayerNormalization", 17, 17, importLayerNormalization);
 }

@@ -212,6 +212,33 @@ LogicalResult importSqueeze(NodeImporter &node) {
   return success();
 }
 
+/// Flatten(data): [prod(dims[:axis]), prod(dims[axis:])].
+LogicalResult importFlatten(NodeImporter &node) {
+  Value data = node.operand(0);
+  auto type = cast<RankedTensorType>(data.getType());
+  int64_t rank = type.getRank();
+  int64_t axis = node.intAttr("axis", 1);
+  if (axis < 0)
+    axis += rank;
+  if (axis < 0 || axis > rank)
+    return node.emitError() << "axis " << node.intAttr("axis", 1)
+                            << " is out of range for rank " << rank;
+  FailureOr<RankedTensorType> resultType =
+      node.resultType(0, [] { return dynamicShape(2); });
+  if (failed(resultType))
+    return failure();
+  OpBuilder &b = node.builder();
+  Location loc = node.loc();
+  Value outer = arith::ConstantIndexOp::create(b, loc, 1);
+  Value inner = arith::ConstantIndexOp::create(b, loc, 1);
+  for (int64_t d = 0; d < rank; ++d) {
+    Value &product = d < axis ? outer : inner;
+    product = arith::MulIOp::create(b, loc, product, dimSize(b, loc, data, d));
+  }
+  node.setResult(0, reshapeTo(b, loc, data, *resultType, {outer, inner}));
+  return success();
+}
+
 LogicalResult importTranspose(NodeImporter &node) {
   FailureOr<RankedTensorType> resultType = node.resultType(0, [&] {
     return dynamicShape(
@@ -382,6 +409,7 @@ void specula::onnx_import::registerShapeHandlers(OpHandlerRegistry &registry) {
   registry.add("Unsqueeze", 13, 13, importUnsqueeze);
   registry.add("Squeeze", 13, 13, importSqueeze);
   registry.add("Transpose", 1, 13, importTranspose);
+  registry.add("Flatten", 1, 13, importFlatten);
   registry.add("Concat", 4, 13, importConcat);
   registry.add("Gather", 1, 13, importGather);
 }
