@@ -7,6 +7,8 @@
 
 #include "lib/ONNXImport/ops/Common.h"
 
+#include "mlir/Dialect/Utils/StaticValueUtils.h"
+
 using namespace mlir;
 using namespace specula::onnx_import;
 
@@ -23,82 +25,172 @@ Value extractSlice(OpBuilder &b, Location loc, Value source,
   return slice;
 }
 
-/// Slice(data, starts, ends, axes?, steps?) with positive steps.
+/// The first, last-exclusive bound and length of one sliced dimension, per
+/// ONNX: negative bounds count from the end; then starts clamp to [0, dim]
+/// and ends to [0, dim] for positive steps, to [0, dim - 1] and [-1, dim - 1]
+/// for negative ones.
+struct SliceBounds {
+  Value start, length;
+};
+
+SliceBounds sliceBounds(OpBuilder &b, Location loc, Value start, Value end,
+                        Value step, Value dim) {
+  Value zero = arith::ConstantIndexOp::create(b, loc, 0);
+  Value minusOne = arith::ConstantIndexOp::create(b, loc, -1);
+  Value dimMinusOne = arith::AddIOp::create(b, loc, dim, minusOne);
+  Value negativeStep =
+      arith::CmpIOp::create(b, loc, arith::CmpIPredicate::slt, step, zero);
+  auto wrap = [&](Value bound) {
+    Value negative = arith::CmpIOp::create(b, loc, arith::CmpIPredicate::slt,
+                                           bound, zero);
+    return arith::SelectOp::create(
+        b, loc, negative, arith::AddIOp::create(b, loc, bound, dim), bound);
+  };
+  auto clamp = [&](Value bound, Value low, Value high) {
+    return arith::MinSIOp::create(
+        b, loc, arith::MaxSIOp::create(b, loc, bound, low), high);
+  };
+  Value first = arith::SelectOp::create(
+      b, loc, negativeStep, clamp(wrap(start), zero, dimMinusOne),
+      clamp(wrap(start), zero, dim));
+  Value last = arith::SelectOp::create(
+      b, loc, negativeStep, clamp(wrap(end), minusOne, dimMinusOne),
+      clamp(wrap(end), zero, dim));
+  Value length = arith::CeilDivSIOp::create(
+      b, loc, arith::SubIOp::create(b, loc, last, first), step);
+  return {first, arith::MaxSIOp::create(b, loc, length, zero)};
+}
+
+/// Slice(data, starts, ends, axes?, steps?). Constant axes and positive
+/// constant steps give a tensor.extract_slice; otherwise (axes or steps
+/// computed at run time, negative steps) a linalg.generic reads
+/// data[start + i * step] in every dimension.
 LogicalResult importSlice(NodeImporter &node) {
   Value data = node.operand(0), starts = node.operand(1),
-        ends = node.operand(2);
+        ends = node.operand(2), axesValue = node.operand(3),
+        stepsValue = node.operand(4);
   auto dataType = cast<RankedTensorType>(data.getType());
-  FailureOr<RankedTensorType> resultType = node.resultType(
-      0, [&] { return dynamicShape(dataType.getRank()); });
+  int64_t rank = dataType.getRank();
+  FailureOr<RankedTensorType> resultType =
+      node.resultType(0, [&] { return dynamicShape(rank); });
   if (failed(resultType))
     return failure();
-  int64_t rank = dataType.getRank();
   auto startsType = cast<RankedTensorType>(starts.getType());
   if (startsType.isDynamicDim(0))
     return node.emitError() << "starts must have a static length";
   int64_t count = startsType.getDimSize(0);
 
-  SmallVector<int64_t> axes;
-  if (node.operand(3)) {
-    FailureOr<SmallVector<int64_t>> constantAxes =
-        node.constantInts(3, "axes");
-    if (failed(constantAxes))
-      return failure();
-    axes = *constantAxes;
-  } else {
+  std::optional<SmallVector<int64_t>> axes, steps;
+  if (!axesValue) {
+    axes.emplace();
     for (int64_t i = 0; i < count; ++i)
-      axes.push_back(i);
-  }
-  SmallVector<int64_t> steps(count, 1);
-  if (node.operand(4)) {
-    FailureOr<SmallVector<int64_t>> constantSteps =
-        node.constantInts(4, "steps");
-    if (failed(constantSteps))
+      axes->push_back(i);
+  } else if (node.constantOperand(3)) {
+    FailureOr<SmallVector<int64_t>> values = node.constantInts(3, "axes");
+    if (failed(values))
       return failure();
-    steps = *constantSteps;
+    axes = *values;
+    for (int64_t &axis : *axes) {
+      FailureOr<int64_t> normalized = normalizeAxis(node, axis, rank);
+      if (failed(normalized))
+        return failure();
+      axis = *normalized;
+    }
   }
-  if (static_cast<int64_t>(axes.size()) != count ||
-      static_cast<int64_t>(steps.size()) != count)
+  if (!stepsValue) {
+    steps = SmallVector<int64_t>(count, 1);
+  } else if (node.constantOperand(4)) {
+    FailureOr<SmallVector<int64_t>> values = node.constantInts(4, "steps");
+    if (failed(values))
+      return failure();
+    steps = *values;
+    if (llvm::is_contained(*steps, 0))
+      return node.emitError() << "steps must not be 0";
+  }
+  if ((axes && static_cast<int64_t>(axes->size()) != count) ||
+      (steps && static_cast<int64_t>(steps->size()) != count))
     return node.emitError() << "starts, ends, axes and steps must have the "
                                "same length";
 
   OpBuilder &b = node.builder();
   Location loc = node.loc();
-  SmallVector<OpFoldResult> offsets(rank, b.getIndexAttr(0)), sizes,
-      strides(rank, b.getIndexAttr(1));
-  for (int64_t d = 0; d < rank; ++d)
-    sizes.push_back(dataType.isDynamicDim(d)
-                        ? OpFoldResult(dimSize(b, loc, data, d))
-                        : OpFoldResult(b.getIndexAttr(dataType.getDimSize(d))));
-  Value zero = arith::ConstantIndexOp::create(b, loc, 0);
-  for (int64_t i = 0; i < count; ++i) {
-    FailureOr<int64_t> axis = normalizeAxis(node, axes[i], rank);
-    if (failed(axis))
-      return failure();
-    if (steps[i] <= 0)
-      return node.emitError() << "only positive steps are supported, got "
-                              << steps[i];
-    Value dim = dimSize(b, loc, data, *axis);
-    // Negative bounds count from the end; then clamp to [0, dim].
-    auto clamp = [&](Value bound) {
-      Value negative = arith::CmpIOp::create(b, loc, arith::CmpIPredicate::slt,
-                                             bound, zero);
-      bound = arith::SelectOp::create(
-          b, loc, negative, arith::AddIOp::create(b, loc, bound, dim), bound);
-      return arith::MinSIOp::create(
-          b, loc, arith::MaxSIOp::create(b, loc, bound, zero), dim);
-    };
-    Value start = clamp(extractIndex(b, loc, starts, i));
-    Value end = clamp(extractIndex(b, loc, ends, i));
-    Value step = arith::ConstantIndexOp::create(b, loc, steps[i]);
-    Value length = arith::CeilDivSIOp::create(
-        b, loc, arith::SubIOp::create(b, loc, end, start), step);
-    offsets[*axis] = start;
-    sizes[*axis] = OpFoldResult(arith::MaxSIOp::create(b, loc, length, zero));
-    strides[*axis] = b.getIndexAttr(steps[i]);
+  SmallVector<Value> offsets, sizes, strides;
+  for (int64_t d = 0; d < rank; ++d) {
+    offsets.push_back(arith::ConstantIndexOp::create(b, loc, 0));
+    sizes.push_back(dimSize(b, loc, data, d));
+    strides.push_back(arith::ConstantIndexOp::create(b, loc, 1));
   }
-  node.setResult(0, extractSlice(b, loc, data, *resultType, offsets, sizes,
-                                 strides));
+  Value zero = arith::ConstantIndexOp::create(b, loc, 0);
+  Value rankValue = arith::ConstantIndexOp::create(b, loc, rank);
+  for (int64_t i = 0; i < count; ++i) {
+    Value step = steps ? Value(arith::ConstantIndexOp::create(b, loc, (*steps)[i]))
+                       : extractIndex(b, loc, stepsValue, i);
+    Value start = extractIndex(b, loc, starts, i);
+    Value end = extractIndex(b, loc, ends, i);
+    if (axes) {
+      int64_t d = (*axes)[i];
+      SliceBounds bounds = sliceBounds(b, loc, start, end, step,
+                                       dimSize(b, loc, data, d));
+      offsets[d] = bounds.start;
+      sizes[d] = bounds.length;
+      strides[d] = step;
+      continue;
+    }
+    // The axis is known only at run time: update every dimension it may be.
+    Value axis = extractIndex(b, loc, axesValue, i);
+    Value negative =
+        arith::CmpIOp::create(b, loc, arith::CmpIPredicate::slt, axis, zero);
+    axis = arith::SelectOp::create(
+        b, loc, negative, arith::AddIOp::create(b, loc, axis, rankValue), axis);
+    for (int64_t d = 0; d < rank; ++d) {
+      Value here = arith::CmpIOp::create(
+          b, loc, arith::CmpIPredicate::eq, axis,
+          arith::ConstantIndexOp::create(b, loc, d));
+      SliceBounds bounds = sliceBounds(b, loc, start, end, step,
+                                       dimSize(b, loc, data, d));
+      offsets[d] = arith::SelectOp::create(b, loc, here, bounds.start,
+                                           offsets[d]);
+      sizes[d] = arith::SelectOp::create(b, loc, here, bounds.length, sizes[d]);
+      strides[d] = arith::SelectOp::create(b, loc, here, step, strides[d]);
+    }
+  }
+
+  bool positiveConstantSteps =
+      axes && steps && llvm::all_of(*steps, [](int64_t s) { return s > 0; });
+  if (positiveConstantSteps) {
+    SmallVector<OpFoldResult> staticStrides;
+    for (int64_t d = 0; d < rank; ++d)
+      staticStrides.push_back(b.getIndexAttr(1));
+    for (int64_t i = 0; i < count; ++i)
+      staticStrides[(*axes)[i]] = b.getIndexAttr((*steps)[i]);
+    node.setResult(0, extractSlice(b, loc, data, *resultType,
+                                   getAsOpFoldResult(offsets),
+                                   getAsOpFoldResult(sizes), staticStrides));
+    return success();
+  }
+  SmallVector<Value> dynamicSizes;
+  for (int64_t d = 0; d < rank; ++d)
+    if (resultType->isDynamicDim(d))
+      dynamicSizes.push_back(sizes[d]);
+  Value init = tensor::EmptyOp::create(b, loc, resultType->getShape(),
+                                       resultType->getElementType(),
+                                       dynamicSizes);
+  MLIRContext *context = b.getContext();
+  auto generic = linalg::GenericOp::create(
+      b, loc, TypeRange{*resultType}, ValueRange{}, ValueRange{init},
+      SmallVector<AffineMap>{AffineMap::getMultiDimIdentityMap(rank, context)},
+      SmallVector<utils::IteratorType>(rank, utils::IteratorType::parallel),
+      [&](OpBuilder &nb, Location l, ValueRange) {
+        SmallVector<Value> position;
+        for (int64_t d = 0; d < rank; ++d)
+          position.push_back(arith::AddIOp::create(
+              nb, l, offsets[d],
+              arith::MulIOp::create(nb, l, linalg::IndexOp::create(nb, l, d),
+                                    strides[d])));
+        linalg::YieldOp::create(
+            nb, l, tensor::ExtractOp::create(nb, l, data, position).getResult());
+      });
+  node.setResult(0, generic.getResult(0));
   return success();
 }
 
