@@ -60,6 +60,10 @@ static std::string formatBytes(uint64_t bytes) {
   return llvm::formatv("{0} B", bytes).str();
 }
 
+/// Options left at their default of -1 are unset (hasValue() cannot tell:
+/// options copied from an options struct always have a value).
+static bool isSet(double option) { return option != -1.0; }
+
 namespace {
 struct ChooseGammaPass
     : public specula::impl::SpecChooseGammaBase<ChooseGammaPass> {
@@ -76,14 +80,14 @@ private:
 
 void ChooseGammaPass::runOnOperation() {
   ModuleOp module = getOperation();
-  if (acceptanceRate.hasValue() &&
+  if (isSet(acceptanceRate) &&
       !(acceptanceRate >= 0.0 && acceptanceRate <= 1.0)) {
     module.emitError() << "spec-choose-gamma: acceptance-rate must lie in "
                           "[0, 1], got "
                        << static_cast<double>(acceptanceRate);
     return signalPassFailure();
   }
-  if (costRatio.hasValue() && !(costRatio > 0.0)) {
+  if (isSet(costRatio) && !(costRatio > 0.0)) {
     module.emitError() << "spec-choose-gamma: cost-ratio must be positive, got "
                        << static_cast<double>(costRatio);
     return signalPassFailure();
@@ -109,7 +113,7 @@ LogicalResult ChooseGammaPass::chooseFor(DecoderOp decoder,
                                          DraftProposerAttr draft,
                                          SymbolTableCollection &symbolTable) {
   double alpha;
-  if (acceptanceRate.hasValue())
+  if (isSet(acceptanceRate))
     alpha = acceptanceRate;
   else if (FloatAttr rate = decoder.getAcceptanceRateAttr())
     alpha = rate.getValueAsDouble();
@@ -121,7 +125,7 @@ LogicalResult ChooseGammaPass::chooseFor(DecoderOp decoder,
 
   double ratio;
   std::string costReason;
-  if (costRatio.hasValue()) {
+  if (isSet(costRatio)) {
     ratio = costRatio;
     costReason = "given";
   } else {

@@ -43,4 +43,47 @@ def SpecChooseGamma : Pass<"spec-choose-gamma", "::mlir::ModuleOp"> {
   ];
 }
 
+def SpecPairDraft : Pass<"spec-pair-draft", "::mlir::ModuleOp"> {
+  let summary = "Pair a target with an external draft model after checking "
+                "that they are compatible";
+  let description = [{
+    Takes the function with role `target` and the function with role `draft`
+    of the module (or the ones the `target` and `draft` options name), checks
+    that the draft can propose tokens the target can verify, and creates
+    `spec.decoder` with `#spec.draft<@draft, gamma = N>`.
+
+    Every incompatibility is reported at once, each naming both models and
+    their values, with a note saying how to fix it:
+
+    * tokenizer fingerprints (`tokenizer_sha256`) differ: token ids would mean
+      different text (error);
+    * vocabulary sizes differ: an error, unless the tokenizers are the same,
+      in which case one model's embedding is only padded (as in 151936 vs
+      152064): a warning, and the larger model's logits are sliced to the
+      smaller vocabulary in its function;
+    * BOS, EOS or PAD ids differ (error);
+    * maximum contexts differ: the decoder uses the smaller one (warning);
+    * logits element types differ (error);
+    * either model lacks the key/value cache inputs of the model contract
+      (`past_key_values.{i}.key|value`) (error).
+  }];
+  let options = [
+    Option<"targetName", "target", "std::string", "\"\"",
+           "The target function (default: the one with role target)">,
+    Option<"draftName", "draft", "std::string", "\"\"",
+           "The draft function (default: the one with role draft)">,
+    Option<"gamma", "gamma", "int64_t", "4",
+           "Tokens the draft proposes per step (spec-choose-gamma can tune "
+           "it)">,
+    Option<"decoderName", "decoder-name", "std::string", "\"decoder\"",
+           "Name of the created spec.decoder">,
+    Option<"sampling", "sampling", "bool", "false",
+           "Verify by lossless rejection sampling instead of greedy">,
+    Option<"temperature", "temperature", "double", "1.0",
+           "Sampling temperature (with sampling)">
+  ];
+  let dependentDialects = ["::specula::spec::SpecDialect",
+                           "::mlir::tensor::TensorDialect"];
+}
+
 #endif // SPECULA_PASSES_PASSES_TD

@@ -1,0 +1,270 @@
+//===- PairDraft.cpp - pair a target with a compatible draft --------------===//
+
+#include "passes/Passes.h"
+
+#include "dialects/spec/SpecOps.h"
+
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/Dialect/Tensor/IR/Tensor.h"
+#include "mlir/IR/Builders.h"
+#include "mlir/IR/BuiltinOps.h"
+
+namespace specula {
+#define GEN_PASS_DEF_SPECPAIRDRAFT
+#include "passes/Passes.h.inc"
+} // namespace specula
+
+using namespace mlir;
+using namespace specula;
+using namespace specula::spec;
+
+namespace {
+/// What the compatibility checks read from one model function.
+struct ModelInfo {
+  func::FuncOp func;
+  ModelConfigAttr config;
+  RankedTensorType logits;
+
+  std::optional<int64_t> vocab() const {
+    if (config)
+      return config.getVocabSize();
+    if (logits && !logits.isDynamicDim(logits.getRank() - 1))
+      return logits.getShape().back();
+    return std::nullopt;
+  }
+  StringAttr tokenizer() const {
+    return config ? config.getTokenizer() : nullptr;
+  }
+  /// Whether the function's arguments carry ONNX names, and if so whether
+  /// they include the first layer's key/value cache.
+  std::optional<bool> hasCacheInputs() const {
+    func::FuncOp f = func;
+    bool named = false, cache = false;
+    for (unsigned i = 0; i < f.getNumArguments(); ++i)
+      if (auto name = f.getArgAttrOfType<StringAttr>(i, "onnx.name")) {
+        named = true;
+        cache |= name.getValue() == "past_key_values.0.key";
+      }
+    return named ? std::optional(cache) : std::nullopt;
+  }
+};
+
+struct PairDraftPass
+    : public specula::impl::SpecPairDraftBase<PairDraftPass> {
+  using Base::Base;
+  void runOnOperation() override;
+
+private:
+  FailureOr<ModelInfo> findModel(ModuleOp module, StringRef name,
+                                 FunctionRole role);
+  LogicalResult checkCompatibility(ModelInfo &target, ModelInfo &draft);
+};
+} // namespace
+
+FailureOr<ModelInfo> PairDraftPass::findModel(ModuleOp module, StringRef name,
+                                              FunctionRole role) {
+  StringRef roleName = stringifyFunctionRole(role);
+  func::FuncOp found;
+  if (!name.empty()) {
+    found = module.lookupSymbol<func::FuncOp>(name);
+    if (!found)
+      return module.emitError() << "spec-pair-draft: no function @" << name
+                                << " for the " << roleName;
+  } else {
+    for (auto func : module.getOps<func::FuncOp>()) {
+      auto attr = func->getAttrOfType<RoleAttr>(SpecDialect::kRoleAttrName);
+      if (!attr || attr.getKind() != role)
+        continue;
+      if (found)
+        return module.emitError()
+               << "spec-pair-draft: functions @" << found.getSymName()
+               << " and @" << func.getSymName() << " both have role '"
+               << roleName << "'; name one with the '" << roleName
+               << "' option";
+      found = func;
+    }
+    if (!found)
+      return module.emitError() << "spec-pair-draft: no function has role '"
+                                << roleName << "' (set spec.role, or name it "
+                                << "with the '" << roleName << "' option)";
+  }
+  ModelInfo info;
+  info.func = found;
+  info.config =
+      found->getAttrOfType<ModelConfigAttr>(SpecDialect::kConfigAttrName);
+  if (found.getNumResults() > 0)
+    info.logits = dyn_cast<RankedTensorType>(found.getResultTypes().front());
+  if (!info.logits || info.logits.getRank() < 1)
+    return found.emitError() << "spec-pair-draft: the " << roleName << " @"
+                             << found.getSymName()
+                             << " must return logits as its first result";
+  return info;
+}
+
+/// Slices the logits `model` returns to the first `vocab` entries and records
+/// the smaller vocabulary in its configuration.
+static void sliceLogits(ModelInfo &model, int64_t vocab) {
+  func::FuncOp func = model.func;
+  auto ret = cast<func::ReturnOp>(func.getBody().back().getTerminator());
+  OpBuilder b(ret);
+  Location loc = ret.getLoc();
+  Value logits = ret.getOperand(0);
+  auto type = cast<RankedTensorType>(logits.getType());
+  int64_t rank = type.getRank();
+  SmallVector<OpFoldResult> offsets(rank, b.getIndexAttr(0)), sizes,
+      strides(rank, b.getIndexAttr(1));
+  for (int64_t d = 0; d < rank - 1; ++d)
+    sizes.push_back(type.isDynamicDim(d)
+                        ? OpFoldResult(tensor::DimOp::create(b, loc, logits, d)
+                                           .getResult())
+                        : OpFoldResult(b.getIndexAttr(type.getDimSize(d))));
+  sizes.push_back(b.getIndexAttr(vocab));
+  SmallVector<int64_t> shape(type.getShape());
+  shape.back() = vocab;
+  auto slicedType = RankedTensorType::get(shape, type.getElementType());
+  Value sliced = tensor::ExtractSliceOp::create(b, loc, slicedType, logits,
+                                                offsets, sizes, strides);
+  ret.setOperand(0, sliced);
+  SmallVector<Type> results(func.getResultTypes());
+  results[0] = slicedType;
+  func.setFunctionType(
+      b.getFunctionType(func.getArgumentTypes(), results));
+  if (ModelConfigAttr config = model.config) {
+    model.config = ModelConfigAttr::get(
+        func.getContext(), vocab, config.getBosTokenId(),
+        config.getEosTokenId(), config.getPadTokenId(), config.getMaxContext(),
+        config.getTokenizer());
+    func->setAttr(SpecDialect::kConfigAttrName, model.config);
+  }
+  model.logits = slicedType;
+}
+
+LogicalResult PairDraftPass::checkCompatibility(ModelInfo &target,
+                                                ModelInfo &draft) {
+  std::string pair = ("draft @" + draft.func.getSymName() + " and target @" +
+                      target.func.getSymName())
+                         .str();
+  bool ok = true;
+  auto incompatible = [&](const Twine &what, const Twine &fix) {
+    ok = false;
+    InFlightDiagnostic diag = draft.func.emitError()
+                              << "spec-pair-draft: " << pair << " " << what;
+    diag.attachNote(target.func.getLoc()) << "target defined here";
+    diag.attachNote() << "to fix: " << fix;
+  };
+
+  StringAttr targetTokenizer = target.tokenizer(),
+             draftTokenizer = draft.tokenizer();
+  bool sameTokenizer = targetTokenizer && draftTokenizer &&
+                       targetTokenizer == draftTokenizer;
+  if (targetTokenizer && draftTokenizer && !sameTokenizer)
+    incompatible("use different tokenizers (fingerprints " +
+                     draftTokenizer.getValue() + " and " +
+                     targetTokenizer.getValue() +
+                     "): the same token id would mean different text",
+                 "use a draft trained with the target's tokenizer");
+
+  std::optional<int64_t> targetVocab = target.vocab(),
+                         draftVocab = draft.vocab();
+  if (targetVocab && draftVocab && *targetVocab != *draftVocab) {
+    if (sameTokenizer) {
+      int64_t common = std::min(*targetVocab, *draftVocab);
+      ModelInfo &padded = *targetVocab > *draftVocab ? target : draft;
+      InFlightDiagnostic diag =
+          draft.func.emitWarning()
+          << "spec-pair-draft: " << pair << " have vocabularies of "
+          << *draftVocab << " and " << *targetVocab
+          << " tokens but the same tokenizer, so the larger embedding is "
+             "padding: using the first "
+          << common << " logits of @" << padded.func.getSymName();
+      sliceLogits(padded, common);
+    } else {
+      incompatible("have vocabularies of " + Twine(*draftVocab) + " and " +
+                       Twine(*targetVocab) + " tokens",
+                   "pair models with the same vocabulary (if one is only "
+                   "padded, give both the same tokenizer_sha256)");
+    }
+  }
+
+  if (target.config && draft.config) {
+    auto checkId = [&](StringRef name, std::optional<int64_t> targetId,
+                       std::optional<int64_t> draftId) {
+      if (targetId && draftId && *targetId != *draftId)
+        incompatible("disagree on the " + name + " token id (" +
+                         Twine(*draftId) + " and " + Twine(*targetId) + ")",
+                     "pair models whose special tokens agree");
+    };
+    checkId("BOS", target.config.getBosTokenId(),
+            draft.config.getBosTokenId());
+    checkId("EOS", target.config.getEosTokenId(),
+            draft.config.getEosTokenId());
+    checkId("PAD", target.config.getPadTokenId(),
+            draft.config.getPadTokenId());
+    std::optional<int64_t> targetContext = target.config.getMaxContext(),
+                           draftContext = draft.config.getMaxContext();
+    if (targetContext && draftContext && *targetContext != *draftContext)
+      draft.func.emitWarning()
+          << "spec-pair-draft: " << pair << " have maximum contexts of "
+          << *draftContext << " and " << *targetContext
+          << " positions; generation stops at "
+          << std::min(*targetContext, *draftContext);
+  }
+
+  if (target.logits.getElementType() != draft.logits.getElementType()) {
+    std::string types;
+    llvm::raw_string_ostream os(types);
+    os << draft.logits.getElementType() << " and "
+       << target.logits.getElementType();
+    incompatible("return logits of different element types (" + types + ")",
+                 "export both models with the same logits precision");
+  }
+
+  for (ModelInfo *model : {&target, &draft})
+    if (std::optional<bool> cache = model->hasCacheInputs(); cache && !*cache)
+      incompatible("cannot be paired: @" + model->func.getSymName() +
+                       " has no key/value cache input "
+                       "(past_key_values.0.key)",
+                   "export the model with its cache (use_cache=True) so "
+                   "that each step processes only new tokens");
+  return success(ok);
+}
+
+void PairDraftPass::runOnOperation() {
+  ModuleOp module = getOperation();
+  if (gamma < 1) {
+    module.emitError() << "spec-pair-draft: gamma must be at least 1, got "
+                       << static_cast<int64_t>(gamma);
+    return signalPassFailure();
+  }
+  FailureOr<ModelInfo> target =
+      findModel(module, targetName, FunctionRole::Target);
+  FailureOr<ModelInfo> draft = findModel(module, draftName, FunctionRole::Draft);
+  if (failed(target) || failed(draft))
+    return signalPassFailure();
+  if (failed(checkCompatibility(*target, *draft)))
+    return signalPassFailure();
+
+  OpBuilder b = OpBuilder::atBlockEnd(module.getBody());
+  Attribute rule = GreedyAttr::get(&getContext());
+  if (sampling) {
+    auto rejection = RejectionAttr::getChecked(
+        [&] { return module.emitError() << "spec-pair-draft: "; },
+        &getContext(), APFloat(static_cast<double>(temperature)), int64_t(0),
+        APFloat(1.0));
+    if (!rejection)
+      return signalPassFailure();
+    rule = rejection;
+  }
+  if (module.lookupSymbol(decoderName)) {
+    module.emitError() << "spec-pair-draft: a symbol named @" << decoderName
+                       << " exists already; choose another decoder-name";
+    return signalPassFailure();
+  }
+  DecoderOp::create(
+      b, target->func.getLoc(), b.getStringAttr(decoderName),
+      FlatSymbolRefAttr::get(target->func.getSymNameAttr()),
+      DraftProposerAttr::get(&getContext(),
+                             FlatSymbolRefAttr::get(draft->func.getSymNameAttr()),
+                             gamma),
+      rule, /*acceptance_rate=*/FloatAttr());
+}

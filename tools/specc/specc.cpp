@@ -1,0 +1,155 @@
+//===- specc.cpp - build a speculative decoder from ONNX models -----------===//
+//
+//   specc target.onnx --draft draft.onnx [--gamma N] [-o decoder.mlir]
+//   specc target.onnx --mtp-head head1.onnx --mtp-head head2.onnx ...
+//
+// Imports the models into one module (functions @target, @draft, @head1...),
+// pairs a draft with the target after checking their compatibility
+// (spec-pair-draft) or composes the target with its heads, optionally picks
+// gamma with the cost model (spec-choose-gamma), and prints the spec dialect
+// composition (--emit=spec-mlir). Compiling it to a runnable artifact comes
+// with the runtime.
+//
+//===----------------------------------------------------------------------===//
+
+#include "specula/InitAll.h"
+#include "specula/ONNXImport.h"
+
+#include "dialects/spec/SpecOps.h"
+#include "passes/Passes.h"
+
+#include "mlir/IR/AsmState.h"
+#include "mlir/IR/MLIRContext.h"
+#include "mlir/IR/Verifier.h"
+#include "mlir/Pass/PassManager.h"
+#include "mlir/Support/FileUtilities.h"
+#include "llvm/Support/CommandLine.h"
+#include "llvm/Support/InitLLVM.h"
+#include "llvm/Support/MemoryBuffer.h"
+#include "llvm/Support/SourceMgr.h"
+#include "llvm/Support/ToolOutputFile.h"
+
+using namespace mlir;
+using namespace specula;
+namespace cl = llvm::cl;
+
+static cl::OptionCategory category("specc options");
+static cl::opt<std::string> targetPath(cl::Positional, cl::Required,
+                                       cl::desc("<target.onnx>"),
+                                       cl::cat(category));
+static cl::opt<std::string> draftPath(
+    "draft", cl::desc("An external draft model (ONNX) to pair with the target"),
+    cl::value_desc("draft.onnx"), cl::cat(category));
+static cl::list<std::string> headPaths(
+    "mtp-head",
+    cl::desc("A Medusa head or MTP module (ONNX), in depth order; repeat"),
+    cl::value_desc("head.onnx"), cl::cat(category));
+static cl::opt<int64_t> proposalCount("gamma",
+                              cl::desc("Tokens the draft proposes per step"),
+                              cl::init(4), cl::cat(category));
+static cl::opt<double> acceptanceRate(
+    "acceptance-rate",
+    cl::desc("Expected per-token acceptance of the draft; picks gamma with "
+             "the cost model (spec-choose-gamma)"),
+    cl::init(-1.0), cl::cat(category));
+static cl::opt<bool> sampling(
+    "sampling", cl::desc("Verify by lossless rejection sampling"),
+    cl::cat(category));
+static cl::opt<double> temperature("temperature",
+                                   cl::desc("Sampling temperature"),
+                                   cl::init(1.0), cl::cat(category));
+enum class Emit { SpecMLIR };
+static cl::opt<Emit> emit(
+    "emit", cl::desc("What to produce"), cl::init(Emit::SpecMLIR),
+    cl::values(clEnumValN(Emit::SpecMLIR, "spec-mlir",
+                          "the spec dialect composition with the imported "
+                          "models")),
+    cl::cat(category));
+static cl::opt<std::string> outputPath("o", cl::desc("Output file"),
+                                       cl::value_desc("file"), cl::init("-"),
+                                       cl::cat(category));
+
+static LogicalResult importInto(ModuleOp module, StringRef path,
+                                StringRef name) {
+  auto buffer = llvm::MemoryBuffer::getFile(path, /*IsText=*/false);
+  if (!buffer)
+    return emitError(UnknownLoc::get(module.getContext()))
+           << "cannot read '" << path << "': " << buffer.getError().message();
+  ONNXImportOptions options;
+  options.functionName = name.str();
+  return importONNX(module, (*buffer)->getBuffer(), path, options);
+}
+
+int main(int argc, char **argv) {
+  llvm::InitLLVM init(argc, argv);
+  cl::HideUnrelatedOptions(category);
+  cl::ParseCommandLineOptions(
+      argc, argv, "specc: build a speculative decoder from ONNX models\n");
+  if (draftPath.empty() == headPaths.empty()) {
+    llvm::errs() << "error: give either --draft or --mtp-head (see --help)\n";
+    return 1;
+  }
+
+  DialectRegistry registry;
+  registerONNXImportDialects(registry);
+  registerSpeculaDialects(registry);
+  MLIRContext context(registry);
+  // Models are large: diagnostics name the function, not print it.
+  context.printOpOnDiagnostic(false);
+  llvm::SourceMgr sourceMgr;
+  SourceMgrDiagnosticHandler diagnostics(sourceMgr, &context);
+
+  OwningOpRef<ModuleOp> module =
+      ModuleOp::create(FileLineColLoc::get(&context, targetPath, 0, 0));
+  if (failed(importInto(*module, targetPath, "target")))
+    return 1;
+
+  PassManager pm(&context);
+  if (!draftPath.empty()) {
+    if (failed(importInto(*module, draftPath, "draft")))
+      return 1;
+    SpecPairDraftOptions pairOptions;
+    pairOptions.gamma = proposalCount;
+    pairOptions.sampling = sampling;
+    pairOptions.temperature = temperature;
+    pm.addPass(createSpecPairDraft(pairOptions));
+    if (acceptanceRate >= 0) {
+      SpecChooseGammaOptions gammaOptions;
+      gammaOptions.acceptanceRate = acceptanceRate;
+      pm.addPass(createSpecChooseGamma(gammaOptions));
+    }
+  } else {
+    SmallVector<Attribute> heads;
+    for (auto [i, path] : llvm::enumerate(headPaths)) {
+      std::string name = "head" + std::to_string(i + 1);
+      if (failed(importInto(*module, path, name)))
+        return 1;
+      heads.push_back(FlatSymbolRefAttr::get(&context, name));
+    }
+    OpBuilder b = OpBuilder::atBlockEnd(module->getBody());
+    SmallVector<FlatSymbolRefAttr> refs;
+    for (Attribute head : heads)
+      refs.push_back(cast<FlatSymbolRefAttr>(head));
+    Attribute rule = b.getAttr<spec::GreedyAttr>();
+    if (sampling)
+      rule = spec::RejectionAttr::get(&context, APFloat(temperature.getValue()),
+                                      int64_t(0), APFloat(1.0));
+    spec::DecoderOp::create(b, module->getLoc(), b.getStringAttr("decoder"),
+                            FlatSymbolRefAttr::get(&context, "target"),
+                            spec::MTPProposerAttr::get(&context, refs), rule,
+                            FloatAttr());
+  }
+  if (failed(pm.run(*module)) || failed(verify(*module)))
+    return 1;
+
+  std::string error;
+  auto output = openOutputFile(outputPath, &error);
+  if (!output) {
+    llvm::errs() << "error: " << error << "\n";
+    return 1;
+  }
+  module->print(output->os());
+  output->os() << "\n";
+  output->keep();
+  return 0;
+}
