@@ -86,4 +86,34 @@ def SpecPairDraft : Pass<"spec-pair-draft", "::mlir::ModuleOp"> {
                            "::mlir::tensor::TensorDialect"];
 }
 
+def SpecFuseMTPHeads : Pass<"spec-fuse-mtp-heads", "::mlir::ModuleOp"> {
+  let summary = "Fuse Medusa heads into the target so that one forward "
+                "returns the verification logits and the next proposals";
+  let description = [{
+    For every `spec.decoder` with an `#spec.mtp` proposer of Medusa heads,
+    creates `@<target>_fused`: the target's body, then each head's body
+    applied to the target's last hidden state (the result named
+    `hidden_states`), returning the target's results followed by one
+    `medusa_logits.<k>` result per head. The trunk is computed once. Weights
+    that the heads share with the target or with each other (Medusa heads
+    reuse the target's output projection) are deduplicated: equal constants
+    become one. The decoder then refers to the fused target.
+
+    With `last-position-only` (the default), the heads read only the last
+    position's hidden state: proposals continue the sequence from its end.
+
+    DeepSeek-style MTP modules (`mtp_module`), which need the next token
+    computed in the graph and a cache of their own, are not fused by this
+    version of the pass; it says so.
+  }];
+  let options = [
+    Option<"numHeads", "num-heads", "int64_t", "0",
+           "Use only the first N heads (0: all)">,
+    Option<"lastPositionOnly", "last-position-only", "bool", "true",
+           "Apply the heads to the last position's hidden state only">
+  ];
+  let dependentDialects = ["::specula::spec::SpecDialect",
+                           "::mlir::tensor::TensorDialect"];
+}
+
 #endif // SPECULA_PASSES_PASSES_TD

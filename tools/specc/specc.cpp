@@ -5,7 +5,8 @@
 //
 // Imports the models into one module (functions @target, @draft, @head1...),
 // pairs a draft with the target after checking their compatibility
-// (spec-pair-draft) or composes the target with its heads, optionally picks
+// (spec-pair-draft) or composes the target with its heads and fuses Medusa
+// heads into it (spec-fuse-mtp-heads), optionally picks
 // gamma with the cost model (spec-choose-gamma), and prints the spec dialect
 // composition (--emit=spec-mlir). Compiling it to a runnable artifact comes
 // with the runtime.
@@ -18,6 +19,7 @@
 #include "dialects/spec/SpecOps.h"
 #include "passes/Passes.h"
 
+#include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/IR/AsmState.h"
 #include "mlir/IR/MLIRContext.h"
 #include "mlir/IR/Verifier.h"
@@ -58,6 +60,11 @@ static cl::opt<bool> sampling(
 static cl::opt<double> temperature("temperature",
                                    cl::desc("Sampling temperature"),
                                    cl::init(1.0), cl::cat(category));
+static cl::opt<bool> fuseHeads(
+    "fuse-heads",
+    cl::desc("Fuse Medusa heads into the target (spec-fuse-mtp-heads); "
+             "DeepSeek-style MTP modules are not fused yet"),
+    cl::init(true), cl::cat(category));
 enum class Emit { SpecMLIR };
 static cl::opt<Emit> emit(
     "emit", cl::desc("What to produce"), cl::init(Emit::SpecMLIR),
@@ -138,6 +145,11 @@ int main(int argc, char **argv) {
                             FlatSymbolRefAttr::get(&context, "target"),
                             spec::MTPProposerAttr::get(&context, refs), rule,
                             FloatAttr());
+    auto firstHead = module->lookupSymbol<func::FuncOp>("head1");
+    auto role = firstHead->getAttrOfType<spec::RoleAttr>(
+        spec::SpecDialect::kRoleAttrName);
+    if (fuseHeads && role && role.getKind() == spec::FunctionRole::MedusaHead)
+      pm.addPass(createSpecFuseMTPHeads());
   }
   if (failed(pm.run(*module)) || failed(verify(*module)))
     return 1;

@@ -1,0 +1,233 @@
+//===- FuseMTPHeads.cpp - fuse Medusa heads into the target ---------------===//
+
+#include "passes/Passes.h"
+
+#include "dialects/spec/SpecOps.h"
+
+#include "mlir/Dialect/Arith/IR/Arith.h"
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/Dialect/Tensor/IR/Tensor.h"
+#include "mlir/IR/AsmState.h"
+#include "mlir/IR/Builders.h"
+#include "mlir/IR/BuiltinDialect.h"
+#include "mlir/IR/DialectResourceBlobManager.h"
+#include "mlir/IR/BuiltinOps.h"
+#include "mlir/IR/IRMapping.h"
+#include "mlir/IR/SymbolTable.h"
+#include "llvm/ADT/Hashing.h"
+#include "llvm/Support/FormatVariadic.h"
+
+namespace specula {
+#define GEN_PASS_DEF_SPECFUSEMTPHEADS
+#include "passes/Passes.h.inc"
+} // namespace specula
+
+using namespace mlir;
+using namespace specula;
+using namespace specula::spec;
+
+/// The bytes of a constant's elements, for comparing weights by value: the
+/// blob of a dense_resource, the raw data of dense elements.
+static std::optional<ArrayRef<char>> constantBytes(ElementsAttr value) {
+  if (auto resource = dyn_cast<DenseResourceElementsAttr>(value)) {
+    if (AsmResourceBlob *blob = resource.getRawHandle().getBlob())
+      return blob->getData();
+    return std::nullopt;
+  }
+  if (auto dense = dyn_cast<DenseElementsAttr>(value))
+    return dense.getRawData();
+  return std::nullopt;
+}
+
+namespace {
+struct Deduplicated {
+  unsigned weights = 0; // tensors of at least 1 KiB
+  uint64_t weightBytes = 0;
+};
+} // namespace
+
+/// Replaces every constant equal (type and bytes) to an earlier one in the
+/// function's entry block by that one; counts the weight tensors removed.
+static Deduplicated deduplicateConstants(func::FuncOp func) {
+  llvm::DenseMap<std::pair<Type, size_t>, SmallVector<arith::ConstantOp, 1>>
+      seen;
+  Deduplicated removed;
+  for (auto constant : llvm::make_early_inc_range(
+           func.getBody().front().getOps<arith::ConstantOp>())) {
+    auto value = dyn_cast<ElementsAttr>(constant.getValue());
+    std::optional<ArrayRef<char>> bytes =
+        value ? constantBytes(value) : std::nullopt;
+    if (!bytes)
+      continue;
+    auto key = std::make_pair(
+        constant.getType(),
+        static_cast<size_t>(llvm::hash_combine_range(*bytes)));
+    auto &candidates = seen[key];
+    arith::ConstantOp original;
+    for (arith::ConstantOp candidate : candidates) {
+      std::optional<ArrayRef<char>> other =
+          constantBytes(cast<ElementsAttr>(candidate.getValue()));
+      if (other && *other == *bytes) {
+        original = candidate;
+        break;
+      }
+    }
+    if (!original) {
+      candidates.push_back(constant);
+      continue;
+    }
+    constant.replaceAllUsesWith(original.getResult());
+    constant.erase();
+    if (bytes->size() >= 1024) {
+      ++removed.weights;
+      removed.weightBytes += bytes->size();
+    }
+  }
+  return removed;
+}
+
+namespace {
+struct FuseMTPHeadsPass
+    : public specula::impl::SpecFuseMTPHeadsBase<FuseMTPHeadsPass> {
+  using Base::Base;
+  void runOnOperation() override;
+
+private:
+  LogicalResult fuse(DecoderOp decoder, MTPProposerAttr proposer,
+                     SymbolTable &symbols);
+};
+} // namespace
+
+LogicalResult FuseMTPHeadsPass::fuse(DecoderOp decoder,
+                                     MTPProposerAttr proposer,
+                                     SymbolTable &symbols) {
+  ArrayRef<FlatSymbolRefAttr> heads = proposer.getHeads();
+  if (numHeads < 0 || numHeads > static_cast<int64_t>(heads.size()))
+    return decoder.emitError()
+           << "spec-fuse-mtp-heads: num-heads is "
+           << static_cast<int64_t>(numHeads) << " but the decoder has "
+           << heads.size() << " heads";
+  if (numHeads > 0)
+    heads = heads.take_front(numHeads);
+
+  auto target = symbols.lookup<func::FuncOp>(decoder.getTarget());
+  SmallVector<func::FuncOp> headFuncs;
+  for (FlatSymbolRefAttr ref : heads) {
+    auto head = symbols.lookup<func::FuncOp>(ref.getValue());
+    auto role = head->getAttrOfType<RoleAttr>(SpecDialect::kRoleAttrName);
+    if (role.getKind() == FunctionRole::MTPModule)
+      return decoder.emitError()
+             << "spec-fuse-mtp-heads: fusing DeepSeek-style MTP modules (@"
+             << ref.getValue()
+             << ") is not supported yet; only Medusa heads are";
+    if (head.getNumArguments() != 1 || head.isExternal())
+      return head.emitError() << "spec-fuse-mtp-heads: Medusa head @"
+                              << ref.getValue()
+                              << " must have a body and take exactly one "
+                                 "argument, the hidden state";
+    headFuncs.push_back(head);
+  }
+  if (target.isExternal())
+    return target.emitError() << "spec-fuse-mtp-heads: target @"
+                              << target.getSymName() << " has no body";
+  std::optional<unsigned> hiddenIndex;
+  for (unsigned i = 0; i < target.getNumResults(); ++i)
+    if (auto name = target.getResultAttrOfType<StringAttr>(i, "onnx.name"))
+      if (name.getValue() == "hidden_states")
+        hiddenIndex = i;
+  if (!hiddenIndex)
+    return target.emitError()
+           << "spec-fuse-mtp-heads: target @" << target.getSymName()
+           << " returns no hidden state (a result named hidden_states, per "
+              "the model contract) for its heads to read";
+
+  // The fused target: a copy of the target, then the heads.
+  OpBuilder b(target);
+  b.setInsertionPointAfter(target);
+  auto fused = cast<func::FuncOp>(b.clone(*target));
+  fused.setSymName((target.getSymName() + "_fused").str());
+  symbols.insert(fused);
+  auto ret = cast<func::ReturnOp>(fused.getBody().back().getTerminator());
+  b.setInsertionPoint(ret);
+  Location loc = ret.getLoc();
+  Value hidden = ret.getOperand(*hiddenIndex);
+  auto hiddenType = cast<RankedTensorType>(hidden.getType());
+  if (lastPositionOnly) {
+    if (hiddenType.getRank() != 3)
+      return target.emitError()
+             << "spec-fuse-mtp-heads: the hidden state must be batch x "
+                "sequence x hidden to select the last position, got "
+             << hiddenType;
+    SmallVector<OpFoldResult> offsets, sizes, strides(3, b.getIndexAttr(1));
+    Value batch = tensor::DimOp::create(b, loc, hidden, 0);
+    Value length = tensor::DimOp::create(b, loc, hidden, 1);
+    Value last = arith::SubIOp::create(
+        b, loc, length, arith::ConstantIndexOp::create(b, loc, 1));
+    offsets = {b.getIndexAttr(0), OpFoldResult(last), b.getIndexAttr(0)};
+    sizes = {hiddenType.isDynamicDim(0) ? OpFoldResult(batch)
+                                        : b.getIndexAttr(hiddenType.getDimSize(0)),
+             b.getIndexAttr(1), b.getIndexAttr(hiddenType.getDimSize(2))};
+    hidden = tensor::ExtractSliceOp::create(
+        b, loc,
+        RankedTensorType::get({hiddenType.getDimSize(0), 1,
+                               hiddenType.getDimSize(2)},
+                              hiddenType.getElementType()),
+        hidden, offsets, sizes, strides);
+  }
+
+  SmallVector<Value> results(ret.getOperands());
+  SmallVector<Attribute> resultNames;
+  for (auto [k, head] : llvm::enumerate(headFuncs)) {
+    Type argType = head.getArgumentTypes().front();
+    Value input = hidden;
+    if (input.getType() != argType) {
+      if (!tensor::CastOp::areCastCompatible(input.getType(), argType))
+        return head.emitError() << "spec-fuse-mtp-heads: head @"
+                                << head.getSymName() << " takes " << argType
+                                << ", which the target's hidden state "
+                                << input.getType() << " cannot be cast to";
+      input = tensor::CastOp::create(b, loc, argType, input);
+    }
+    IRMapping mapping;
+    Block &body = head.getBody().front();
+    mapping.map(body.getArgument(0), input);
+    for (Operation &op : body.without_terminator())
+      b.clone(op, mapping);
+    auto headReturn = cast<func::ReturnOp>(body.getTerminator());
+    results.push_back(mapping.lookup(headReturn.getOperand(0)));
+    resultNames.push_back(
+        b.getStringAttr("medusa_logits." + std::to_string(k + 1)));
+  }
+  ret->setOperands(results);
+  SmallVector<DictionaryAttr> resultAttrs;
+  fused.getAllResultAttrs(resultAttrs);
+  for (Attribute name : resultNames)
+    resultAttrs.push_back(
+        b.getDictionaryAttr(b.getNamedAttr("onnx.name", name)));
+  SmallVector<Type> resultTypes(ret.getOperandTypes());
+  fused.setFunctionType(
+      b.getFunctionType(fused.getArgumentTypes(), resultTypes));
+  fused.setAllResultAttrs(resultAttrs);
+
+  Deduplicated removed = deduplicateConstants(fused);
+  decoder.setTargetAttr(FlatSymbolRefAttr::get(fused.getSymNameAttr()));
+  decoder.emitRemark() << "fused " << headFuncs.size()
+                       << " Medusa heads into @" << fused.getSymName()
+                       << "; " << removed.weights
+                       << " weight tensors shared with the target or another "
+                          "head are stored once ("
+                       << llvm::formatv("{0:F1}", removed.weightBytes / 1024.0)
+                       << " KiB saved)";
+  return success();
+}
+
+void FuseMTPHeadsPass::runOnOperation() {
+  ModuleOp module = getOperation();
+  SymbolTable symbols(module);
+  bool failedAny = false;
+  for (auto decoder : llvm::to_vector(module.getOps<DecoderOp>()))
+    if (auto mtp = dyn_cast<MTPProposerAttr>(decoder.getProposer()))
+      failedAny |= failed(fuse(decoder, mtp, symbols));
+  if (failedAny)
+    signalPassFailure();
+}
