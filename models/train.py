@@ -586,20 +586,25 @@ def main():
             return F.cross_entropy(logits.reshape(-1, VOCAB), y.reshape(-1))
         return loss
 
-    # Target.
-    torch.manual_seed(args.seed)
-    target = Llama(TARGET)
-    seconds = train("target", list(target.parameters()), lm_loss(target),
-                    train_data, args.target_steps, 3e-3, batch, seq,
-                    args.seed, log)
-    target.eval()
+    def train_language_model(name, build, cfg, steps, seed):
+        torch.manual_seed(seed)
+        model = build(cfg)
+        seconds = train(name, list(model.parameters()), lm_loss(model),
+                        train_data, steps, 3e-3, batch, seq, seed, log)
+        model.eval()
+        metrics["models"][name] = {
+            "config": cfg,
+            "params": sum(p.numel() for p in model.parameters()),
+            "steps": steps, "train_seconds": round(seconds),
+            "val_loss": round(evaluate(lm_loss(model), val_data, batch, seq),
+                              4)}
+        log(f"{name}: {metrics['models'][name]}")
+        return model
+
+    target = train_language_model("target", Llama, TARGET, args.target_steps,
+                                  args.seed)
     for p in target.parameters():
         p.requires_grad_(False)
-    metrics["models"]["target"] = {
-        "config": TARGET, "params": sum(p.numel() for p in target.parameters()),
-        "steps": args.target_steps, "train_seconds": round(seconds),
-        "val_loss": round(evaluate(lm_loss(target), val_data, batch, seq), 4)}
-    log(f"target: {metrics['models']['target']}")
 
     # Medusa heads on the frozen target: head k predicts token t + 1 + k.
     torch.manual_seed(args.seed + 1)
@@ -648,29 +653,12 @@ def main():
         "steps": args.head_steps, "train_seconds": round(seconds),
         "val_loss": round(evaluate(mtp_loss, val_data, batch, seq), 4)}
 
-    # Draft: a smaller model trained on the same data.
-    torch.manual_seed(args.seed + 3)
-    draft = Llama(DRAFT)
-    seconds = train("draft", list(draft.parameters()), lm_loss(draft),
-                    train_data, args.draft_steps, 3e-3, batch, seq,
-                    args.seed + 3, log)
-    draft.eval()
-    metrics["models"]["draft"] = {
-        "config": DRAFT, "params": sum(p.numel() for p in draft.parameters()),
-        "steps": args.draft_steps, "train_seconds": round(seconds),
-        "val_loss": round(evaluate(lm_loss(draft), val_data, batch, seq), 4)}
-
-    # GPT-2-style model, for importer breadth.
-    torch.manual_seed(args.seed + 4)
-    gpt2 = GPT2(GPT2_CFG)
-    seconds = train("gpt2", list(gpt2.parameters()), lm_loss(gpt2),
-                    train_data, args.gpt2_steps, 3e-3, batch, seq,
-                    args.seed + 4, log)
-    gpt2.eval()
-    metrics["models"]["gpt2"] = {
-        "config": GPT2_CFG, "params": sum(p.numel() for p in gpt2.parameters()),
-        "steps": args.gpt2_steps, "train_seconds": round(seconds),
-        "val_loss": round(evaluate(lm_loss(gpt2), val_data, batch, seq), 4)}
+    # Draft: a smaller model trained on the same data; GPT-2-style model, for
+    # importer breadth.
+    draft = train_language_model("draft", Llama, DRAFT, args.draft_steps,
+                                 args.seed + 3)
+    gpt2 = train_language_model("gpt2", GPT2, GPT2_CFG, args.gpt2_steps,
+                                args.seed + 4)
 
     # Acceptance on held-out prompts, greedy.
     start = time.time()

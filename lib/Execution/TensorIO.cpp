@@ -2,7 +2,7 @@
 
 #include "specula/TensorIO.h"
 
-#include "onnx/onnx_pb.h"
+#include "lib/ONNXImport/TensorProtoData.h"
 
 #include "llvm/Support/FileSystem.h"
 #include "llvm/Support/MemoryBuffer.h"
@@ -12,16 +12,6 @@
 
 using namespace mlir;
 using namespace specula;
-
-template <typename T>
-static void appendValues(std::vector<char> &bytes, const T &values,
-                         unsigned width) {
-  for (auto value : values) {
-    uint64_t bits = static_cast<uint64_t>(value);
-    for (unsigned i = 0; i < width; ++i)
-      bytes.push_back(static_cast<char>((bits >> (8 * i)) & 0xff));
-  }
-}
 
 FailureOr<HostTensor> specula::readTensorProto(StringRef path,
                                                std::string &error) {
@@ -45,32 +35,7 @@ FailureOr<HostTensor> specula::readTensorProto(StringRef path,
             std::to_string(tensor.dataType);
     return failure();
   }
-  if (proto.has_raw_data()) {
-    tensor.data.assign(proto.raw_data().begin(), proto.raw_data().end());
-  } else {
-    switch (proto.data_type()) {
-    case onnx::TensorProto::FLOAT:
-      tensor.data.resize(proto.float_data_size() * 4);
-      std::memcpy(tensor.data.data(), proto.float_data().data(),
-                  tensor.data.size());
-      break;
-    case onnx::TensorProto::DOUBLE:
-      tensor.data.resize(proto.double_data_size() * 8);
-      std::memcpy(tensor.data.data(), proto.double_data().data(),
-                  tensor.data.size());
-      break;
-    case onnx::TensorProto::INT64:
-      appendValues(tensor.data, proto.int64_data(), width);
-      break;
-    case onnx::TensorProto::UINT32:
-    case onnx::TensorProto::UINT64:
-      appendValues(tensor.data, proto.uint64_data(), width);
-      break;
-    default:
-      appendValues(tensor.data, proto.int32_data(), width);
-      break;
-    }
-  }
+  tensor.data = onnx_import::tensorProtoBytes(proto, width);
   if (static_cast<int64_t>(tensor.data.size()) !=
       tensor.numElements() * width) {
     error = "'" + path.str() + "' holds " + std::to_string(tensor.data.size()) +

@@ -4,6 +4,7 @@
 
 #include "lib/ONNXImport/ModelLoader.h"
 #include "lib/ONNXImport/NodeImporter.h"
+#include "lib/ONNXImport/TensorProtoData.h"
 
 #include "dialects/spec/SpecDialect.h"
 
@@ -66,17 +67,6 @@ static std::string elementTypeName(int32_t onnxType) {
              : "type " + std::to_string(onnxType);
 }
 
-/// Appends `values` to `bytes` as `width`-byte little-endian integers.
-template <typename T>
-static void appendLittleEndian(std::vector<char> &bytes, const T &values,
-                               unsigned width) {
-  for (auto value : values) {
-    uint64_t bits = static_cast<uint64_t>(value);
-    for (unsigned i = 0; i < width; ++i)
-      bytes.push_back(static_cast<char>((bits >> (8 * i)) & 0xff));
-  }
-}
-
 FailureOr<ElementsAttr> specula::onnx_import::convertTensor(
     const onnx::TensorProto &tensor, RankedTensorType type,
     int64_t maxInlineElements, std::string &error) {
@@ -85,12 +75,8 @@ FailureOr<ElementsAttr> specula::onnx_import::convertTensor(
   if (elementType.isInteger(1)) {
     // Bytes in ONNX, bits in MLIR's raw buffers: go through bools.
     SmallVector<bool> bits;
-    if (tensor.has_raw_data())
-      for (char c : tensor.raw_data())
-        bits.push_back(c != 0);
-    else
-      for (int32_t v : tensor.int32_data())
-        bits.push_back(v != 0);
+    for (char c : tensorProtoBytes(tensor, 1))
+      bits.push_back(c != 0);
     if (static_cast<int64_t>(bits.size()) != count) {
       error = "holds " + std::to_string(bits.size()) + " elements, expected " +
               std::to_string(count);
@@ -99,35 +85,7 @@ FailureOr<ElementsAttr> specula::onnx_import::convertTensor(
     return ElementsAttr(DenseElementsAttr::get(type, bits));
   }
   unsigned width = elementType.getIntOrFloatBitWidth() / 8;
-  std::vector<char> bytes;
-  if (tensor.has_raw_data()) {
-    bytes.assign(tensor.raw_data().begin(), tensor.raw_data().end());
-  } else {
-    switch (tensor.data_type()) {
-    case onnx::TensorProto::FLOAT: {
-      auto data = tensor.float_data();
-      bytes.resize(data.size() * 4);
-      std::memcpy(bytes.data(), data.data(), bytes.size());
-      break;
-    }
-    case onnx::TensorProto::DOUBLE: {
-      auto data = tensor.double_data();
-      bytes.resize(data.size() * 8);
-      std::memcpy(bytes.data(), data.data(), bytes.size());
-      break;
-    }
-    case onnx::TensorProto::INT64:
-      appendLittleEndian(bytes, tensor.int64_data(), width);
-      break;
-    case onnx::TensorProto::UINT32:
-    case onnx::TensorProto::UINT64:
-      appendLittleEndian(bytes, tensor.uint64_data(), width);
-      break;
-    default: // int32_data carries the narrower types, f16/bf16 as bits
-      appendLittleEndian(bytes, tensor.int32_data(), width);
-      break;
-    }
-  }
+  std::vector<char> bytes = tensorProtoBytes(tensor, width);
   if (static_cast<int64_t>(bytes.size()) != count * width) {
     error = "holds " + std::to_string(bytes.size()) + " bytes, expected " +
             std::to_string(count * width) + " for " +

@@ -14,6 +14,21 @@ using namespace specula::onnx_import;
 namespace {
 enum class Combine { Sum, Max };
 
+/// The identity of a running maximum (-inf, or the smallest integer) or
+/// minimum (+inf, or the largest integer) of `type`.
+Value extremeIdentity(OpBuilder &b, Location loc, Type type, bool max) {
+  if (auto floatType = dyn_cast<FloatType>(type))
+    return arith::ConstantOp::create(
+        b, loc, b.getFloatAttr(floatType,
+                               APFloat::getInf(floatType.getFloatSemantics(),
+                                               /*Negative=*/max)));
+  unsigned width = type.getIntOrFloatBitWidth();
+  return arith::ConstantOp::create(
+      b, loc,
+      b.getIntegerAttr(type, max ? APInt::getSignedMinValue(width)
+                                 : APInt::getSignedMaxValue(width)));
+}
+
 /// Reduces `input` over the dimensions marked in `reduced`, keeping them as
 /// size 1. Returns the reduced tensor.
 Value reduceKeepDims(OpBuilder &b, Location loc, Value input,
@@ -41,20 +56,9 @@ Value reduceKeepDims(OpBuilder &b, Location loc, Value input,
   Type elementType = type.getElementType();
   auto resultType = RankedTensorType::get(shape, elementType);
   Value init = tensor::EmptyOp::create(b, loc, shape, elementType, sizes);
-  Value identity;
-  if (combine == Combine::Sum)
-    identity = scalarConstant(b, loc, elementType, 0);
-  else if (auto floatType = dyn_cast<FloatType>(elementType))
-    identity = arith::ConstantOp::create(
-        b, loc, b.getFloatAttr(floatType,
-                               APFloat::getInf(floatType.getFloatSemantics(),
-                                               /*Negative=*/true)));
-  else
-    identity = arith::ConstantOp::create(
-        b, loc,
-        b.getIntegerAttr(elementType,
-                         APInt::getSignedMinValue(
-                             elementType.getIntOrFloatBitWidth())));
+  Value identity = combine == Combine::Sum
+                       ? scalarConstant(b, loc, elementType, 0)
+                       : extremeIdentity(b, loc, elementType, /*max=*/true);
   Value filled =
       linalg::FillOp::create(b, loc, ValueRange{identity}, ValueRange{init})
           .getResult(0);
@@ -342,20 +346,7 @@ LogicalResult importArgExtreme(NodeImporter &node, bool max) {
   }
   // The running extreme starts at the first element's value: use the
   // opposite infinity (or integer bound) and position 0.
-  Value identity;
-  if (auto floatType = dyn_cast<FloatType>(elementType))
-    identity = arith::ConstantOp::create(
-        b, loc, b.getFloatAttr(floatType,
-                               APFloat::getInf(floatType.getFloatSemantics(),
-                                               /*Negative=*/max)));
-  else
-    identity = arith::ConstantOp::create(
-        b, loc,
-        b.getIntegerAttr(elementType,
-                         max ? APInt::getSignedMinValue(
-                                   elementType.getIntOrFloatBitWidth())
-                             : APInt::getSignedMaxValue(
-                                   elementType.getIntOrFloatBitWidth())));
+  Value identity = extremeIdentity(b, loc, elementType, max);
   Value values = linalg::FillOp::create(
                      b, loc, ValueRange{identity},
                      ValueRange{tensor::EmptyOp::create(b, loc, shape,
