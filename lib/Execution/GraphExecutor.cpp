@@ -15,6 +15,9 @@
 #include "mlir/Target/LLVMIR/Dialect/LLVMIR/LLVMToLLVMIRTranslation.h"
 #include "llvm/Support/TargetSelect.h"
 
+#include "llvm/ADT/SmallPtrSet.h"
+
+#include <cstdlib>
 #include <cstring>
 
 using namespace mlir;
@@ -256,11 +259,15 @@ GraphExecutor::run(ArrayRef<HostTensor> args, std::string &error) {
   }
 
   std::vector<HostTensor> outputs;
+  // Results are buffers the compiled code allocated (bufferization hands
+  // their ownership to the caller); free each once after copying it out.
+  llvm::SmallPtrSet<void *, 8> allocations;
   size_t word = 0;
   for (const TensorSignature &result : results) {
     HostTensor &out = outputs.emplace_back();
     out.dataType = result.dataType;
     size_t rank = result.shape.size();
+    allocations.insert(reinterpret_cast<void *>(resultStorage[word]));
     char *aligned = reinterpret_cast<char *>(resultStorage[word + 1]);
     int64_t offset = resultStorage[word + 2];
     out.shape.assign(resultStorage.begin() + word + 3,
@@ -285,5 +292,7 @@ GraphExecutor::run(ArrayRef<HostTensor> args, std::string &error) {
       }
     }
   }
+  for (void *allocation : allocations)
+    free(allocation);
   return outputs;
 }
