@@ -66,4 +66,12 @@ def Spec_FunctionRole : I32EnumAttr<"FunctionRole",
   let genSpecializedAttr = 0;
 }
 
+def Spec_CachePart : I32EnumAttr<"CachePart",
+    "the keys or the values of a KV cache", [
+      I32EnumAttrCase<"Keys", 0, "keys">,
+      I32EnumAttrCase<"Values", 1, "values">
+    ]> {
+  let cppNamespace = "::specula::spec";
+}
+
 #endif // SPECULA_DIALECT_SPEC_SPECBASE_TD

@@ -363,3 +363,51 @@ LogicalResult CacheCommitOp::verify() {
                          << getCache().getType().getCapacity();
   return success();
 }
+
+/// Checks that `tensor` holds one layer's entries for `cache`: batch (1) x
+/// kv_heads x positions x head_dim with the cache's element type, and that
+/// `layer` names one of its layers.
+static LogicalResult verifyLayerSlice(Operation *op, KVCacheType cache,
+                                      RankedTensorType tensor, int64_t layer,
+                                      StringRef what) {
+  if (layer < 0 || layer >= cache.getNumLayers())
+    return op->emitOpError() << "layer " << layer << " is out of range: the "
+                             << "cache has " << cache.getNumLayers()
+                             << " layers";
+  if (tensor.getRank() != 4)
+    return op->emitOpError() << what
+                             << " must be batch x kv_heads x positions x "
+                                "head_dim (rank 4), got "
+                             << tensor;
+  if (tensor.getElementType() != cache.getElementType())
+    return op->emitOpError() << what << " element type "
+                             << tensor.getElementType()
+                             << " does not match the cache's "
+                             << cache.getElementType();
+  if (!tensor.isDynamicDim(0) && tensor.getDimSize(0) != 1)
+    return op->emitOpError() << "caches hold batch 1; " << what
+                             << " has batch " << tensor.getDimSize(0);
+  if (!tensor.isDynamicDim(1) && tensor.getDimSize(1) != cache.getNumKVHeads())
+    return op->emitOpError() << what << " has " << tensor.getDimSize(1)
+                             << " KV heads but the cache has "
+                             << cache.getNumKVHeads();
+  if (!tensor.isDynamicDim(3) && tensor.getDimSize(3) != cache.getHeadDim())
+    return op->emitOpError() << what << " has head dimension "
+                             << tensor.getDimSize(3) << " but the cache has "
+                             << cache.getHeadDim();
+  if (!tensor.isDynamicDim(2) && tensor.getDimSize(2) > cache.getCapacity())
+    return op->emitOpError() << what << " hold " << tensor.getDimSize(2)
+                             << " positions, more than the cache's capacity "
+                             << cache.getCapacity();
+  return success();
+}
+
+LogicalResult CacheWriteOp::verify() {
+  return verifyLayerSlice(getOperation(), getCache().getType(),
+                          getNewEntries().getType(), getLayer(), "new entries");
+}
+
+LogicalResult CacheReadOp::verify() {
+  return verifyLayerSlice(getOperation(), getCache().getType(),
+                          getEntries().getType(), getLayer(), "entries");
+}

@@ -276,4 +276,63 @@ def Spec_CacheRollbackOp : Spec_Op<"cache.rollback", [
   let assemblyFormat = "$cache attr-dict `:` qualified(type($cache))";
 }
 
+//===----------------------------------------------------------------------===//
+// In-place cache access inside model functions
+//===----------------------------------------------------------------------===//
+
+def Spec_CacheWriteOp : Spec_Op<"cache.write", [
+    Pure, AllTypesMatch<["cache", "result"]>]> {
+  let summary = "write one layer's new keys or values at a position";
+  let description = [{
+    The form `spec-kv-cache-inplace` gives a model function: instead of
+    returning `present = Concat(past, new)`, the function writes the new
+    positions of layer `layer` into the preallocated cache at `position` (the
+    number of positions already cached, which the caller passes) and returns
+    the cache. `new` is `batch x kv_heads x n x head_dim` for batch 1. The
+    cache's length is carried explicitly by the caller, so keeping a prefix
+    after verification, or dropping rejected positions, only changes that
+    length. Writing past the capacity is a runtime error.
+
+    Example:
+
+    ```mlir
+    %c1 = spec.cache.write %c0 keys layer 0 at %pos, %k
+        : !spec.kv_cache<4x2x512x32xf32>, tensor<1x2x?x32xf32>
+    ```
+  }];
+  let arguments = (ins Spec_KVCacheType:$cache, Spec_CachePart:$part,
+                       I64Attr:$layer, Index:$position,
+                       RankedTensorOf<[AnyFloat]>:$new_entries);
+  let results = (outs Spec_KVCacheType:$result);
+  let assemblyFormat = [{
+    $cache $part `layer` $layer `at` $position `,` $new_entries attr-dict
+    `:` qualified(type($cache)) `,` type($new_entries)
+  }];
+  let hasVerifier = 1;
+}
+
+def Spec_CacheReadOp : Spec_Op<"cache.read", [Pure]> {
+  let summary = "one layer's keys or values for the first `length` positions";
+  let description = [{
+    Returns `1 x kv_heads x length x head_dim`: what attention reads after
+    `spec.cache.write`, in place of the concatenation of past and new
+    entries.
+
+    Example:
+
+    ```mlir
+    %keys = spec.cache.read %c1 keys layer 0 length %total
+        : !spec.kv_cache<4x2x512x32xf32> -> tensor<1x2x?x32xf32>
+    ```
+  }];
+  let arguments = (ins Spec_KVCacheType:$cache, Spec_CachePart:$part,
+                       I64Attr:$layer, Index:$length);
+  let results = (outs RankedTensorOf<[AnyFloat]>:$entries);
+  let assemblyFormat = [{
+    $cache $part `layer` $layer `length` $length attr-dict
+    `:` qualified(type($cache)) `->` type($entries)
+  }];
+  let hasVerifier = 1;
+}
+
 #endif // SPECULA_DIALECT_SPEC_SPECOPS_TD

@@ -463,3 +463,59 @@ func.func @f(%c: !spec.kv_cache<2x4x16x32xf32>) {
   %r = "spec.cache.rollback"(%c) : (!spec.kv_cache<2x4x16x32xf32>) -> !spec.kv_cache<2x4x8x32xf32>
   return
 }
+
+// -----
+
+func.func @f(%c: !spec.kv_cache<2x4x16x32xf32>, %p: index, %k: tensor<1x4x1x32xf32>) {
+  // expected-error @below {{'spec.cache.write' op layer 2 is out of range: the cache has 2 layers}}
+  %r = spec.cache.write %c keys layer 2 at %p, %k : !spec.kv_cache<2x4x16x32xf32>, tensor<1x4x1x32xf32>
+  return
+}
+
+// -----
+
+func.func @f(%c: !spec.kv_cache<2x4x16x32xf32>, %p: index, %k: tensor<2x4x1x32xf32>) {
+  // expected-error @below {{'spec.cache.write' op caches hold batch 1; new entries has batch 2}}
+  %r = spec.cache.write %c keys layer 0 at %p, %k : !spec.kv_cache<2x4x16x32xf32>, tensor<2x4x1x32xf32>
+  return
+}
+
+// -----
+
+func.func @f(%c: !spec.kv_cache<2x4x16x32xf32>, %p: index, %k: tensor<1x2x1x32xf32>) {
+  // expected-error @below {{'spec.cache.write' op new entries has 2 KV heads but the cache has 4}}
+  %r = spec.cache.write %c values layer 0 at %p, %k : !spec.kv_cache<2x4x16x32xf32>, tensor<1x2x1x32xf32>
+  return
+}
+
+// -----
+
+func.func @f(%c: !spec.kv_cache<2x4x16x32xf32>, %p: index, %k: tensor<1x4x1x16xf32>) {
+  // expected-error @below {{'spec.cache.write' op new entries has head dimension 16 but the cache has 32}}
+  %r = spec.cache.write %c values layer 0 at %p, %k : !spec.kv_cache<2x4x16x32xf32>, tensor<1x4x1x16xf32>
+  return
+}
+
+// -----
+
+func.func @f(%c: !spec.kv_cache<2x4x16x32xf32>, %p: index, %k: tensor<1x4x1x32xf16>) {
+  // expected-error @below {{'spec.cache.write' op new entries element type 'f16' does not match the cache's 'f32'}}
+  %r = spec.cache.write %c values layer 0 at %p, %k : !spec.kv_cache<2x4x16x32xf32>, tensor<1x4x1x32xf16>
+  return
+}
+
+// -----
+
+func.func @f(%c: !spec.kv_cache<2x4x16x32xf32>, %n: index) {
+  // expected-error @below {{'spec.cache.read' op entries hold 17 positions, more than the cache's capacity 16}}
+  %r = spec.cache.read %c keys layer 1 length %n : !spec.kv_cache<2x4x16x32xf32> -> tensor<1x4x17x32xf32>
+  return
+}
+
+// -----
+
+func.func @f(%c: !spec.kv_cache<2x4x16x32xf32>, %n: index) {
+  // expected-error @below {{'spec.cache.read' op entries must be batch x kv_heads x positions x head_dim (rank 4), got 'tensor<4x?x32xf32>'}}
+  %r = spec.cache.read %c keys layer 1 length %n : !spec.kv_cache<2x4x16x32xf32> -> tensor<4x?x32xf32>
+  return
+}

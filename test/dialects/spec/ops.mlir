@@ -116,3 +116,20 @@ func.func @bf16_cache(%c: !spec.kv_cache<1x1x16x8xbf16>)
     -> !spec.kv_cache<1x1x16x8xbf16> {
   return %c : !spec.kv_cache<1x1x16x8xbf16>
 }
+
+// In-place access inside a model function, at an explicit position.
+// CHECK-LABEL: func.func @layer_access
+func.func @layer_access(%c0: !spec.kv_cache<4x2x512x32xf32>, %pos: index,
+                        %k: tensor<1x2x?x32xf32>, %v: tensor<?x2x?x32xf32>,
+                        %n: index) -> tensor<1x2x?x32xf32> {
+  // CHECK: %[[K:.*]] = spec.cache.write %{{.*}} keys layer 0 at %{{.*}}, %{{.*}} : !spec.kv_cache<4x2x512x32xf32>, tensor<1x2x?x32xf32>
+  %c1 = spec.cache.write %c0 keys layer 0 at %pos, %k
+      : !spec.kv_cache<4x2x512x32xf32>, tensor<1x2x?x32xf32>
+  // CHECK: %[[V:.*]] = spec.cache.write %[[K]] values layer 3 at %{{.*}}, %{{.*}} : !spec.kv_cache<4x2x512x32xf32>, tensor<?x2x?x32xf32>
+  %c2 = spec.cache.write %c1 values layer 3 at %pos, %v
+      : !spec.kv_cache<4x2x512x32xf32>, tensor<?x2x?x32xf32>
+  // CHECK: spec.cache.read %[[V]] keys layer 0 length %{{.*}} : !spec.kv_cache<4x2x512x32xf32> -> tensor<1x2x?x32xf32>
+  %keys = spec.cache.read %c2 keys layer 0 length %n
+      : !spec.kv_cache<4x2x512x32xf32> -> tensor<1x2x?x32xf32>
+  return %keys : tensor<1x2x?x32xf32>
+}
