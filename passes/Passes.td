@@ -116,4 +116,37 @@ def SpecFuseMTPHeads : Pass<"spec-fuse-mtp-heads", "::mlir::ModuleOp"> {
                            "::mlir::tensor::TensorDialect"];
 }
 
+def SpecKVCacheInplace : Pass<"spec-kv-cache-inplace", "::mlir::ModuleOp"> {
+  let summary = "Turn the functional KV cache of model functions into "
+                "in-place writes into a preallocated cache";
+  let description = [{
+    Model functions imported from ONNX take `past_key_values.{i}.key|value`
+    and return `present.{i}.key|value = Concat(past, new)`: every step copies
+    the whole cache. For each function with role `target` or `draft` that
+    does, this pass replaces those arguments by one `!spec.kv_cache` of fixed
+    capacity and an `index` past length (both appended to the arguments), and
+    those results by the updated cache (appended to the results); each
+    concatenation becomes `spec.cache.write` of the new entries at the past
+    length followed by `spec.cache.read` of the first `past + new` positions,
+    and the past tensors' shapes become the past length and the cache's
+    geometry.
+
+    The caller carries the valid length: keeping the accepted prefix after
+    verification, or rolling the draft back, is only a change of that index,
+    O(1) for both models. Caches hold batch 1.
+
+    Refused with an error naming the function and tensor: a present output
+    that is not `Concat(past, new)` along the sequence axis, a past tensor
+    used other than by that concatenation and its shape, a cache of unknown
+    heads or head dimension, or an unknown capacity.
+  }];
+  let options = [
+    Option<"capacity", "capacity", "int64_t", "0",
+           "Positions the cache holds (0: the model's max_context)">
+  ];
+  let dependentDialects = ["::specula::spec::SpecDialect",
+                           "::mlir::arith::ArithDialect",
+                           "::mlir::tensor::TensorDialect"];
+}
+
 #endif // SPECULA_PASSES_PASSES_TD

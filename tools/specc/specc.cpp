@@ -6,7 +6,8 @@
 // Imports the models into one module (functions @target, @draft, @head1...),
 // pairs a draft with the target after checking their compatibility
 // (spec-pair-draft) or composes the target with its heads and fuses Medusa
-// heads into it (spec-fuse-mtp-heads), optionally picks
+// heads into it (spec-fuse-mtp-heads), gives the models preallocated caches
+// written in place (spec-kv-cache-inplace), optionally picks
 // gamma with the cost model (spec-choose-gamma), and prints the spec dialect
 // composition (--emit=spec-mlir). Compiling it to a runnable artifact comes
 // with the runtime.
@@ -64,6 +65,11 @@ static cl::opt<bool> fuseHeads(
     "fuse-heads",
     cl::desc("Fuse Medusa heads into the target (spec-fuse-mtp-heads); "
              "DeepSeek-style MTP modules are not fused yet"),
+    cl::init(true), cl::cat(category));
+static cl::opt<bool> kvCacheInplace(
+    "kv-cache-inplace",
+    cl::desc("Give the target and draft preallocated caches written in "
+             "place (spec-kv-cache-inplace)"),
     cl::init(true), cl::cat(category));
 enum class Emit { SpecMLIR };
 static cl::opt<Emit> emit(
@@ -151,6 +157,8 @@ int main(int argc, char **argv) {
     if (fuseHeads && role && role.getKind() == spec::FunctionRole::MedusaHead)
       pm.addPass(createSpecFuseMTPHeads());
   }
+  if (kvCacheInplace)
+    pm.addPass(createSpecKVCacheInplace());
   if (failed(pm.run(*module)) || failed(verify(*module)))
     return 1;
 

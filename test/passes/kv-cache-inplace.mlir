@@ -1,0 +1,53 @@
+// RUN: spec-opt %s --spec-kv-cache-inplace -allow-unregistered-dialect | FileCheck %s
+// RUN: spec-opt %s --spec-kv-cache-inplace=capacity=64 -allow-unregistered-dialect | FileCheck %s --check-prefix=CAPACITY
+
+// A one-layer decoder in the form the ONNX importer gives: the cache comes in
+// as past_key_values tensors and goes out as present = Concat(past, new);
+// the past length is read off the past tensor's shape.
+
+func.func @target(%ids: tensor<?x?xi64> {onnx.name = "input_ids"},
+                  %past_k: tensor<?x2x?x8xf32> {onnx.name = "past_key_values.0.key"},
+                  %past_v: tensor<?x2x?x8xf32> {onnx.name = "past_key_values.0.value"},
+                  %new_k: tensor<?x2x?x8xf32>, %new_v: tensor<?x2x?x8xf32>)
+    -> (tensor<?x?x16xf32> {onnx.name = "logits"},
+        tensor<?x2x?x8xf32> {onnx.name = "present.0.key"},
+        tensor<?x2x?x8xf32> {onnx.name = "present.0.value"},
+        index {onnx.name = "past_length"})
+    attributes {spec.role = #spec.role<target>,
+                spec.config = #spec.model_config<vocab_size = 16, max_context = 128>} {
+  %c2 = arith.constant 2 : index
+  %past = tensor.dim %past_k, %c2 : tensor<?x2x?x8xf32>
+  %keys = tensor.concat dim(2) %past_k, %new_k
+      : (tensor<?x2x?x8xf32>, tensor<?x2x?x8xf32>) -> tensor<?x2x?x8xf32>
+  %values = tensor.concat dim(2) %past_v, %new_v
+      : (tensor<?x2x?x8xf32>, tensor<?x2x?x8xf32>) -> tensor<?x2x?x8xf32>
+  %logits = "test.attention"(%keys, %values) : (tensor<?x2x?x8xf32>, tensor<?x2x?x8xf32>) -> tensor<?x?x16xf32>
+  return %logits, %keys, %values, %past : tensor<?x?x16xf32>, tensor<?x2x?x8xf32>, tensor<?x2x?x8xf32>, index
+}
+
+// CHECK-LABEL: func.func @target(
+// CHECK-SAME: %[[IDS:[^:]*]]: tensor<?x?xi64> {onnx.name = "input_ids"},
+// CHECK-SAME: %[[NEWK:[^:]*]]: tensor<?x2x?x8xf32>, %[[NEWV:[^:]*]]: tensor<?x2x?x8xf32>,
+// CHECK-SAME: %[[CACHE:[^:]*]]: !spec.kv_cache<1x2x128x8xf32> {onnx.name = "kv_cache"},
+// CHECK-SAME: %[[PAST:[^:]*]]: index {onnx.name = "past_length"})
+// CHECK-SAME: -> (tensor<?x?x16xf32> {onnx.name = "logits"}, index {onnx.name = "past_length"}, !spec.kv_cache<1x2x128x8xf32> {onnx.name = "kv_cache"})
+// CHECK: %[[K:.*]] = spec.cache.write %[[CACHE]] keys layer 0 at %[[PAST]], %[[NEWK]]
+// CHECK: %[[N:.*]] = tensor.dim %[[NEWK]], %{{.*}}
+// CHECK: %[[TOTAL:.*]] = arith.addi %[[PAST]], %[[N]] : index
+// CHECK: %[[KEYS:.*]] = spec.cache.read %[[K]] keys layer 0 length %[[TOTAL]] : !spec.kv_cache<1x2x128x8xf32> -> tensor<1x2x?x8xf32>
+// CHECK: %[[KEYSCAST:.*]] = tensor.cast %[[KEYS]] : tensor<1x2x?x8xf32> to tensor<?x2x?x8xf32>
+// CHECK: %[[V:.*]] = spec.cache.write %[[K]] values layer 0 at %[[PAST]], %[[NEWV]]
+// CHECK: %[[VALUES:.*]] = spec.cache.read %[[V]] values layer 0
+// CHECK-NOT: tensor.concat
+// CHECK: %[[LOGITS:.*]] = "test.attention"(%[[KEYSCAST]], %{{.*}})
+// The past length read off the shape is now the argument.
+// CHECK: return %[[LOGITS]], %[[PAST]], %[[V]]
+
+// CAPACITY: !spec.kv_cache<1x2x64x8xf32>
+
+// Functions without a role are left alone.
+// CHECK-LABEL: func.func @helper(
+// CHECK-SAME: tensor<?x2x?x8xf32> {onnx.name = "past_key_values.0.key"}
+func.func @helper(%past_k: tensor<?x2x?x8xf32> {onnx.name = "past_key_values.0.key"}) -> tensor<?x2x?x8xf32> {
+  return %past_k : tensor<?x2x?x8xf32>
+}
