@@ -149,4 +149,49 @@ def SpecKVCacheInplace : Pass<"spec-kv-cache-inplace", "::mlir::ModuleOp"> {
                            "::mlir::tensor::TensorDialect"];
 }
 
+def SpecLowerGenerate : Pass<"spec-lower-generate", "::mlir::ModuleOp"> {
+  let summary = "Lower a draft decoder to an explicit propose / verify / "
+                "accept loop";
+  let description = [{
+    For every `spec.decoder` with a `#spec.draft` proposer whose target and
+    draft take preallocated caches (run `spec-kv-cache-inplace` first),
+    creates `@<decoder>_generate(%prompt: tensor<?xi64>, %max_new_tokens:
+    index, %key: i64) -> (tensor<Cxi64>, index, index)`: the prompt followed
+    by the generated tokens in a buffer of the caches' capacity C, its length,
+    and the number of target forwards.
+
+    The function prefills both caches with the prompt, takes the first token
+    from the target's last logits, then loops (`scf.while`) until
+    `max_new_tokens` tokens are generated, EOS (the target's
+    `eos_token_id`) is produced, or the context is full:
+
+    * propose: gamma draft forwards (`scf.for`); the first feeds the draft
+      every token it has not cached yet (the last token, and the previous
+      round's last proposal when all were accepted), each picks a token with
+      `spec.propose` under the decoder's rule;
+    * verify: one `spec.verify` of the target on the last token and the
+      gamma proposals;
+    * accept: `spec.accept` gives the accepted count n and the next token;
+    * commit and roll back: the accepted proposals and the next token are
+      written to the sequence, and the valid lengths advance to the accepted
+      prefix (target: n + 1 new positions; draft: at most gamma), which
+      discards the rejected positions of both caches in O(1).
+
+    Sampling rules draw with keys `key + 2^20 * round + position`, so a run
+    is reproducible from its key. The returned length never exceeds the
+    prompt plus `max_new_tokens` (a round may compute up to gamma tokens
+    more); tokens after an EOS accepted inside a round are for the caller to
+    drop. MTP decoders are refused for now.
+  }];
+  let options = [
+    Option<"decoderName", "decoder", "std::string", "\"\"",
+           "Lower only the decoder with this name (default: all)">
+  ];
+  let dependentDialects = ["::specula::spec::SpecDialect",
+                           "::mlir::arith::ArithDialect",
+                           "::mlir::func::FuncDialect",
+                           "::mlir::scf::SCFDialect",
+                           "::mlir::tensor::TensorDialect"];
+}
+
 #endif // SPECULA_PASSES_PASSES_TD

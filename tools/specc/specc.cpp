@@ -7,7 +7,8 @@
 // pairs a draft with the target after checking their compatibility
 // (spec-pair-draft) or composes the target with its heads and fuses Medusa
 // heads into it (spec-fuse-mtp-heads), gives the models preallocated caches
-// written in place (spec-kv-cache-inplace), optionally picks
+// written in place (spec-kv-cache-inplace), lowers a draft decoder to its
+// propose / verify / accept loop (spec-lower-generate), optionally picks
 // gamma with the cost model (spec-choose-gamma), and prints the spec dialect
 // composition (--emit=spec-mlir). Compiling it to a runnable artifact comes
 // with the runtime.
@@ -157,8 +158,12 @@ int main(int argc, char **argv) {
     if (fuseHeads && role && role.getKind() == spec::FunctionRole::MedusaHead)
       pm.addPass(createSpecFuseMTPHeads());
   }
-  if (kvCacheInplace)
+  if (kvCacheInplace) {
     pm.addPass(createSpecKVCacheInplace());
+    // The decode loop needs the in-place caches; MTP loops come later.
+    if (!draftPath.empty())
+      pm.addPass(createSpecLowerGenerate());
+  }
   if (failed(pm.run(*module)) || failed(verify(*module)))
     return 1;
 

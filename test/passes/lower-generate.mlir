@@ -1,0 +1,72 @@
+// RUN: spec-opt %s --spec-lower-generate | FileCheck %s
+// RUN: spec-opt %s --spec-lower-generate=decoder=sampled | FileCheck %s --check-prefix=ONE
+
+// A target and a draft in the in-place cache form that spec-kv-cache-inplace
+// gives, paired greedily with gamma = 2 and by rejection sampling.
+
+func.func private @target(tensor<?x?xi64> {onnx.name = "input_ids"},
+                          tensor<?x?xi64> {onnx.name = "position_ids"},
+                          !spec.kv_cache<2x2x64x8xf32> {onnx.name = "kv_cache"},
+                          index {onnx.name = "past_length"})
+    -> (tensor<?x?x16xf32> {onnx.name = "logits"},
+        !spec.kv_cache<2x2x64x8xf32> {onnx.name = "kv_cache"})
+    attributes {spec.role = #spec.role<target>,
+                spec.config = #spec.model_config<vocab_size = 16, eos_token_id = 15>}
+func.func private @draft(tensor<?x?xi64> {onnx.name = "input_ids"},
+                         tensor<?x?xi64> {onnx.name = "position_ids"},
+                         !spec.kv_cache<1x1x32x8xf32> {onnx.name = "kv_cache"},
+                         index {onnx.name = "past_length"})
+    -> (tensor<?x?x16xf32> {onnx.name = "logits"},
+        !spec.kv_cache<1x1x32x8xf32> {onnx.name = "kv_cache"})
+    attributes {spec.role = #spec.role<draft>}
+
+spec.decoder @greedy target(@target) proposer(#spec.draft<@draft, gamma = 2>) verify(#spec.greedy)
+spec.decoder @sampled target(@target) proposer(#spec.draft<@draft, gamma = 2>) verify(#spec.rejection<temperature = 0.8>)
+
+// The sequence buffer has the smaller cache's capacity (32).
+// CHECK-LABEL: func.func @greedy_generate(
+// CHECK-SAME: %[[PROMPT:[^:]*]]: tensor<?xi64> {spec.name = "prompt"}, %[[MAX:[^:]*]]: index, %[[KEY:[^:]*]]: i64)
+// CHECK-SAME: -> (tensor<32xi64>, index, index)
+
+// Prefill both caches with the prompt; the first token from the target.
+// CHECK-DAG: %[[TC:.*]] = spec.cache.alloc : !spec.kv_cache<2x2x64x8xf32>
+// CHECK-DAG: %[[DC:.*]] = spec.cache.alloc : !spec.kv_cache<1x1x32x8xf32>
+// CHECK: %[[T:.*]]:2 = call @target(%{{.*}}, %{{.*}}, %[[TC]], %{{.*}})
+// CHECK: %[[D:.*]]:2 = call @draft(%{{.*}}, %{{.*}}, %[[DC]], %{{.*}})
+// CHECK: spec.propose %{{.*}} rule(#spec.greedy) : tensor<1x16xf32> -> tensor<1xi64>, tensor<1x16xf32>
+
+// The loop runs while tokens are wanted, a round fits the context, and the
+// last token is not EOS (15).
+// CHECK: %[[LOOP:.*]]:8 = scf.while
+// CHECK: arith.cmpi ult, %{{.*}}, %[[MAX]] : index
+// CHECK: arith.constant 31 : index
+// CHECK: arith.cmpi ne, %{{.*}}, %c15_i64 : i64
+// CHECK: scf.condition
+
+// Propose: gamma draft forwards, each choosing with spec.propose.
+// CHECK: %[[PROPOSE:.*]]:5 = scf.for %{{.*}} = %{{.*}} to %c2
+// CHECK: func.call @draft(
+// CHECK: spec.propose %{{.*}} rule(#spec.greedy)
+// CHECK: scf.yield
+
+// Verify: one target forward on the last token and the two proposals.
+// CHECK: %[[V:.*]]:2 = spec.verify @target(
+// CHECK: %[[ROWS:.*]] = tensor.extract_slice %[[V]]#0[0, 0, 0] [1, 3, 16] [1, 1, 1] : tensor<?x?x16xf32> to tensor<3x16xf32>
+
+// Accept, then commit: the accepted proposals and the next token go into the
+// sequence; the lengths move to the accepted prefix.
+// CHECK: %[[N:.*]], %[[NEXT:.*]] = spec.accept %[[PROPOSE]]#2, %[[ROWS]] rule(#spec.greedy) : tensor<2xi64>, tensor<3x16xf32>
+// CHECK: tensor.insert_slice %{{.*}} into %{{.*}}[%{{.*}}] [%[[N]]] [1]
+// CHECK: %[[NEWT:.*]] = arith.addi %{{.*}}, %[[N]] : index
+// CHECK: tensor.insert %[[NEXT]] into %{{.*}}[%[[NEWT]]]
+// CHECK: %[[NEWD:.*]] = arith.minui %[[NEWT]], %[[PROPOSE]]#1 : index
+// CHECK: scf.yield %{{.*}}, %[[V]]#1, %[[PROPOSE]]#0, %[[NEWT]], %[[NEWD]]
+// CHECK: return %[[LOOP]]#0, %{{.*}}, %[[LOOP]]#6
+
+// Rejection sampling: proposals carry q and keys; accept uses them.
+// CHECK-LABEL: func.func @sampled_generate(
+// CHECK: spec.propose %{{.*}} key(%{{.*}}) rule(#spec.rejection<temperature = 0.8>)
+// CHECK: spec.accept %{{.*}}, %{{.*}} probs(%{{.*}} : tensor<2x16xf32>) key(%{{.*}}) rule(#spec.rejection<temperature = 0.8>)
+
+// ONE-NOT: func.func @greedy_generate
+// ONE: func.func @sampled_generate
