@@ -148,6 +148,89 @@ public:
   Location loc;
 };
 
+/// What every generate function starts with: its signature, the prompt in
+/// the sequence buffer, and the target's prefill.
+struct Prologue {
+  Prologue(OpBuilder &b, DecoderOp decoder, const CachedModel &target,
+           int64_t capacity, SymbolTable &symbols)
+      : loc(decoder.getLoc()), lb(b, decoder.getLoc()), capacity(capacity) {
+    Type i64 = b.getI64Type(), indexType = b.getIndexType();
+    floatType = cast<RankedTensorType>(
+                    func::FuncOp(target.func).getResultTypes()[0])
+                    .getElementType();
+    if (auto config = target.func->getAttrOfType<ModelConfigAttr>(
+            SpecDialect::kConfigAttrName))
+      eos = config.getEosTokenId();
+    auto promptType = RankedTensorType::get({ShapedType::kDynamic}, i64);
+    auto seqType = RankedTensorType::get({capacity}, i64);
+    b.setInsertionPointAfter(decoder);
+    func = func::FuncOp::create(
+        loc, (decoder.getSymName() + "_generate").str(),
+        b.getFunctionType({promptType, indexType, i64},
+                          {seqType, indexType, indexType}));
+    symbols.insert(func, Block::iterator(decoder->getNextNode()));
+    func.setArgAttr(0, "spec.name", b.getStringAttr("prompt"));
+    Block *entry = func.addEntryBlock();
+    b.setInsertionPointToStart(entry);
+    Value prompt = entry->getArgument(0);
+    maxNew = entry->getArgument(1);
+    key = entry->getArgument(2);
+    promptLength = tensor::DimOp::create(b, loc, prompt, 0);
+    seq = tensor::InsertSliceOp::create(
+        b, loc, prompt,
+        tensor::EmptyOp::create(b, loc, seqType.getShape(), i64),
+        ValueRange{}, ValueRange{promptLength}, ValueRange{},
+        b.getDenseI64ArrayAttr({0}),
+        b.getDenseI64ArrayAttr({ShapedType::kDynamic}),
+        b.getDenseI64ArrayAttr({1}));
+    ids = lb.toRow(prompt, promptLength);
+    positions = lb.positions(lb.index(0), promptLength);
+    Value cache = CacheAllocOp::create(b, loc, target.cache);
+    prefill = func::CallOp::create(
+        b, loc, target.func,
+        lb.operandsFor(target, ValueRange{ids, positions, cache,
+                                          lb.index(0)}));
+  }
+
+  /// Whether another round of at most `round` positions may run: tokens are
+  /// still wanted, the round fits the context, the last token is not EOS.
+  Value shouldContinue(OpBuilder &b, Location l, Value generated,
+                       Value lengthT, Value last, int64_t round) {
+    Value wanted = arith::CmpIOp::create(b, l, arith::CmpIPredicate::ult,
+                                         generated, maxNew);
+    Value room = arith::CmpIOp::create(
+        b, l, arith::CmpIPredicate::ule,
+        arith::AddIOp::create(b, l, lengthT,
+                              arith::ConstantIndexOp::create(b, l, round)),
+        arith::ConstantIndexOp::create(b, l, capacity - 1));
+    Value go = arith::AndIOp::create(b, l, wanted, room);
+    if (!eos)
+      return go;
+    Value notEos = arith::CmpIOp::create(
+        b, l, arith::CmpIPredicate::ne, last,
+        arith::ConstantOp::create(b, l, b.getI64IntegerAttr(*eos)));
+    return arith::AndIOp::create(b, l, go, notEos);
+  }
+
+  /// Returns the sequence, its length (at most the prompt plus
+  /// max_new_tokens: a round may produce more) and the target forwards.
+  void finish(OpBuilder &b, Value seq, Value lengthT, Value steps) {
+    Value length = arith::MinUIOp::create(
+        b, loc, arith::AddIOp::create(b, loc, lengthT, lb.index(1)),
+        arith::AddIOp::create(b, loc, promptLength, maxNew));
+    func::ReturnOp::create(b, loc, ValueRange{seq, length, steps});
+  }
+
+  Location loc;
+  LoopBuilder lb;
+  int64_t capacity;
+  std::optional<int64_t> eos;
+  Type floatType;
+  func::FuncOp func;
+  Value maxNew, key, promptLength, seq, ids, positions;
+  func::CallOp prefill;
+};
+
 struct LowerGeneratePass
     : public specula::impl::SpecLowerGenerateBase<LowerGeneratePass> {
   using Base::Base;
@@ -155,15 +238,24 @@ struct LowerGeneratePass
 
 private:
   LogicalResult lower(DecoderOp decoder, SymbolTable &symbols);
+  LogicalResult lowerDraft(DecoderOp decoder, DraftProposerAttr draft,
+                           SymbolTable &symbols);
+  LogicalResult lowerMedusa(DecoderOp decoder, MTPProposerAttr heads,
+                            SymbolTable &symbols);
 };
 } // namespace
 
 LogicalResult LowerGeneratePass::lower(DecoderOp decoder,
                                        SymbolTable &symbols) {
-  auto draftAttr = dyn_cast<DraftProposerAttr>(decoder.getProposer());
-  if (!draftAttr)
-    return decoder.emitError() << "spec-lower-generate: decoders with MTP "
-                                  "heads are not lowered yet; only drafts are";
+  if (auto draft = dyn_cast<DraftProposerAttr>(decoder.getProposer()))
+    return lowerDraft(decoder, draft, symbols);
+  return lowerMedusa(decoder, cast<MTPProposerAttr>(decoder.getProposer()),
+                     symbols);
+}
+
+LogicalResult LowerGeneratePass::lowerDraft(DecoderOp decoder,
+                                            DraftProposerAttr draftAttr,
+                                            SymbolTable &symbols) {
   FailureOr<CachedModel> target = CachedModel::get(
       symbols.lookup<func::FuncOp>(decoder.getTarget()), decoder);
   if (failed(target))
@@ -173,60 +265,33 @@ LogicalResult LowerGeneratePass::lower(DecoderOp decoder,
   if (failed(draft))
     return failure();
   int64_t gamma = draftAttr.getGamma();
-  int64_t capacity =
-      std::min(target->cache.getCapacity(), draft->cache.getCapacity());
-  std::optional<int64_t> eos;
-  if (auto config = target->func->getAttrOfType<ModelConfigAttr>(
-          SpecDialect::kConfigAttrName))
-    eos = config.getEosTokenId();
   Attribute rule = decoder.getRule();
-  Type floatType =
-      cast<RankedTensorType>(target->func.getResultTypes()[0]).getElementType();
+  OpBuilder b(decoder.getContext());
+  Prologue pro(b, decoder, *target,
+               std::min(target->cache.getCapacity(),
+                        draft->cache.getCapacity()),
+               symbols);
+  LoopBuilder &lb = pro.lb;
+  Location loc = pro.loc;
+  Type i64 = b.getI64Type();
+  Type floatType = pro.floatType;
+  Value maxNew = pro.maxNew, key = pro.key, promptLength = pro.promptLength;
 
-  MLIRContext *context = decoder.getContext();
-  OpBuilder b(context);
-  b.setInsertionPointAfter(decoder);
-  Location loc = decoder.getLoc();
-  Type i64 = b.getI64Type(), indexType = b.getIndexType();
-  auto promptType = RankedTensorType::get({ShapedType::kDynamic}, i64);
-  auto seqType = RankedTensorType::get({capacity}, i64);
-  auto func = func::FuncOp::create(
-      loc, (decoder.getSymName() + "_generate").str(),
-      b.getFunctionType({promptType, indexType, i64},
-                        {seqType, indexType, indexType}));
-  symbols.insert(func, Block::iterator(decoder->getNextNode()));
-  func.setArgAttr(0, "spec.name", b.getStringAttr("prompt"));
-  Block *entry = func.addEntryBlock();
-  b.setInsertionPointToStart(entry);
-  LoopBuilder lb(b, loc);
-  Value prompt = entry->getArgument(0), maxNew = entry->getArgument(1),
-        key = entry->getArgument(2);
-
-  // Prefill: both models see the prompt; the target's last logits give the
-  // first token.
-  Value promptLength = tensor::DimOp::create(b, loc, prompt, 0);
-  Value seq0 = tensor::InsertSliceOp::create(
-      b, loc, prompt,
-      tensor::EmptyOp::create(b, loc, seqType.getShape(), i64),
-      ValueRange{}, ValueRange{promptLength}, ValueRange{},
-      b.getDenseI64ArrayAttr({0}),
-      b.getDenseI64ArrayAttr({ShapedType::kDynamic}),
-      b.getDenseI64ArrayAttr({1}));
-  Value ids = lb.toRow(prompt, promptLength);
-  Value positions = lb.positions(lb.index(0), promptLength);
-  Value targetCache0 = CacheAllocOp::create(b, loc, target->cache);
+  // The draft sees the prompt too; the target's last logits give the first
+  // token.
   Value draftCache0 = CacheAllocOp::create(b, loc, draft->cache);
-  auto [prefillLogits, targetCache1] =
-      lb.call(*target, ids, positions, targetCache0, lb.index(0));
-  auto [draftLogits0, draftCache1] =
-      lb.call(*draft, ids, positions, draftCache0, lb.index(0));
-  (void)draftLogits0;
+  Value draftCache1 =
+      lb.call(*draft, pro.ids, pro.positions, draftCache0, lb.index(0)).second;
   Value lastRow = arith::SubIOp::create(b, loc, promptLength, lb.index(1));
-  auto [first, firstQ] = lb.propose(
-      lb.logitsRow(prefillLogits, lastRow, target->vocab), rule, key);
-  (void)firstQ;
-  Value seq1 = tensor::InsertOp::create(b, loc, first, seq0,
+  Value first = lb.propose(lb.logitsRow(pro.prefill.getResult(0), lastRow,
+                                        target->vocab),
+                           rule, key)
+                    .first;
+  Value seq1 = tensor::InsertOp::create(b, loc, first, pro.seq,
                                         ValueRange{promptLength});
+  Value targetCache1 = pro.prefill.getResults().back();
+  auto seqType = cast<RankedTensorType>(seq1.getType());
+  Type indexType = b.getIndexType();
 
   // Loop state: sequence, target length (the last token's position), draft
   // length, tokens generated, target forwards, done flag.
@@ -240,24 +305,8 @@ LogicalResult LowerGeneratePass::lower(DecoderOp decoder,
   auto loop = scf::WhileOp::create(
       b, loc, types, inits,
       [&](OpBuilder &nb, Location l, ValueRange state) {
-        // Continue while tokens are wanted, the context has room for a
-        // round, and the last token is not EOS.
-        Value generated = state[5], lengthT = state[3], last = state[7];
-        Value wanted = arith::CmpIOp::create(nb, l, arith::CmpIPredicate::ult,
-                                             generated, maxNew);
-        Value room = arith::CmpIOp::create(
-            nb, l, arith::CmpIPredicate::ule,
-            arith::AddIOp::create(
-                nb, l, lengthT,
-                arith::ConstantIndexOp::create(nb, l, gamma + 1)),
-            arith::ConstantIndexOp::create(nb, l, capacity - 1));
-        Value go = arith::AndIOp::create(nb, l, wanted, room);
-        if (eos) {
-          Value notEos = arith::CmpIOp::create(
-              nb, l, arith::CmpIPredicate::ne, last,
-              arith::ConstantOp::create(nb, l, nb.getI64IntegerAttr(*eos)));
-          go = arith::AndIOp::create(nb, l, go, notEos);
-        }
+        Value go = pro.shouldContinue(nb, l, state[5], state[3], state[7],
+                                      gamma + 1);
         scf::ConditionOp::create(nb, l, go, state);
       },
       [&](OpBuilder &nb, Location l, ValueRange state) {
@@ -393,13 +442,7 @@ LogicalResult LowerGeneratePass::lower(DecoderOp decoder,
                        arith::AddIOp::create(b, l, generated, produced),
                        arith::AddIOp::create(b, l, steps, one), nextToken});
       });
-  // At most max_new_tokens: a round may have produced up to gamma more.
-  Value length = arith::MinUIOp::create(
-      b, loc, arith::AddIOp::create(b, loc, loop.getResult(3), one),
-      arith::AddIOp::create(b, loc, promptLength, maxNew));
-  func::ReturnOp::create(b, loc,
-                         ValueRange{loop.getResult(0), length,
-                                    loop.getResult(6)});
+  pro.finish(b, loop.getResult(0), loop.getResult(3), loop.getResult(6));
   return success();
 }
 
@@ -412,4 +455,171 @@ void LowerGeneratePass::runOnOperation() {
       failedAny |= failed(lower(decoder, symbols));
   if (failedAny)
     signalPassFailure();
+}
+
+LogicalResult LowerGeneratePass::lowerMedusa(DecoderOp decoder,
+                                             MTPProposerAttr proposer,
+                                             SymbolTable &symbols) {
+  FailureOr<CachedModel> target = CachedModel::get(
+      symbols.lookup<func::FuncOp>(decoder.getTarget()), decoder);
+  if (failed(target))
+    return failure();
+  // The fused target's head logits, for every position: the next round's
+  // proposals come from the row of the last accepted token.
+  func::FuncOp targetFunc = target->func;
+  int64_t numHeads = proposer.getHeads().size();
+  SmallVector<unsigned> headResults;
+  for (int64_t k = 1; k <= numHeads; ++k) {
+    std::string wanted = "medusa_logits." + std::to_string(k);
+    std::optional<unsigned> found;
+    for (unsigned i = 0; i < targetFunc.getNumResults(); ++i)
+      if (auto name = targetFunc.getResultAttrOfType<StringAttr>(i, "onnx.name"))
+        if (name.getValue() == wanted)
+          found = i;
+    auto type = found ? dyn_cast<RankedTensorType>(
+                            targetFunc.getResultTypes()[*found])
+                      : RankedTensorType();
+    if (!type || type.getRank() != 3 || type.getDimSize(1) == 1 ||
+        type.isDynamicDim(2) || type.getDimSize(2) != target->vocab)
+      return decoder.emitError()
+             << "spec-lower-generate: target @" << targetFunc.getSymName()
+             << " does not return " << wanted
+             << " for every position; fuse the heads with "
+                "spec-fuse-mtp-heads{last-position-only=false} first";
+    headResults.push_back(*found);
+  }
+
+  Attribute rule = decoder.getRule();
+  OpBuilder b(decoder.getContext());
+  Prologue pro(b, decoder, *target, target->cache.getCapacity(), symbols);
+  LoopBuilder &lb = pro.lb;
+  Location loc = pro.loc;
+  Type i64 = b.getI64Type(), indexType = b.getIndexType();
+  int64_t vocab = target->vocab;
+  auto proposalsType = RankedTensorType::get({numHeads}, i64);
+  auto probsType = RankedTensorType::get({numHeads, vocab}, pro.floatType);
+
+  // The heads' proposals from row `row` of a fused forward's results.
+  auto propose = [&](ValueRange results, Value row,
+                     Value roundKey) -> std::pair<Value, Value> {
+    Value proposals =
+        tensor::EmptyOp::create(b, loc, proposalsType.getShape(), i64);
+    Value probs = tensor::EmptyOp::create(b, loc, probsType.getShape(),
+                                          pro.floatType);
+    for (auto [k, result] : llvm::enumerate(headResults)) {
+      Value stepKey = arith::AddIOp::create(b, loc, roundKey, lb.i64(k + 1));
+      auto [token, q] = lb.propose(lb.logitsRow(results[result], row, vocab),
+                                   rule, stepKey);
+      Value position = lb.index(k);
+      proposals = tensor::InsertOp::create(b, loc, token, proposals,
+                                           ValueRange{position});
+      probs = tensor::InsertSliceOp::create(
+          b, loc, q, probs, ValueRange{}, ValueRange{}, ValueRange{},
+          b.getDenseI64ArrayAttr({static_cast<int64_t>(k), 0}),
+          b.getDenseI64ArrayAttr({1, vocab}), b.getDenseI64ArrayAttr({1, 1}));
+    }
+    return {proposals, probs};
+  };
+
+  // Prefill: the target's last row gives the first token, its heads the
+  // first proposals.
+  ValueRange prefill = pro.prefill.getResults();
+  Value lastRow =
+      arith::SubIOp::create(b, loc, pro.promptLength, lb.index(1));
+  Value first =
+      lb.propose(lb.logitsRow(prefill[0], lastRow, vocab), rule, pro.key).first;
+  auto [proposals0, probs0] = propose(prefill, lastRow, pro.key);
+  Value seq1 = tensor::InsertOp::create(b, loc, first, pro.seq,
+                                        ValueRange{pro.promptLength});
+  Value one = lb.index(1);
+
+  // Loop state: sequence, target cache, target length (the last token's
+  // position), tokens generated, target forwards, last token, proposals, q.
+  SmallVector<Value> inits{seq1,  prefill.back(), pro.promptLength, one,
+                           one,   first,          proposals0,       probs0};
+  SmallVector<Type> types = llvm::to_vector(ValueRange(inits).getTypes());
+  auto loop = scf::WhileOp::create(
+      b, loc, types, inits,
+      [&](OpBuilder &nb, Location l, ValueRange state) {
+        scf::ConditionOp::create(
+            nb, l,
+            pro.shouldContinue(nb, l, state[3], state[2], state[5],
+                               numHeads + 1),
+            state);
+      },
+      [&](OpBuilder &nb, Location l, ValueRange state) {
+        OpBuilder::InsertionGuard guard(b);
+        b.setInsertionPoint(nb.getInsertionBlock(), nb.getInsertionPoint());
+        Value seq = state[0], cache = state[1], lengthT = state[2],
+              generated = state[3], steps = state[4], last = state[5],
+              proposals = state[6], probs = state[7];
+        Value roundKey = arith::AddIOp::create(
+            b, l, pro.key,
+            arith::MulIOp::create(b, l,
+                                  arith::IndexCastOp::create(b, l, i64, steps),
+                                  lb.i64(1 << 20)));
+        // Verify the last token and the heads' proposals in one forward.
+        auto candidatesType = RankedTensorType::get({numHeads + 1}, i64);
+        Value candidates = tensor::InsertSliceOp::create(
+            b, l, proposals,
+            tensor::FromElementsOp::create(
+                b, l, candidatesType, SmallVector<Value>(numHeads + 1, last)),
+            ValueRange{}, ValueRange{}, ValueRange{},
+            b.getDenseI64ArrayAttr({1}), b.getDenseI64ArrayAttr({numHeads}),
+            b.getDenseI64ArrayAttr({1}));
+        auto verify = VerifyOp::create(
+            b, l, targetFunc.getResultTypes(),
+            FlatSymbolRefAttr::get(targetFunc.getSymNameAttr()),
+            lb.operandsFor(*target,
+                           ValueRange{lb.toRow(candidates,
+                                               lb.index(numHeads + 1)),
+                                      lb.positions(lengthT,
+                                                   lb.index(numHeads + 1)),
+                                      cache, lengthT}));
+        auto rowsType =
+            RankedTensorType::get({numHeads + 1, vocab}, pro.floatType);
+        Value rows = tensor::ExtractSliceOp::create(
+            b, l, rowsType, verify.getResult(0), ValueRange{}, ValueRange{},
+            ValueRange{}, b.getDenseI64ArrayAttr({0, 0, 0}),
+            b.getDenseI64ArrayAttr({1, numHeads + 1, vocab}),
+            b.getDenseI64ArrayAttr({1, 1, 1}));
+        bool sampling = isa<RejectionAttr>(rule);
+        auto accept = AcceptOp::create(
+            b, l, indexType, i64, proposals, rows, sampling ? probs : Value(),
+            sampling ? Value(arith::AddIOp::create(b, l, roundKey,
+                                                   lb.i64((1 << 20) - 1)))
+                     : Value(),
+            rule);
+        Value accepted = accept.getCount(), nextToken = accept.getNext();
+        // Commit the accepted proposals and the next token.
+        Value acceptedTokens = tensor::ExtractSliceOp::create(
+            b, l, RankedTensorType::get({ShapedType::kDynamic}, i64),
+            proposals, ValueRange{}, ValueRange{accepted}, ValueRange{},
+            b.getDenseI64ArrayAttr({0}),
+            b.getDenseI64ArrayAttr({ShapedType::kDynamic}),
+            b.getDenseI64ArrayAttr({1}));
+        Value afterLast = arith::AddIOp::create(b, l, lengthT, one);
+        Value seqAccepted = tensor::InsertSliceOp::create(
+            b, l, acceptedTokens, seq, ValueRange{afterLast},
+            ValueRange{accepted}, ValueRange{},
+            b.getDenseI64ArrayAttr({ShapedType::kDynamic}),
+            b.getDenseI64ArrayAttr({ShapedType::kDynamic}),
+            b.getDenseI64ArrayAttr({1}));
+        Value newLengthT = arith::AddIOp::create(b, l, afterLast, accepted);
+        Value seqNext = tensor::InsertOp::create(b, l, nextToken, seqAccepted,
+                                                 ValueRange{newLengthT});
+        // The next proposals: the heads at the last accepted position.
+        auto [nextProposals, nextProbs] =
+            propose(verify.getResults(), accepted, roundKey);
+        scf::YieldOp::create(
+            b, l,
+            ValueRange{seqNext, verify.getResults().back(), newLengthT,
+                       arith::AddIOp::create(
+                           b, l, generated,
+                           arith::AddIOp::create(b, l, accepted, one)),
+                       arith::AddIOp::create(b, l, steps, one), nextToken,
+                       nextProposals, nextProbs});
+      });
+  pro.finish(b, loop.getResult(0), loop.getResult(2), loop.getResult(4));
+  return success();
 }

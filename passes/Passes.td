@@ -150,12 +150,13 @@ def SpecKVCacheInplace : Pass<"spec-kv-cache-inplace", "::mlir::ModuleOp"> {
 }
 
 def SpecLowerGenerate : Pass<"spec-lower-generate", "::mlir::ModuleOp"> {
-  let summary = "Lower a draft decoder to an explicit propose / verify / "
-                "accept loop";
+  let summary = "Lower a decoder to an explicit propose / verify / accept "
+                "loop";
   let description = [{
     For every `spec.decoder` with a `#spec.draft` proposer whose target and
-    draft take preallocated caches (run `spec-kv-cache-inplace` first),
-    creates `@<decoder>_generate(%prompt: tensor<?xi64>, %max_new_tokens:
+    draft take preallocated caches (run `spec-kv-cache-inplace` first), or
+    with Medusa heads fused into the target for every position
+    (`spec-fuse-mtp-heads{last-position-only=false}`), creates `@<decoder>_generate(%prompt: tensor<?xi64>, %max_new_tokens:
     index, %key: i64) -> (tensor<Cxi64>, index, index)`: the prompt followed
     by the generated tokens in a buffer of the caches' capacity C, its length,
     and the number of target forwards.
@@ -181,7 +182,12 @@ def SpecLowerGenerate : Pass<"spec-lower-generate", "::mlir::ModuleOp"> {
     is reproducible from its key. The returned length never exceeds the
     prompt plus `max_new_tokens` (a round may compute up to gamma tokens
     more); tokens after an EOS accepted inside a round are for the caller to
-    drop. MTP decoders are refused for now.
+    drop.
+
+    With Medusa heads the loop has no draft: the fused forward that verifies
+    the last token and the heads' proposals also gives, at the row of the
+    last accepted token, the next token's logits and the heads' next
+    proposals. DeepSeek-style MTP-module decoders are refused for now.
   }];
   let options = [
     Option<"decoderName", "decoder", "std::string", "\"\"",

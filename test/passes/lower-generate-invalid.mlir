@@ -9,9 +9,16 @@ spec.decoder @decoder target(@target) proposer(#spec.draft<@draft, gamma = 2>) v
 
 // -----
 
-func.func private @target(tensor<?x?xi64>) -> tensor<?x?x16xf32>
+// Heads fused for the last position only.
+func.func private @target_fused(tensor<?x?xi64> {onnx.name = "input_ids"},
+                                tensor<?x?xi64> {onnx.name = "position_ids"},
+                                !spec.kv_cache<2x2x64x8xf32> {onnx.name = "kv_cache"},
+                                index {onnx.name = "past_length"})
+    -> (tensor<?x?x16xf32> {onnx.name = "logits"},
+        tensor<?x1x16xf32> {onnx.name = "medusa_logits.1"},
+        !spec.kv_cache<2x2x64x8xf32> {onnx.name = "kv_cache"})
     attributes {spec.role = #spec.role<target>}
 func.func private @head1(tensor<?x?x4xf32>) -> tensor<?x?x16xf32>
     attributes {spec.role = #spec.role<medusa_head, depth = 1>}
-// expected-error @below {{spec-lower-generate: decoders with MTP heads are not lowered yet; only drafts are}}
-spec.decoder @decoder target(@target) proposer(#spec.mtp<[@head1]>) verify(#spec.greedy)
+// expected-error @below {{spec-lower-generate: target @target_fused does not return medusa_logits.1 for every position; fuse the heads with spec-fuse-mtp-heads{last-position-only=false} first}}
+spec.decoder @decoder target(@target_fused) proposer(#spec.mtp<[@head1]>) verify(#spec.greedy)

@@ -21,6 +21,23 @@ func.func private @draft(tensor<?x?xi64> {onnx.name = "input_ids"},
     attributes {spec.role = #spec.role<draft>}
 
 spec.decoder @greedy target(@target) proposer(#spec.draft<@draft, gamma = 2>) verify(#spec.greedy)
+
+// A target with two Medusa heads fused for every position.
+func.func private @fused(tensor<?x?xi64> {onnx.name = "input_ids"},
+                         tensor<?x?xi64> {onnx.name = "position_ids"},
+                         !spec.kv_cache<2x2x64x8xf32> {onnx.name = "kv_cache"},
+                         index {onnx.name = "past_length"})
+    -> (tensor<?x?x16xf32> {onnx.name = "logits"},
+        tensor<?x?x16xf32> {onnx.name = "medusa_logits.1"},
+        tensor<?x?x16xf32> {onnx.name = "medusa_logits.2"},
+        !spec.kv_cache<2x2x64x8xf32> {onnx.name = "kv_cache"})
+    attributes {spec.role = #spec.role<target>,
+                spec.config = #spec.model_config<vocab_size = 16, eos_token_id = 15>}
+func.func private @head1(tensor<?x?x4xf32>) -> tensor<?x?x16xf32>
+    attributes {spec.role = #spec.role<medusa_head, depth = 1>}
+func.func private @head2(tensor<?x?x4xf32>) -> tensor<?x?x16xf32>
+    attributes {spec.role = #spec.role<medusa_head, depth = 2>}
+spec.decoder @medusa target(@fused) proposer(#spec.mtp<[@head1, @head2]>) verify(#spec.greedy)
 spec.decoder @sampled target(@target) proposer(#spec.draft<@draft, gamma = 2>) verify(#spec.rejection<temperature = 0.8>)
 
 // The sequence buffer has the smaller cache's capacity (32).
@@ -29,9 +46,9 @@ spec.decoder @sampled target(@target) proposer(#spec.draft<@draft, gamma = 2>) v
 // CHECK-SAME: -> (tensor<32xi64>, index, index)
 
 // Prefill both caches with the prompt; the first token from the target.
-// CHECK-DAG: %[[TC:.*]] = spec.cache.alloc : !spec.kv_cache<2x2x64x8xf32>
-// CHECK-DAG: %[[DC:.*]] = spec.cache.alloc : !spec.kv_cache<1x1x32x8xf32>
+// CHECK: %[[TC:.*]] = spec.cache.alloc : !spec.kv_cache<2x2x64x8xf32>
 // CHECK: %[[T:.*]]:2 = call @target(%{{.*}}, %{{.*}}, %[[TC]], %{{.*}})
+// CHECK: %[[DC:.*]] = spec.cache.alloc : !spec.kv_cache<1x1x32x8xf32>
 // CHECK: %[[D:.*]]:2 = call @draft(%{{.*}}, %{{.*}}, %[[DC]], %{{.*}})
 // CHECK: spec.propose %{{.*}} rule(#spec.greedy) : tensor<1x16xf32> -> tensor<1xi64>, tensor<1x16xf32>
 
@@ -62,6 +79,24 @@ spec.decoder @sampled target(@target) proposer(#spec.draft<@draft, gamma = 2>) v
 // CHECK: %[[NEWD:.*]] = arith.minui %[[NEWT]], %[[PROPOSE]]#1 : index
 // CHECK: scf.yield %{{.*}}, %[[V]]#1, %[[PROPOSE]]#0, %[[NEWT]], %[[NEWD]]
 // CHECK: return %[[LOOP]]#0, %{{.*}}, %[[LOOP]]#6
+
+// Medusa: the fused forward verifies the last token and the heads'
+// proposals; the next proposals come from the heads at the row of the last
+// accepted token.
+// CHECK-LABEL: func.func @medusa_generate(
+// CHECK-SAME: -> (tensor<64xi64>, index, index)
+// CHECK: %[[P:.*]]:4 = call @fused(
+// CHECK: %[[W:.*]]:8 = scf.while
+// CHECK: arith.constant 63 : index
+// CHECK: } do {
+// CHECK: %[[FV:.*]]:4 = spec.verify @fused(
+// CHECK: %[[FROWS:.*]] = tensor.extract_slice %[[FV]]#0[0, 0, 0] [1, 3, 16] [1, 1, 1]
+// CHECK: %[[FN:.*]], %[[FNEXT:.*]] = spec.accept %{{.*}}, %[[FROWS]] rule(#spec.greedy) : tensor<2xi64>, tensor<3x16xf32>
+// CHECK: tensor.extract_slice %[[FV]]#1[0, %[[FN]], 0] [1, 1, 16] [1, 1, 1]
+// CHECK: spec.propose
+// CHECK: tensor.extract_slice %[[FV]]#2[0, %[[FN]], 0] [1, 1, 16] [1, 1, 1]
+// CHECK: spec.propose
+// CHECK: scf.yield %{{.*}}, %[[FV]]#3, %{{.*}}, %{{.*}}, %{{.*}}, %[[FNEXT]]
 
 // Rejection sampling: proposals carry q and keys; accept uses them.
 // CHECK-LABEL: func.func @sampled_generate(

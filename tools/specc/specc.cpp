@@ -119,6 +119,7 @@ int main(int argc, char **argv) {
     return 1;
 
   PassManager pm(&context);
+  bool medusaFused = false;
   if (!draftPath.empty()) {
     if (failed(importInto(*module, draftPath, "draft")))
       return 1;
@@ -155,13 +156,20 @@ int main(int argc, char **argv) {
     auto firstHead = module->lookupSymbol<func::FuncOp>("head1");
     auto role = firstHead->getAttrOfType<spec::RoleAttr>(
         spec::SpecDialect::kRoleAttrName);
-    if (fuseHeads && role && role.getKind() == spec::FunctionRole::MedusaHead)
-      pm.addPass(createSpecFuseMTPHeads());
+    if (fuseHeads && role && role.getKind() == spec::FunctionRole::MedusaHead) {
+      // The decode loop reads the heads at the last accepted position, so
+      // they run on every position.
+      SpecFuseMTPHeadsOptions fuseOptions;
+      fuseOptions.lastPositionOnly = false;
+      pm.addPass(createSpecFuseMTPHeads(fuseOptions));
+      medusaFused = true;
+    }
   }
   if (kvCacheInplace) {
     pm.addPass(createSpecKVCacheInplace());
-    // The decode loop needs the in-place caches; MTP loops come later.
-    if (!draftPath.empty())
+    // The decode loop needs the in-place caches (and fused Medusa heads);
+    // the MTP-module loop comes later.
+    if (!draftPath.empty() || medusaFused)
       pm.addPass(createSpecLowerGenerate());
   }
   if (failed(pm.run(*module)) || failed(verify(*module)))
