@@ -133,6 +133,70 @@ public:
     return {token, op.getProbs()};
   }
 
+  /// One verification round: the target's forward on [last, proposals...]
+  /// at position `lengthT`, spec.accept under `rule`, and the commit of the
+  /// accepted proposals and the next token into `seq`. The rejected
+  /// positions are dropped by the lengths alone.
+  struct Round {
+    VerifyOp verify;
+    Value accepted, next, seq, lengthT;
+  };
+  Round verifyAndCommit(const CachedModel &target, Type floatType,
+                        Attribute rule, Value seq, Value cache, Value lengthT,
+                        Value last, Value proposals, Value probs,
+                        Value roundKey) {
+    Type i64 = b.getI64Type();
+    int64_t count = cast<RankedTensorType>(proposals.getType()).getDimSize(0);
+    auto candidatesType = RankedTensorType::get({count + 1}, i64);
+    Value candidates = tensor::InsertSliceOp::create(
+        b, loc, proposals,
+        tensor::FromElementsOp::create(b, loc, candidatesType,
+                                       SmallVector<Value>(count + 1, last)),
+        ValueRange{}, ValueRange{}, ValueRange{}, b.getDenseI64ArrayAttr({1}),
+        b.getDenseI64ArrayAttr({count}), b.getDenseI64ArrayAttr({1}));
+    func::FuncOp targetFunc = target.func;
+    auto verify = VerifyOp::create(
+        b, loc, targetFunc.getResultTypes(),
+        FlatSymbolRefAttr::get(targetFunc.getSymNameAttr()),
+        operandsFor(target,
+                    ValueRange{toRow(candidates, index(count + 1)),
+                               positions(lengthT, index(count + 1)), cache,
+                               lengthT}));
+    auto rowsType =
+        RankedTensorType::get({count + 1, target.vocab}, floatType);
+    Value rows = tensor::ExtractSliceOp::create(
+        b, loc, rowsType, verify.getResult(0), ValueRange{}, ValueRange{},
+        ValueRange{}, b.getDenseI64ArrayAttr({0, 0, 0}),
+        b.getDenseI64ArrayAttr({1, count + 1, target.vocab}),
+        b.getDenseI64ArrayAttr({1, 1, 1}));
+    bool sampling = isa<RejectionAttr>(rule);
+    auto accept = AcceptOp::create(
+        b, loc, b.getIndexType(), i64, proposals, rows,
+        sampling ? probs : Value(),
+        sampling ? Value(arith::AddIOp::create(b, loc, roundKey,
+                                               this->i64((1 << 20) - 1)))
+                 : Value(),
+        rule);
+    Value accepted = accept.getCount(), next = accept.getNext();
+    Value acceptedTokens = tensor::ExtractSliceOp::create(
+        b, loc, RankedTensorType::get({ShapedType::kDynamic}, i64), proposals,
+        ValueRange{}, ValueRange{accepted}, ValueRange{},
+        b.getDenseI64ArrayAttr({0}),
+        b.getDenseI64ArrayAttr({ShapedType::kDynamic}),
+        b.getDenseI64ArrayAttr({1}));
+    Value afterLast = arith::AddIOp::create(b, loc, lengthT, index(1));
+    Value withAccepted = tensor::InsertSliceOp::create(
+        b, loc, acceptedTokens, seq, ValueRange{afterLast},
+        ValueRange{accepted}, ValueRange{},
+        b.getDenseI64ArrayAttr({ShapedType::kDynamic}),
+        b.getDenseI64ArrayAttr({ShapedType::kDynamic}),
+        b.getDenseI64ArrayAttr({1}));
+    Value newLengthT = arith::AddIOp::create(b, loc, afterLast, accepted);
+    Value newSeq = tensor::InsertOp::create(b, loc, next, withAccepted,
+                                            ValueRange{newLengthT});
+    return {verify, accepted, next, newSeq, newLengthT};
+  }
+
   Value toRow(Value vector, Value length) {
     auto type = cast<RankedTensorType>(vector.getType());
     auto shape = tensor::FromElementsOp::create(
@@ -275,7 +339,7 @@ LogicalResult LowerGeneratePass::lowerDraft(DecoderOp decoder,
   Location loc = pro.loc;
   Type i64 = b.getI64Type();
   Type floatType = pro.floatType;
-  Value maxNew = pro.maxNew, key = pro.key, promptLength = pro.promptLength;
+  Value key = pro.key, promptLength = pro.promptLength;
 
   // The draft sees the prompt too; the target's last logits give the first
   // token.
@@ -375,62 +439,13 @@ LogicalResult LowerGeneratePass::lowerDraft(DecoderOp decoder,
         Value proposals = proposeLoop.getResult(2);
         Value probs = proposeLoop.getResult(3);
 
-        // Verify: the target on [last, proposals...] in one forward.
-        auto candidatesType = RankedTensorType::get({gamma + 1}, i64);
-        Value candidates = tensor::InsertSliceOp::create(
-            b, l, proposals,
-            tensor::FromElementsOp::create(
-                b, l, candidatesType,
-                SmallVector<Value>(gamma + 1, last)),
-            ValueRange{}, ValueRange{}, ValueRange{},
-            b.getDenseI64ArrayAttr({1}), b.getDenseI64ArrayAttr({gamma}),
-            b.getDenseI64ArrayAttr({1}));
-        Value candidateRow = lb.toRow(candidates, lb.index(gamma + 1));
-        Value candidatePositions = lb.positions(lengthT, lb.index(gamma + 1));
-        auto verify = VerifyOp::create(
-            b, l, target->func.getResultTypes(),
-            FlatSymbolRefAttr::get(target->func.getSymNameAttr()),
-            lb.operandsFor(*target, ValueRange{candidateRow,
-                                               candidatePositions, cacheTarget,
-                                               lengthT}));
-        Value targetCacheOut = verify.getResults().back();
-        auto rowsType =
-            RankedTensorType::get({gamma + 1, target->vocab}, floatType);
-        Value rows = tensor::ExtractSliceOp::create(
-            b, l, rowsType, verify.getResult(0), ValueRange{}, ValueRange{},
-            ValueRange{}, b.getDenseI64ArrayAttr({0, 0, 0}),
-            b.getDenseI64ArrayAttr({1, gamma + 1, target->vocab}),
-            b.getDenseI64ArrayAttr({1, 1, 1}));
-
-        // Accept.
-        bool sampling = isa<RejectionAttr>(rule);
-        auto accept = AcceptOp::create(
-            b, l, b.getIndexType(), i64, proposals, rows,
-            sampling ? probs : Value(),
-            sampling ? Value(arith::AddIOp::create(
-                           b, l, roundKey, lb.i64((1 << 20) - 1)))
-                     : Value(),
-            rule);
-        Value accepted = accept.getCount(), nextToken = accept.getNext();
-
-        // Commit: accepted proposals, then the next token, after the last
-        // token; the rejected positions are dropped by the lengths alone.
-        Value acceptedTokens = tensor::ExtractSliceOp::create(
-            b, l, RankedTensorType::get({ShapedType::kDynamic}, i64),
-            proposals, ValueRange{}, ValueRange{accepted}, ValueRange{},
-            b.getDenseI64ArrayAttr({0}),
-            b.getDenseI64ArrayAttr({ShapedType::kDynamic}),
-            b.getDenseI64ArrayAttr({1}));
-        Value afterLast = arith::AddIOp::create(b, l, lengthT, one);
-        Value seqAccepted = tensor::InsertSliceOp::create(
-            b, l, acceptedTokens, seq, ValueRange{afterLast},
-            ValueRange{accepted}, ValueRange{},
-            b.getDenseI64ArrayAttr({ShapedType::kDynamic}),
-            b.getDenseI64ArrayAttr({ShapedType::kDynamic}),
-            b.getDenseI64ArrayAttr({1}));
-        Value newLengthT = arith::AddIOp::create(b, l, afterLast, accepted);
-        Value seqNext = tensor::InsertOp::create(b, l, nextToken, seqAccepted,
-                                                 ValueRange{newLengthT});
+        // Verify, accept and commit in one target forward.
+        LoopBuilder::Round round = lb.verifyAndCommit(
+            *target, floatType, rule, seq, cacheTarget, lengthT, last,
+            proposals, probs, roundKey);
+        Value accepted = round.accepted, nextToken = round.next;
+        Value seqNext = round.seq, newLengthT = round.lengthT;
+        Value targetCacheOut = round.verify.getResults().back();
         // The draft keeps what it cached of the accepted prefix.
         Value newLengthD = arith::MinUIOp::create(
             b, l, newLengthT, proposeLoop.getResult(1));
@@ -494,7 +509,7 @@ LogicalResult LowerGeneratePass::lowerMedusa(DecoderOp decoder,
   Prologue pro(b, decoder, *target, target->cache.getCapacity(), symbols);
   LoopBuilder &lb = pro.lb;
   Location loc = pro.loc;
-  Type i64 = b.getI64Type(), indexType = b.getIndexType();
+  Type i64 = b.getI64Type();
   int64_t vocab = target->vocab;
   auto proposalsType = RankedTensorType::get({numHeads}, i64);
   auto probsType = RankedTensorType::get({numHeads, vocab}, pro.floatType);
@@ -558,56 +573,13 @@ LogicalResult LowerGeneratePass::lowerMedusa(DecoderOp decoder,
             arith::MulIOp::create(b, l,
                                   arith::IndexCastOp::create(b, l, i64, steps),
                                   lb.i64(1 << 20)));
-        // Verify the last token and the heads' proposals in one forward.
-        auto candidatesType = RankedTensorType::get({numHeads + 1}, i64);
-        Value candidates = tensor::InsertSliceOp::create(
-            b, l, proposals,
-            tensor::FromElementsOp::create(
-                b, l, candidatesType, SmallVector<Value>(numHeads + 1, last)),
-            ValueRange{}, ValueRange{}, ValueRange{},
-            b.getDenseI64ArrayAttr({1}), b.getDenseI64ArrayAttr({numHeads}),
-            b.getDenseI64ArrayAttr({1}));
-        auto verify = VerifyOp::create(
-            b, l, targetFunc.getResultTypes(),
-            FlatSymbolRefAttr::get(targetFunc.getSymNameAttr()),
-            lb.operandsFor(*target,
-                           ValueRange{lb.toRow(candidates,
-                                               lb.index(numHeads + 1)),
-                                      lb.positions(lengthT,
-                                                   lb.index(numHeads + 1)),
-                                      cache, lengthT}));
-        auto rowsType =
-            RankedTensorType::get({numHeads + 1, vocab}, pro.floatType);
-        Value rows = tensor::ExtractSliceOp::create(
-            b, l, rowsType, verify.getResult(0), ValueRange{}, ValueRange{},
-            ValueRange{}, b.getDenseI64ArrayAttr({0, 0, 0}),
-            b.getDenseI64ArrayAttr({1, numHeads + 1, vocab}),
-            b.getDenseI64ArrayAttr({1, 1, 1}));
-        bool sampling = isa<RejectionAttr>(rule);
-        auto accept = AcceptOp::create(
-            b, l, indexType, i64, proposals, rows, sampling ? probs : Value(),
-            sampling ? Value(arith::AddIOp::create(b, l, roundKey,
-                                                   lb.i64((1 << 20) - 1)))
-                     : Value(),
-            rule);
-        Value accepted = accept.getCount(), nextToken = accept.getNext();
-        // Commit the accepted proposals and the next token.
-        Value acceptedTokens = tensor::ExtractSliceOp::create(
-            b, l, RankedTensorType::get({ShapedType::kDynamic}, i64),
-            proposals, ValueRange{}, ValueRange{accepted}, ValueRange{},
-            b.getDenseI64ArrayAttr({0}),
-            b.getDenseI64ArrayAttr({ShapedType::kDynamic}),
-            b.getDenseI64ArrayAttr({1}));
-        Value afterLast = arith::AddIOp::create(b, l, lengthT, one);
-        Value seqAccepted = tensor::InsertSliceOp::create(
-            b, l, acceptedTokens, seq, ValueRange{afterLast},
-            ValueRange{accepted}, ValueRange{},
-            b.getDenseI64ArrayAttr({ShapedType::kDynamic}),
-            b.getDenseI64ArrayAttr({ShapedType::kDynamic}),
-            b.getDenseI64ArrayAttr({1}));
-        Value newLengthT = arith::AddIOp::create(b, l, afterLast, accepted);
-        Value seqNext = tensor::InsertOp::create(b, l, nextToken, seqAccepted,
-                                                 ValueRange{newLengthT});
+        // Verify, accept and commit in one fused forward.
+        LoopBuilder::Round round = lb.verifyAndCommit(
+            *target, pro.floatType, rule, seq, cache, lengthT, last, proposals,
+            probs, roundKey);
+        Value accepted = round.accepted, nextToken = round.next;
+        Value seqNext = round.seq, newLengthT = round.lengthT;
+        auto verify = round.verify;
         // The next proposals: the heads at the last accepted position.
         auto [nextProposals, nextProbs] =
             propose(verify.getResults(), accepted, roundKey);
