@@ -216,7 +216,8 @@ public:
 /// the sequence buffer, and the target's prefill.
 struct Prologue {
   Prologue(OpBuilder &b, DecoderOp decoder, const CachedModel &target,
-           int64_t capacity, SymbolTable &symbols)
+           int64_t capacity, SymbolTable &symbols,
+           StringRef suffix = "_generate")
       : loc(decoder.getLoc()), lb(b, decoder.getLoc()), capacity(capacity) {
     Type i64 = b.getI64Type(), indexType = b.getIndexType();
     floatType = cast<RankedTensorType>(
@@ -229,7 +230,7 @@ struct Prologue {
     auto seqType = RankedTensorType::get({capacity}, i64);
     b.setInsertionPointAfter(decoder);
     func = func::FuncOp::create(
-        loc, (decoder.getSymName() + "_generate").str(),
+        loc, (decoder.getSymName() + suffix).str(),
         b.getFunctionType({promptType, indexType, i64},
                           {seqType, indexType, indexType}));
     symbols.insert(func, Block::iterator(decoder->getNextNode()));
@@ -306,15 +307,85 @@ private:
                            SymbolTable &symbols);
   LogicalResult lowerMedusa(DecoderOp decoder, MTPProposerAttr heads,
                             SymbolTable &symbols);
+  void emitTargetOnly(DecoderOp decoder, const CachedModel &target,
+                      SymbolTable &symbols);
 };
 } // namespace
 
 LogicalResult LowerGeneratePass::lower(DecoderOp decoder,
                                        SymbolTable &symbols) {
-  if (auto draft = dyn_cast<DraftProposerAttr>(decoder.getProposer()))
-    return lowerDraft(decoder, draft, symbols);
-  return lowerMedusa(decoder, cast<MTPProposerAttr>(decoder.getProposer()),
-                     symbols);
+  if (auto draft = dyn_cast<DraftProposerAttr>(decoder.getProposer())) {
+    if (failed(lowerDraft(decoder, draft, symbols)))
+      return failure();
+  } else if (failed(lowerMedusa(
+                 decoder, cast<MTPProposerAttr>(decoder.getProposer()),
+                 symbols))) {
+    return failure();
+  }
+  emitTargetOnly(decoder,
+                 *CachedModel::get(symbols.lookup<func::FuncOp>(
+                                       decoder.getTarget()),
+                                   decoder),
+                 symbols);
+  return success();
+}
+
+/// `@<decoder>_target_only`: the same signature and kernels, one target
+/// forward per token and no proposer: the reference speculative decoding
+/// must reproduce (token for token under greedy verification).
+void LowerGeneratePass::emitTargetOnly(DecoderOp decoder,
+                                       const CachedModel &target,
+                                       SymbolTable &symbols) {
+  OpBuilder b(decoder.getContext());
+  Prologue pro(b, decoder, target, target.cache.getCapacity(), symbols,
+               "_target_only");
+  LoopBuilder &lb = pro.lb;
+  Location loc = pro.loc;
+  Attribute rule = decoder.getRule();
+  Type i64 = b.getI64Type();
+  Value lastRow = arith::SubIOp::create(b, loc, pro.promptLength, lb.index(1));
+  Value first = lb.propose(lb.logitsRow(pro.prefill.getResult(0), lastRow,
+                                        target.vocab),
+                           rule, pro.key)
+                    .first;
+  Value seq1 = tensor::InsertOp::create(b, loc, first, pro.seq,
+                                        ValueRange{pro.promptLength});
+  Value one = lb.index(1);
+  SmallVector<Value> inits{seq1, pro.prefill.getResults().back(),
+                           pro.promptLength, one, one, first};
+  SmallVector<Type> types = llvm::to_vector(ValueRange(inits).getTypes());
+  auto loop = scf::WhileOp::create(
+      b, loc, types, inits,
+      [&](OpBuilder &nb, Location l, ValueRange state) {
+        scf::ConditionOp::create(
+            nb, l, pro.shouldContinue(nb, l, state[3], state[2], state[5], 1),
+            state);
+      },
+      [&](OpBuilder &nb, Location l, ValueRange state) {
+        OpBuilder::InsertionGuard guard(b);
+        b.setInsertionPoint(nb.getInsertionBlock(), nb.getInsertionPoint());
+        Value seq = state[0], cache = state[1], lengthT = state[2],
+              generated = state[3], steps = state[4], last = state[5];
+        Value token = tensor::FromElementsOp::create(
+            b, l, RankedTensorType::get({1}, i64), ValueRange{last});
+        auto [logits, newCache] =
+            lb.call(target, lb.toRow(token, one), lb.positions(lengthT, one),
+                    cache, lengthT);
+        Value key = arith::AddIOp::create(
+            b, l, pro.key, arith::IndexCastOp::create(b, l, i64, lengthT));
+        Value next = lb.propose(lb.logitsRow(logits, lb.index(0), target.vocab),
+                                rule, key)
+                         .first;
+        Value newLength = arith::AddIOp::create(b, l, lengthT, one);
+        Value newSeq = tensor::InsertOp::create(b, l, next, seq,
+                                                ValueRange{newLength});
+        scf::YieldOp::create(
+            b, l,
+            ValueRange{newSeq, newCache, newLength,
+                       arith::AddIOp::create(b, l, generated, one),
+                       arith::AddIOp::create(b, l, steps, one), next});
+      });
+  pro.finish(b, loop.getResult(0), loop.getResult(2), loop.getResult(4));
 }
 
 LogicalResult LowerGeneratePass::lowerDraft(DecoderOp decoder,

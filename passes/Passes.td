@@ -200,4 +200,32 @@ def SpecLowerGenerate : Pass<"spec-lower-generate", "::mlir::ModuleOp"> {
                            "::mlir::tensor::TensorDialect"];
 }
 
+def SpecLowerSteps : Pass<"spec-lower-steps", "::mlir::ModuleOp"> {
+  let summary = "Lower the spec step and cache ops to tensors for the CPU";
+  let description = [{
+    Rewrites what `spec-lower-generate` and `spec-kv-cache-inplace` produce
+    into upstream ops, so that `spec-graph-to-llvm` compiles the decode loop:
+
+    * `!spec.kv_cache<LxHxCxDxT>` becomes `tensor<2xLxHxCxDxT>` (keys, then
+      values) everywhere: function signatures, calls, loops;
+    * `spec.cache.alloc` a zero-filled tensor, `spec.cache.write` a
+      `tensor.insert_slice` at the position, `spec.cache.read` a
+      `tensor.extract_slice` of the first positions;
+    * `spec.verify` a `func.call` of the target;
+    * greedy `spec.propose`: the first argmax of each row (and a one-hot q);
+      greedy `spec.accept`: the target's argmax per row, the longest prefix
+      of proposals equal to it, and the target's token after that prefix.
+
+    The `spec.decoder` compositions are erased: after `spec-lower-generate`
+    their generate functions are what remains to compile. Rejection sampling
+    and the loop-level cache ops (`append`, `commit`, `rollback`, `view`,
+    `length`) are refused for now.
+  }];
+  let dependentDialects = ["::mlir::arith::ArithDialect",
+                           "::mlir::func::FuncDialect",
+                           "::mlir::linalg::LinalgDialect",
+                           "::mlir::scf::SCFDialect",
+                           "::mlir::tensor::TensorDialect"];
+}
+
 #endif // SPECULA_PASSES_PASSES_TD

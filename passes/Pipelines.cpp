@@ -30,6 +30,8 @@ void specula::buildGraphToLLVMPipeline(OpPassManager &pm,
   bufferize.bufferizeFunctionBoundaries = true;
   bufferize.functionBoundaryTypeConversion =
       bufferization::LayoutMapOption::IdentityLayoutMap;
+  // Decode loops carry tensors built anew each iteration (the proposals).
+  bufferize.allowReturnAllocsFromLoops = true;
   pm.addPass(bufferization::createOneShotBufferizePass(bufferize));
   bufferization::buildBufferDeallocationPipeline(pm);
   // Results that alias arguments or constants are returned as clones.

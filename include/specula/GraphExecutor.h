@@ -57,6 +57,9 @@ private:
   struct TensorSignature {
     int32_t dataType;
     std::vector<int64_t> shape; // -1 for dynamic sizes
+    /// An `index` or `i64` scalar: passed by value, as a 0-D int64 tensor
+    /// on the host side.
+    bool scalar = false;
   };
   GraphExecutor() = default;
 

@@ -130,6 +130,10 @@ GraphExecutor::compile(ModuleOp module, StringRef function) {
   executor->function = function.str();
   auto signature = [&](Type type,
                        std::vector<TensorSignature> &list) -> LogicalResult {
+    if (type.isIndex() || type.isInteger(64)) {
+      list.push_back({kInt64, {}, /*scalar=*/true});
+      return success();
+    }
     auto tensor = dyn_cast<RankedTensorType>(type);
     int32_t dataType = tensor ? dataTypeOf(tensor.getElementType()) : 0;
     if (!dataType)
@@ -226,6 +230,12 @@ GraphExecutor::run(ArrayRef<HostTensor> args, std::string &error) {
       return failure();
     }
     std::vector<int64_t> &desc = descriptors.emplace_back();
+    if (expected.scalar) {
+      int64_t value;
+      std::memcpy(&value, arg.data.data(), sizeof(value));
+      desc.push_back(value);
+      continue;
+    }
     auto pointer = reinterpret_cast<int64_t>(arg.data.data());
     desc.push_back(pointer);
     desc.push_back(pointer);
@@ -248,7 +258,7 @@ GraphExecutor::run(ArrayRef<HostTensor> args, std::string &error) {
   // words.
   size_t resultWords = 0;
   for (const TensorSignature &result : results)
-    resultWords += 3 + 2 * result.shape.size();
+    resultWords += result.scalar ? 1 : 3 + 2 * result.shape.size();
   std::vector<int64_t> resultStorage(std::max<size_t>(resultWords, 1));
   if (!results.empty())
     packed.push_back(resultStorage.data());
@@ -266,6 +276,11 @@ GraphExecutor::run(ArrayRef<HostTensor> args, std::string &error) {
   for (const TensorSignature &result : results) {
     HostTensor &out = outputs.emplace_back();
     out.dataType = result.dataType;
+    if (result.scalar) {
+      out.data.resize(sizeof(int64_t));
+      std::memcpy(out.data.data(), &resultStorage[word++], sizeof(int64_t));
+      continue;
+    }
     size_t rank = result.shape.size();
     allocations.insert(reinterpret_cast<void *>(resultStorage[word]));
     char *aligned = reinterpret_cast<char *>(resultStorage[word + 1]);

@@ -17,7 +17,12 @@
 #include "specula/ONNXImport.h"
 #include "specula/TensorIO.h"
 
+#include "passes/Passes.h"
+
 #include "mlir/IR/Diagnostics.h"
+#include "mlir/InitAllDialects.h"
+#include "mlir/Parser/Parser.h"
+#include "mlir/Pass/PassManager.h"
 #include "mlir/IR/MLIRContext.h"
 #include "llvm/ADT/StringExtras.h"
 #include "llvm/Support/CommandLine.h"
@@ -41,8 +46,13 @@ namespace cl = llvm::cl;
 /// Exit status of a conformance child whose model the importer refused.
 static constexpr int kRefused = 2;
 
-static cl::opt<std::string> modelPath(cl::Positional,
-                                      cl::desc("<model.onnx>"));
+static cl::opt<std::string> modelPath(
+    cl::Positional, cl::desc("<model.onnx | module.mlir>"));
+static cl::opt<std::string> functionName(
+    "function",
+    cl::desc("With an .mlir module: the function to run (spec step and cache "
+             "ops are lowered first, with spec-lower-steps)"),
+    cl::init("main"));
 static cl::list<std::string> inputPaths("i", cl::desc("Input tensor (.pb)"),
                                         cl::value_desc("file"));
 static cl::list<std::string> expectPaths(
@@ -140,6 +150,18 @@ importAndCompile(MLIRContext &context, StringRef path,
   if (!buffer) {
     diagnostics = "cannot read '" + path.str() + "'";
     return failure();
+  }
+  if (path.ends_with(".mlir")) {
+    // A module from specc or spec-opt: lower the spec ops, then compile.
+    OwningOpRef<ModuleOp> parsed =
+        parseSourceString<ModuleOp>((*buffer)->getBuffer(), &context, path);
+    if (!parsed)
+      return failure();
+    PassManager pm(&context);
+    pm.addPass(createSpecLowerSteps());
+    if (failed(pm.run(*parsed)))
+      return failure();
+    return GraphExecutor::compile(*parsed, functionName);
   }
   OwningOpRef<ModuleOp> module =
       ModuleOp::create(FileLineColLoc::get(&context, path, 0, 0));
@@ -309,6 +331,7 @@ int main(int argc, char **argv) {
       "Run imported ONNX graphs on the CPU (compiled with "
       "spec-graph-to-llvm)\n");
   DialectRegistry registry;
+  registerAllDialects(registry);
   registerONNXImportDialects(registry);
   registerSpeculaDialects(registry);
   MLIRContext context(registry);

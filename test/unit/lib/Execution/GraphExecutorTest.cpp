@@ -133,3 +133,35 @@ TEST_F(GraphExecutorTest, RefusesTypesItCannotPass) {
   EXPECT_TRUE(failed(GraphExecutor::compile(*module, "nothere")));
   EXPECT_EQ(diagnostics, "no function @nothere to compile");
 }
+
+TEST_F(GraphExecutorTest, PassesIndexAndI64ScalarsAsZeroDTensors) {
+  std::unique_ptr<GraphExecutor> executor = compile(R"mlir(
+func.func @main(%n: index, %k: i64, %x: tensor<?xi64>) -> (i64, tensor<?xi64>, index) {
+  %c0 = arith.constant 0 : index
+  %len = tensor.dim %x, %c0 : tensor<?xi64>
+  %i = arith.index_cast %n : index to i64
+  %sum = arith.addi %i, %k : i64
+  %y = tensor.insert %sum into %x[%c0] : tensor<?xi64>
+  return %sum, %y, %len : i64, tensor<?xi64>, index
+}
+)mlir");
+  ASSERT_TRUE(executor);
+  auto scalar = [](int64_t v) {
+    HostTensor t{kInt64, {}, std::vector<char>(sizeof(v))};
+    std::memcpy(t.data.data(), &v, sizeof(v));
+    return t;
+  };
+  HostTensor x{kInt64, {3}, std::vector<char>(3 * sizeof(int64_t))};
+  std::string error;
+  FailureOr<std::vector<HostTensor>> outputs =
+      executor->run({scalar(40), scalar(2), x}, error);
+  ASSERT_TRUE(succeeded(outputs)) << error;
+  int64_t sum, first, length;
+  std::memcpy(&sum, (*outputs)[0].data.data(), sizeof(sum));
+  std::memcpy(&first, (*outputs)[1].data.data(), sizeof(first));
+  std::memcpy(&length, (*outputs)[2].data.data(), sizeof(length));
+  EXPECT_EQ(sum, 42);
+  EXPECT_EQ((*outputs)[0].shape.size(), 0u);
+  EXPECT_EQ(first, 42);
+  EXPECT_EQ(length, 3);
+}
