@@ -177,13 +177,7 @@ struct LowerPropose : OpConversionPattern<ProposeOp> {
   LogicalResult
   matchAndRewrite(ProposeOp op, OpAdaptor adaptor,
                   ConversionPatternRewriter &rewriter) const override {
-    if (!isa<GreedyAttr>(op.getRule()))
-      return op.emitError("spec-lower-steps: rejection sampling is not "
-                          "lowered yet");
     auto logitsType = cast<RankedTensorType>(op.getLogits().getType());
-    if (logitsType.getRank() != 2 || !logitsType.hasStaticShape())
-      return op.emitError("spec-lower-steps: expects rows x vocabulary "
-                          "logits of static shape");
     Location loc = op.getLoc();
     Value tokens = argmaxRows(rewriter, loc, adaptor.getLogits());
     if (tokens.getType() != op.getTokens().getType())
@@ -218,14 +212,7 @@ struct LowerAccept : OpConversionPattern<AcceptOp> {
   LogicalResult
   matchAndRewrite(AcceptOp op, OpAdaptor adaptor,
                   ConversionPatternRewriter &rewriter) const override {
-    if (!isa<GreedyAttr>(op.getRule()))
-      return op.emitError("spec-lower-steps: rejection sampling is not "
-                          "lowered yet");
     auto proposalsType = cast<RankedTensorType>(op.getProposals().getType());
-    auto rowsType = cast<RankedTensorType>(op.getTargetLogits().getType());
-    if (!proposalsType.hasStaticShape() || !rowsType.hasStaticShape())
-      return op.emitError("spec-lower-steps: expects proposals and target "
-                          "logits of static shape");
     Location loc = op.getLoc();
     Value targets = argmaxRows(rewriter, loc, adaptor.getTargetLogits());
     // The accepted count: the longest prefix where proposal == target.
@@ -260,10 +247,43 @@ struct LowerAccept : OpConversionPattern<AcceptOp> {
   }
 };
 
+/// Refuses, with one error each, what the patterns do not lower.
+static LogicalResult checkSupported(ModuleOp module) {
+  bool ok = true;
+  auto refuse = [&](Operation *op, const Twine &why) {
+    op->emitError() << "spec-lower-steps: " << why;
+    ok = false;
+  };
+  module.walk([&](Operation *op) {
+    if (auto propose = dyn_cast<ProposeOp>(op)) {
+      auto logits = cast<RankedTensorType>(propose.getLogits().getType());
+      if (!isa<GreedyAttr>(propose.getRule()))
+        refuse(op, "rejection sampling is not lowered yet");
+      else if (logits.getRank() != 2 || !logits.hasStaticShape())
+        refuse(op, "expects rows x vocabulary logits of static shape");
+    } else if (auto accept = dyn_cast<AcceptOp>(op)) {
+      if (!isa<GreedyAttr>(accept.getRule()))
+        refuse(op, "rejection sampling is not lowered yet");
+      else if (!accept.getProposals().getType().hasStaticShape() ||
+               !cast<RankedTensorType>(accept.getTargetLogits().getType())
+                    .hasStaticShape())
+        refuse(op, "expects proposals and target logits of static shape");
+    } else if (isa<CacheAppendOp, CacheViewOp, CacheCommitOp,
+                   CacheRollbackOp, CacheLengthOp>(op)) {
+      refuse(op, "the loop-level cache ops (append, view, commit, rollback, "
+                 "length) are not lowered; spec-kv-cache-inplace and "
+                 "spec-lower-generate use write/read at explicit lengths");
+    }
+  });
+  return success(ok);
+}
+
 struct LowerStepsPass
     : public specula::impl::SpecLowerStepsBase<LowerStepsPass> {
   void runOnOperation() override {
     MLIRContext *context = &getContext();
+    if (failed(checkSupported(getOperation())))
+      return signalPassFailure();
     TypeConverter converter;
     converter.addConversion([](Type type) { return type; });
     converter.addConversion(

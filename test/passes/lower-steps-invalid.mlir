@@ -1,0 +1,25 @@
+// RUN: spec-opt %s --spec-lower-steps -split-input-file -verify-diagnostics
+
+func.func @f(%logits: tensor<2x8xf32>, %key: i64) -> tensor<2xi64> {
+  // expected-error @below {{spec-lower-steps: rejection sampling is not lowered yet}}
+  %t, %q = spec.propose %logits key(%key) rule(#spec.rejection<temperature = 0.7>)
+      : tensor<2x8xf32> -> tensor<2xi64>, tensor<2x8xf32>
+  return %t : tensor<2xi64>
+}
+
+// -----
+
+func.func @f(%logits: tensor<?x8xf32>) -> tensor<?xi64> {
+  // expected-error @below {{spec-lower-steps: expects rows x vocabulary logits of static shape}}
+  %t, %q = spec.propose %logits rule(#spec.greedy)
+      : tensor<?x8xf32> -> tensor<?xi64>, tensor<?x8xf32>
+  return %t : tensor<?xi64>
+}
+
+// -----
+
+func.func @f(%c: !spec.kv_cache<1x1x8x4xf32>) -> !spec.kv_cache<1x1x8x4xf32> {
+  // expected-error @below {{spec-lower-steps: the loop-level cache ops (append, view, commit, rollback, length) are not lowered; spec-kv-cache-inplace and spec-lower-generate use write/read at explicit lengths}}
+  %r = spec.cache.rollback %c : !spec.kv_cache<1x1x8x4xf32>
+  return %r : !spec.kv_cache<1x1x8x4xf32>
+}
