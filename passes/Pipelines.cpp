@@ -1,6 +1,7 @@
 //===- Pipelines.cpp - Specula pass pipelines -----------------------------===//
 
 #include "passes/Pipelines.h"
+#include "passes/Passes.h"
 
 #include "mlir/Conversion/Passes.h"
 #include "mlir/Dialect/Arith/Transforms/Passes.h"
@@ -53,7 +54,21 @@ void specula::buildGraphToLLVMPipeline(OpPassManager &pm,
   pm.addPass(createReconcileUnrealizedCastsPass());
 }
 
+void specula::buildSpecToCPUPipeline(OpPassManager &pm,
+                                     const SpecToCPUOptions &options) {
+  SpecKVCacheInplaceOptions cache;
+  cache.capacity = options.capacity;
+  pm.addPass(createSpecKVCacheInplace(cache));
+  pm.addPass(createSpecLowerGenerate());
+  pm.addPass(createSpecLowerSteps());
+  buildGraphToLLVMPipeline(pm, GraphToLLVMOptions());
+}
+
 void specula::registerSpeculaPipelines() {
+  PassPipelineRegistration<SpecToCPUOptions>(
+      "spec-to-cpu",
+      "Compile speculative decoders and their models for the CPU",
+      buildSpecToCPUPipeline);
   PassPipelineRegistration<GraphToLLVMOptions>(
       "spec-graph-to-llvm",
       "Lower model functions on tensors to the LLVM dialect for the CPU",

@@ -26,7 +26,24 @@ struct GraphToLLVMOptions : public mlir::PassPipelineOptions<GraphToLLVMOptions>
 void buildGraphToLLVMPipeline(mlir::OpPassManager &pm,
                               const GraphToLLVMOptions &options);
 
-/// Registers every pipeline as a named pass pipeline (spec-graph-to-llvm).
+struct SpecToCPUOptions : public mlir::PassPipelineOptions<SpecToCPUOptions> {
+  Option<int64_t> capacity{
+      *this, "capacity",
+      llvm::cl::desc("Positions each KV cache holds (0: the model's "
+                     "max_context)"),
+      llvm::cl::init(0)};
+};
+
+/// Compiles speculative decoders for the CPU: preallocated caches written in
+/// place (spec-kv-cache-inplace), the decode loops (spec-lower-generate),
+/// the spec ops as tensors (spec-lower-steps), then spec-graph-to-llvm. The
+/// input is what specc builds: models and spec.decoder compositions (with
+/// Medusa heads fused for every position, if any).
+void buildSpecToCPUPipeline(mlir::OpPassManager &pm,
+                            const SpecToCPUOptions &options);
+
+/// Registers every pipeline as a named pass pipeline (spec-graph-to-llvm,
+/// spec-to-cpu).
 void registerSpeculaPipelines();
 
 } // namespace specula

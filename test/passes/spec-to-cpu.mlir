@@ -1,0 +1,57 @@
+// RUN: spec-opt %s --spec-to-cpu | FileCheck %s
+// RUN: spec-opt %s --spec-to-cpu=capacity=16 | FileCheck %s --check-prefix=CAPACITY
+
+// The spec-to-cpu pipeline takes a composition as specc builds it (a target
+// and a draft with functional caches) to the LLVM dialect: the models with
+// in-place caches, the speculative and target-only decode loops.
+
+func.func @target(%ids: tensor<?x?xi64> {onnx.name = "input_ids"},
+                  %pos: tensor<?x?xi64> {onnx.name = "position_ids"},
+                  %past_k: tensor<?x1x?x4xf32> {onnx.name = "past_key_values.0.key"},
+                  %past_v: tensor<?x1x?x4xf32> {onnx.name = "past_key_values.0.value"})
+    -> (tensor<?x?x8xf32> {onnx.name = "logits"},
+        tensor<?x1x?x4xf32> {onnx.name = "present.0.key"},
+        tensor<?x1x?x4xf32> {onnx.name = "present.0.value"})
+    attributes {spec.role = #spec.role<target>,
+                spec.config = #spec.model_config<vocab_size = 8, eos_token_id = 7, max_context = 64>} {
+  %c0 = arith.constant 0 : index
+  %c1 = arith.constant 1 : index
+  %b = tensor.dim %ids, %c0 : tensor<?x?xi64>
+  %s = tensor.dim %ids, %c1 : tensor<?x?xi64>
+  %new = tensor.empty(%b, %s) : tensor<?x1x?x4xf32>
+  %k = tensor.concat dim(2) %past_k, %new : (tensor<?x1x?x4xf32>, tensor<?x1x?x4xf32>) -> tensor<?x1x?x4xf32>
+  %v = tensor.concat dim(2) %past_v, %new : (tensor<?x1x?x4xf32>, tensor<?x1x?x4xf32>) -> tensor<?x1x?x4xf32>
+  %logits = tensor.empty(%b, %s) : tensor<?x?x8xf32>
+  return %logits, %k, %v : tensor<?x?x8xf32>, tensor<?x1x?x4xf32>, tensor<?x1x?x4xf32>
+}
+
+func.func @draft(%ids: tensor<?x?xi64> {onnx.name = "input_ids"},
+                 %pos: tensor<?x?xi64> {onnx.name = "position_ids"},
+                 %past_k: tensor<?x1x?x4xf32> {onnx.name = "past_key_values.0.key"},
+                 %past_v: tensor<?x1x?x4xf32> {onnx.name = "past_key_values.0.value"})
+    -> (tensor<?x?x8xf32> {onnx.name = "logits"},
+        tensor<?x1x?x4xf32> {onnx.name = "present.0.key"},
+        tensor<?x1x?x4xf32> {onnx.name = "present.0.value"})
+    attributes {spec.role = #spec.role<draft>,
+                spec.config = #spec.model_config<vocab_size = 8, eos_token_id = 7, max_context = 64>} {
+  %c0 = arith.constant 0 : index
+  %c1 = arith.constant 1 : index
+  %b = tensor.dim %ids, %c0 : tensor<?x?xi64>
+  %s = tensor.dim %ids, %c1 : tensor<?x?xi64>
+  %new = tensor.empty(%b, %s) : tensor<?x1x?x4xf32>
+  %k = tensor.concat dim(2) %past_k, %new : (tensor<?x1x?x4xf32>, tensor<?x1x?x4xf32>) -> tensor<?x1x?x4xf32>
+  %v = tensor.concat dim(2) %past_v, %new : (tensor<?x1x?x4xf32>, tensor<?x1x?x4xf32>) -> tensor<?x1x?x4xf32>
+  %logits = tensor.empty(%b, %s) : tensor<?x?x8xf32>
+  return %logits, %k, %v : tensor<?x?x8xf32>, tensor<?x1x?x4xf32>, tensor<?x1x?x4xf32>
+}
+
+spec.decoder @decoder target(@target) proposer(#spec.draft<@draft, gamma = 3>) verify(#spec.greedy)
+
+// CHECK-DAG: llvm.func @target(
+// CHECK-DAG: llvm.func @draft(
+// CHECK-DAG: llvm.func @decoder_generate(
+// CHECK-DAG: llvm.func @decoder_target_only(
+// CHECK-NOT: spec.
+// The sequence buffer holds max_context tokens (64), or the capacity given.
+// CHECK-DAG: llvm.mlir.constant(64 : index)
+// CAPACITY-DAG: llvm.mlir.constant(16 : index)
