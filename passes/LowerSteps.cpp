@@ -8,10 +8,13 @@
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/Dialect/Func/Transforms/FuncConversions.h"
 #include "mlir/Dialect/Linalg/IR/Linalg.h"
+#include "mlir/Dialect/Math/IR/Math.h"
 #include "mlir/Dialect/SCF/IR/SCF.h"
 #include "mlir/Dialect/SCF/Transforms/Patterns.h"
 #include "mlir/Dialect/Tensor/IR/Tensor.h"
 #include "mlir/Transforms/DialectConversion.h"
+
+#include <cmath>
 
 namespace specula {
 #define GEN_PASS_DEF_SPECLOWERSTEPS
@@ -77,6 +80,157 @@ static Value argmaxRows(OpBuilder &b, Location loc, Value rows) {
                                                args[2])});
       });
   return generic.getResult(1);
+}
+
+
+/// A uniform double in [0, 1) from a counter-based generator (splitmix64 of
+/// the key and the counter): the same key and counter give the same number,
+/// so a seeded run is reproducible.
+static Value uniform(OpBuilder &b, Location loc, Value key, Value counter) {
+  auto constant = [&](uint64_t v) -> Value {
+    return arith::ConstantOp::create(
+        b, loc, b.getI64IntegerAttr(static_cast<int64_t>(v)));
+  };
+  auto mix = [&](Value z, uint64_t shift, uint64_t multiplier) -> Value {
+    Value shifted = arith::ShRUIOp::create(b, loc, z, constant(shift));
+    Value x = arith::XOrIOp::create(b, loc, z, shifted);
+    return multiplier ? Value(arith::MulIOp::create(b, loc, x,
+                                                     constant(multiplier)))
+                      : x;
+  };
+  Value step = arith::AddIOp::create(b, loc, counter, constant(1));
+  Value z = arith::AddIOp::create(
+      b, loc, key,
+      arith::MulIOp::create(b, loc, step, constant(0x9E3779B97F4A7C15ULL)));
+  z = mix(z, 30, 0xBF58476D1CE4E5B9ULL);
+  z = mix(z, 27, 0x94D049BB133111EBULL);
+  z = mix(z, 31, 0);
+  Value top = arith::ShRUIOp::create(b, loc, z, constant(11));
+  Value asFloat = arith::UIToFPOp::create(b, loc, b.getF64Type(), top);
+  return arith::MulFOp::create(
+      b, loc, asFloat,
+      arith::ConstantOp::create(b, loc, b.getF64FloatAttr(0x1.0p-53)));
+}
+
+/// softmax(rows / temperature) of each row of `rows` (R x V).
+static Value softmaxRows(OpBuilder &b, Location loc, Value rows,
+                         double temperature) {
+  MLIRContext *context = b.getContext();
+  auto type = cast<RankedTensorType>(rows.getType());
+  auto floatType = cast<FloatType>(type.getElementType());
+  int64_t numRows = type.getDimSize(0);
+  auto rowType = RankedTensorType::get({numRows}, floatType);
+  AffineMap identity = AffineMap::getMultiDimIdentityMap(2, context);
+  AffineMap perRow =
+      AffineMap::get(2, 0, {getAffineDimExpr(0, context)}, context);
+  SmallVector<utils::IteratorType> reduce{utils::IteratorType::parallel,
+                                          utils::IteratorType::reduction};
+  SmallVector<utils::IteratorType> map{utils::IteratorType::parallel,
+                                       utils::IteratorType::parallel};
+  auto filled = [&](double value, RankedTensorType t) {
+    Value init = tensor::EmptyOp::create(b, loc, t.getShape(), floatType);
+    Value v = arith::ConstantOp::create(b, loc, b.getFloatAttr(floatType, value));
+    return linalg::FillOp::create(b, loc, ValueRange{v}, ValueRange{init})
+        .getResult(0);
+  };
+  Value inv = arith::ConstantOp::create(
+      b, loc, b.getFloatAttr(floatType, 1.0 / temperature));
+  Value max =
+      linalg::GenericOp::create(
+          b, loc, TypeRange{rowType}, ValueRange{rows},
+          ValueRange{filled(-INFINITY, rowType)},
+          SmallVector<AffineMap>{identity, perRow}, reduce,
+          [&](OpBuilder &nb, Location l, ValueRange args) {
+            linalg::YieldOp::create(
+                nb, l,
+                arith::MaximumFOp::create(nb, l, args[0], args[1]).getResult());
+          })
+          .getResult(0);
+  Value exps =
+      linalg::GenericOp::create(
+          b, loc, TypeRange{type}, ValueRange{rows, max},
+          ValueRange{tensor::EmptyOp::create(b, loc, type.getShape(),
+                                             floatType)},
+          SmallVector<AffineMap>{identity, perRow, identity}, map,
+          [&](OpBuilder &nb, Location l, ValueRange args) {
+            Value shifted = arith::MulFOp::create(
+                nb, l, arith::SubFOp::create(nb, l, args[0], args[1]), inv);
+            linalg::YieldOp::create(
+                nb, l, math::ExpOp::create(nb, l, shifted).getResult());
+          })
+          .getResult(0);
+  Value sums =
+      linalg::GenericOp::create(
+          b, loc, TypeRange{rowType}, ValueRange{exps},
+          ValueRange{filled(0.0, rowType)},
+          SmallVector<AffineMap>{identity, perRow}, reduce,
+          [&](OpBuilder &nb, Location l, ValueRange args) {
+            linalg::YieldOp::create(
+                nb, l, arith::AddFOp::create(nb, l, args[1], args[0]).getResult());
+          })
+          .getResult(0);
+  return linalg::GenericOp::create(
+             b, loc, TypeRange{type}, ValueRange{exps, sums},
+             ValueRange{tensor::EmptyOp::create(b, loc, type.getShape(),
+                                                floatType)},
+             SmallVector<AffineMap>{identity, perRow, identity}, map,
+             [&](OpBuilder &nb, Location l, ValueRange args) {
+               linalg::YieldOp::create(
+                   nb, l,
+                   arith::DivFOp::create(nb, l, args[0], args[1]).getResult());
+             })
+      .getResult(0);
+}
+
+/// Draws an index in [0, V) with probability proportional to weight(v) >= 0,
+/// by inverting the cumulative sum at u * total (u uniform in [0, 1)).
+static Value sampleIndex(OpBuilder &b, Location loc, int64_t vocab,
+                         function_ref<Value(OpBuilder &, Location, Value)> weight,
+                         Value u) {
+  Type f64 = b.getF64Type(), i64 = b.getI64Type();
+  Value zero = arith::ConstantIndexOp::create(b, loc, 0);
+  Value one = arith::ConstantIndexOp::create(b, loc, 1);
+  Value size = arith::ConstantIndexOp::create(b, loc, vocab);
+  Value fzero = arith::ConstantOp::create(b, loc, b.getF64FloatAttr(0.0));
+  auto weightAt = [&](OpBuilder &nb, Location l, Value v) -> Value {
+    Value w = weight(nb, l, v);
+    return w.getType() == f64 ? w : Value(arith::ExtFOp::create(nb, l, f64, w));
+  };
+  Value total =
+      scf::ForOp::create(b, loc, zero, size, one, ValueRange{fzero},
+                         [&](OpBuilder &nb, Location l, Value v,
+                             ValueRange args) {
+                           scf::YieldOp::create(
+                               nb, l,
+                               arith::AddFOp::create(nb, l, args[0],
+                                                     weightAt(nb, l, v))
+                                   .getResult());
+                         })
+          .getResult(0);
+  Value threshold = arith::MulFOp::create(b, loc, u, total);
+  Value last = arith::ConstantOp::create(b, loc, b.getI64IntegerAttr(vocab - 1));
+  Value notFound = arith::ConstantOp::create(b, loc, b.getBoolAttr(true));
+  auto search = scf::ForOp::create(
+      b, loc, zero, size, one, ValueRange{fzero, last, notFound},
+      [&](OpBuilder &nb, Location l, Value v, ValueRange args) {
+        Value cumulative =
+            arith::AddFOp::create(nb, l, args[0], weightAt(nb, l, v));
+        Value past = arith::CmpFOp::create(nb, l, arith::CmpFPredicate::OLT,
+                                           threshold, cumulative);
+        Value hit = arith::AndIOp::create(nb, l, args[2], past);
+        Value index = arith::IndexCastOp::create(nb, l, i64, v);
+        scf::YieldOp::create(
+            nb, l,
+            ValueRange{cumulative,
+                       arith::SelectOp::create(nb, l, hit, index, args[1]),
+                       arith::AndIOp::create(
+                           nb, l, args[2],
+                           arith::XOrIOp::create(
+                               nb, l, past,
+                               arith::ConstantOp::create(
+                                   nb, l, nb.getBoolAttr(true))))});
+      });
+  return search.getResult(1);
 }
 
 namespace {
@@ -179,6 +333,35 @@ struct LowerPropose : OpConversionPattern<ProposeOp> {
                   ConversionPatternRewriter &rewriter) const override {
     auto logitsType = cast<RankedTensorType>(op.getLogits().getType());
     Location loc = op.getLoc();
+    if (auto rejection = dyn_cast<RejectionAttr>(op.getRule())) {
+      // Sample each row from q = softmax(logits / temperature).
+      Value q = softmaxRows(rewriter, loc, adaptor.getLogits(),
+                            rejection.getTemperature().convertToDouble());
+      SmallVector<Value> tokens;
+      for (int64_t r = 0; r < logitsType.getDimSize(0); ++r) {
+        Value row = arith::ConstantIndexOp::create(rewriter, loc, r);
+        Value u = uniform(rewriter, loc, adaptor.getKey(),
+                          arith::ConstantOp::create(
+                              rewriter, loc, rewriter.getI64IntegerAttr(r)));
+        tokens.push_back(sampleIndex(
+            rewriter, loc, logitsType.getDimSize(1),
+            [&](OpBuilder &b, Location l, Value v) -> Value {
+              return tensor::ExtractOp::create(b, l, q, ValueRange{row, v});
+            },
+            u));
+      }
+      Value tokenTensor = tensor::FromElementsOp::create(
+          rewriter, loc,
+          RankedTensorType::get({logitsType.getDimSize(0)},
+                                rewriter.getI64Type()),
+          tokens);
+      if (tokenTensor.getType() != op.getTokens().getType())
+        tokenTensor = tensor::CastOp::create(rewriter, loc,
+                                             op.getTokens().getType(),
+                                             tokenTensor);
+      rewriter.replaceOp(op, {tokenTensor, q});
+      return success();
+    }
     Value tokens = argmaxRows(rewriter, loc, adaptor.getLogits());
     if (tokens.getType() != op.getTokens().getType())
       tokens = tensor::CastOp::create(rewriter, loc, op.getTokens().getType(),
@@ -209,11 +392,100 @@ struct LowerPropose : OpConversionPattern<ProposeOp> {
 
 struct LowerAccept : OpConversionPattern<AcceptOp> {
   using OpConversionPattern::OpConversionPattern;
+
+  /// Lossless rejection sampling (Leviathan et al.; Chen et al.): proposal i
+  /// (drawn from q_i) is accepted with probability min(1, p_i(x) / q_i(x));
+  /// at the first rejection the next token is drawn from
+  /// norm(max(0, p_i - q_i)); when all are accepted, from p_gamma.
+  LogicalResult lowerRejection(AcceptOp op, OpAdaptor adaptor,
+                               RejectionAttr rule,
+                               ConversionPatternRewriter &rewriter) const {
+    Location loc = op.getLoc();
+    auto rowsType = cast<RankedTensorType>(op.getTargetLogits().getType());
+    int64_t gamma = rowsType.getDimSize(0) - 1, vocab = rowsType.getDimSize(1);
+    Value p = softmaxRows(rewriter, loc, adaptor.getTargetLogits(),
+                          rule.getTemperature().convertToDouble());
+    Value q = adaptor.getProbs(), key = adaptor.getKey();
+    Value proposals = adaptor.getProposals();
+    Type i64 = rewriter.getI64Type(), f64 = rewriter.getF64Type();
+    Value zero = arith::ConstantIndexOp::create(rewriter, loc, 0);
+    Value one = arith::ConstantIndexOp::create(rewriter, loc, 1);
+    Value falseValue =
+        arith::ConstantOp::create(rewriter, loc, rewriter.getBoolAttr(false));
+    Value trueValue =
+        arith::ConstantOp::create(rewriter, loc, rewriter.getBoolAttr(true));
+    Value noToken =
+        arith::ConstantOp::create(rewriter, loc, rewriter.getI64IntegerAttr(-1));
+    auto loop = scf::ForOp::create(
+        rewriter, loc, zero, arith::ConstantIndexOp::create(rewriter, loc, gamma),
+        one, ValueRange{zero, falseValue, noToken},
+        [&](OpBuilder &b, Location l, Value i, ValueRange args) {
+          Value count = args[0], done = args[1], next = args[2];
+          Value token = tensor::ExtractOp::create(b, l, proposals, ValueRange{i});
+          Value x = arith::IndexCastOp::create(b, l, b.getIndexType(), token);
+          Value px = arith::ExtFOp::create(
+              b, l, f64, tensor::ExtractOp::create(b, l, p, ValueRange{i, x}).getResult());
+          Value qx = arith::ExtFOp::create(
+              b, l, f64, tensor::ExtractOp::create(b, l, q, ValueRange{i, x}).getResult());
+          Value step = arith::IndexCastOp::create(b, l, i64, i);
+          Value two = arith::ConstantOp::create(b, l, b.getI64IntegerAttr(2));
+          Value counter = arith::MulIOp::create(b, l, step, two);
+          Value u = uniform(b, l, key, counter);
+          Value likely = arith::CmpFOp::create(
+              b, l, arith::CmpFPredicate::OLT,
+              arith::MulFOp::create(b, l, u, qx), px);
+          Value active = arith::XOrIOp::create(b, l, done, trueValue);
+          Value accepted = arith::AndIOp::create(b, l, active, likely);
+          Value rejected = arith::AndIOp::create(
+              b, l, active, arith::XOrIOp::create(b, l, likely, trueValue));
+          Value residual = sampleIndex(
+              b, l, vocab,
+              [&](OpBuilder &nb, Location nl, Value v) -> Value {
+                Value pv = tensor::ExtractOp::create(nb, nl, p, ValueRange{i, v});
+                Value qv = tensor::ExtractOp::create(nb, nl, q, ValueRange{i, v});
+                Value diff = arith::SubFOp::create(nb, nl, pv, qv);
+                Value zeroF = arith::ConstantOp::create(
+                    nb, nl, nb.getFloatAttr(diff.getType(), 0.0));
+                return arith::MaximumFOp::create(nb, nl, diff, zeroF);
+              },
+              uniform(b, l, key,
+                      arith::AddIOp::create(
+                          b, l, counter,
+                          arith::ConstantOp::create(b, l,
+                                                    b.getI64IntegerAttr(1)))));
+          scf::YieldOp::create(
+              b, l,
+              ValueRange{arith::SelectOp::create(
+                             b, l, accepted,
+                             arith::AddIOp::create(b, l, count, one), count),
+                         arith::OrIOp::create(b, l, done, rejected),
+                         arith::SelectOp::create(b, l, rejected, residual,
+                                                 next)});
+        });
+    Value lastRow = arith::ConstantIndexOp::create(rewriter, loc, gamma);
+    Value bonus = sampleIndex(
+        rewriter, loc, vocab,
+        [&](OpBuilder &b, Location l, Value v) -> Value {
+          return tensor::ExtractOp::create(b, l, p, ValueRange{lastRow, v});
+        },
+        uniform(rewriter, loc, key,
+                arith::ConstantOp::create(rewriter, loc,
+                                          rewriter.getI64IntegerAttr(2 * gamma + 2))));
+    Value next = arith::SelectOp::create(rewriter, loc, loop.getResult(1),
+                                         loop.getResult(2), bonus);
+    if (next.getType() != op.getNext().getType())
+      next = arith::TruncIOp::create(rewriter, loc, op.getNext().getType(), next);
+    rewriter.replaceOp(op, {loop.getResult(0), next});
+    return success();
+  }
+
   LogicalResult
   matchAndRewrite(AcceptOp op, OpAdaptor adaptor,
                   ConversionPatternRewriter &rewriter) const override {
     auto proposalsType = cast<RankedTensorType>(op.getProposals().getType());
     Location loc = op.getLoc();
+    if (auto rejection = dyn_cast<RejectionAttr>(op.getRule()))
+      return lowerRejection(op, adaptor, rejection, rewriter);
     Value targets = argmaxRows(rewriter, loc, adaptor.getTargetLogits());
     // The accepted count: the longest prefix where proposal == target.
     Value zero = arith::ConstantIndexOp::create(rewriter, loc, 0);
@@ -255,15 +527,20 @@ static LogicalResult checkSupported(ModuleOp module) {
     ok = false;
   };
   module.walk([&](Operation *op) {
+    auto filtered = [](Attribute rule) {
+      auto rejection = dyn_cast<RejectionAttr>(rule);
+      return rejection && (rejection.getTopK() != 0 ||
+                           rejection.getTopP().convertToDouble() != 1.0);
+    };
     if (auto propose = dyn_cast<ProposeOp>(op)) {
       auto logits = cast<RankedTensorType>(propose.getLogits().getType());
-      if (!isa<GreedyAttr>(propose.getRule()))
-        refuse(op, "rejection sampling is not lowered yet");
+      if (filtered(propose.getRule()))
+        refuse(op, "top-k and top-p filtering are not lowered yet");
       else if (logits.getRank() != 2 || !logits.hasStaticShape())
         refuse(op, "expects rows x vocabulary logits of static shape");
     } else if (auto accept = dyn_cast<AcceptOp>(op)) {
-      if (!isa<GreedyAttr>(accept.getRule()))
-        refuse(op, "rejection sampling is not lowered yet");
+      if (filtered(accept.getRule()))
+        refuse(op, "top-k and top-p filtering are not lowered yet");
       else if (!accept.getProposals().getType().hasStaticShape() ||
                !cast<RankedTensorType>(accept.getTargetLogits().getType())
                     .hasStaticShape())
@@ -292,6 +569,7 @@ struct LowerStepsPass
     ConversionTarget target(*context);
     target.addIllegalDialect<SpecDialect>();
     target.addLegalDialect<arith::ArithDialect, linalg::LinalgDialect,
+                           math::MathDialect,
                            tensor::TensorDialect, scf::SCFDialect>();
     target.addDynamicallyLegalOp<func::FuncOp>([&](func::FuncOp func) {
       return converter.isSignatureLegal(func.getFunctionType()) &&

@@ -215,15 +215,22 @@ def SpecLowerSteps : Pass<"spec-lower-steps", "::mlir::ModuleOp"> {
     * greedy `spec.propose`: the first argmax of each row (and a one-hot q);
       greedy `spec.accept`: the target's argmax per row, the longest prefix
       of proposals equal to it, and the target's token after that prefix.
+    * `#spec.rejection` (temperature only): `spec.propose` samples each row
+      from q = softmax(logits / T); `spec.accept` accepts proposal x with
+      probability min(1, p(x) / q(x)), draws the token after the first
+      rejection from norm(max(0, p - q)) and the bonus token from the last
+      row's p. Uniform numbers come from splitmix64 of the op's key and a
+      counter, so a seeded run is reproducible.
 
     The `spec.decoder` compositions are erased: after `spec-lower-generate`
-    their generate functions are what remains to compile. Rejection sampling
-    and the loop-level cache ops (`append`, `commit`, `rollback`, `view`,
-    `length`) are refused for now.
+    their generate functions are what remains to compile. Top-k and top-p
+    filtering and the loop-level cache ops (`append`, `commit`, `rollback`,
+    `view`, `length`) are refused for now.
   }];
   let dependentDialects = ["::mlir::arith::ArithDialect",
                            "::mlir::func::FuncDialect",
                            "::mlir::linalg::LinalgDialect",
+                           "::mlir::math::MathDialect",
                            "::mlir::scf::SCFDialect",
                            "::mlir::tensor::TensorDialect"];
 }

@@ -57,3 +57,25 @@ func.func @fresh() -> !spec.kv_cache<2x2x16x4xf32> {
 // CHECK-NOT: spec.decoder
 func.func private @draft(tensor<?x?xi64>) -> tensor<?x?x8xf32> attributes {spec.role = #spec.role<draft>}
 spec.decoder @decoder target(@target) proposer(#spec.draft<@draft, gamma = 2>) verify(#spec.greedy)
+
+// Rejection sampling: q = softmax(logits / T) sampled by inverse CDF with
+// splitmix64 uniforms; accept with min(1, p(x) / q(x)), resample from
+// max(0, p - q), or draw the bonus token from the last row.
+// CHECK-LABEL: func.func @sampling(
+func.func @sampling(%logits: tensor<2x8xf32>, %rows: tensor<3x8xf32>,
+                    %key: i64) -> (index, i64) {
+  // CHECK: math.exp
+  // CHECK: arith.constant -7046029254386353131 : i64
+  // CHECK: scf.for
+  // CHECK: arith.cmpf olt
+  %t, %q = spec.propose %logits key(%key) rule(#spec.rejection<temperature = 0.5>)
+      : tensor<2x8xf32> -> tensor<2xi64>, tensor<2x8xf32>
+  // CHECK: %[[ACCEPT:.*]]:3 = scf.for {{.*}} -> (index, i1, i64)
+  // CHECK: arith.mulf
+  // CHECK: arith.cmpf olt
+  // CHECK: arith.maximumf
+  // CHECK: arith.select %[[ACCEPT]]#1, %[[ACCEPT]]#2, %{{.*}} : i64
+  %n, %next = spec.accept %t, %rows probs(%q : tensor<2x8xf32>) key(%key)
+      rule(#spec.rejection<temperature = 0.5>) : tensor<2xi64>, tensor<3x8xf32>
+  return %n, %next : index, i64
+}
