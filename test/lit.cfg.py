@@ -25,7 +25,7 @@ config.substitutions.append(("%specula_libs", config.specula_libs_dir))
 llvm_config.with_environment("PATH", config.llvm_tools_dir, append_path=True)
 llvm_config.with_environment("PATH", config.specula_tools_dir, append_path=True)
 llvm_config.add_tool_substitutions(
-    ["spec-opt", "spec-translate"], [config.specula_tools_dir])
+    ["spec-opt", "spec-translate", "spec-run"], [config.specula_tools_dir])
 config.substitutions.append(
     ("%mlir_opt", os.path.join(config.llvm_tools_dir, "mlir-opt")))
 config.environment["ORT_NODE_PATH"] = config.ort_node_path
