@@ -233,6 +233,30 @@ static Value sampleIndex(OpBuilder &b, Location loc, int64_t vocab,
   return search.getResult(1);
 }
 
+/// The slice of a lowered cache that holds positions [start, start + length)
+/// of one layer's keys or values, and its type as one batch row:
+/// [1, heads, length, head_dim].
+struct LayerSlice {
+  SmallVector<OpFoldResult> offsets, sizes, strides;
+  RankedTensorType rowType;
+};
+static LayerSlice layerSlice(OpBuilder &b, KVCacheType cache, CachePart part,
+                             int64_t layer, OpFoldResult start,
+                             OpFoldResult length) {
+  LayerSlice slice;
+  slice.offsets = {b.getIndexAttr(part == CachePart::Keys ? 0 : 1),
+                   b.getIndexAttr(layer), b.getIndexAttr(0), start,
+                   b.getIndexAttr(0)};
+  slice.sizes = {b.getIndexAttr(1), b.getIndexAttr(1),
+                 b.getIndexAttr(cache.getNumKVHeads()), length,
+                 b.getIndexAttr(cache.getHeadDim())};
+  slice.strides.assign(5, b.getIndexAttr(1));
+  slice.rowType = RankedTensorType::get(
+      {1, cache.getNumKVHeads(), ShapedType::kDynamic, cache.getHeadDim()},
+      cache.getElementType());
+  return slice;
+}
+
 namespace {
 struct LowerAlloc : OpConversionPattern<CacheAllocOp> {
   using OpConversionPattern::OpConversionPattern;
@@ -257,28 +281,17 @@ struct LowerWrite : OpConversionPattern<CacheWriteOp> {
   LogicalResult
   matchAndRewrite(CacheWriteOp op, OpAdaptor adaptor,
                   ConversionPatternRewriter &rewriter) const override {
-    KVCacheType cache = op.getCache().getType();
     Location loc = op.getLoc();
-    // One batch row: [1, heads, n, head_dim].
-    auto entriesType = RankedTensorType::get(
-        {1, cache.getNumKVHeads(), ShapedType::kDynamic, cache.getHeadDim()},
-        cache.getElementType());
     Value entries = adaptor.getNewEntries();
-    if (entries.getType() != entriesType)
-      entries = tensor::CastOp::create(rewriter, loc, entriesType, entries);
-    Value count = tensor::DimOp::create(rewriter, loc, entries, 2);
-    int64_t part = op.getPart() == CachePart::Keys ? 0 : 1;
-    SmallVector<OpFoldResult> offsets{
-        rewriter.getIndexAttr(part), rewriter.getIndexAttr(op.getLayer()),
-        rewriter.getIndexAttr(0), adaptor.getPosition(),
-        rewriter.getIndexAttr(0)};
-    SmallVector<OpFoldResult> sizes{
-        rewriter.getIndexAttr(1), rewriter.getIndexAttr(1),
-        rewriter.getIndexAttr(cache.getNumKVHeads()), count,
-        rewriter.getIndexAttr(cache.getHeadDim())};
-    SmallVector<OpFoldResult> strides(5, rewriter.getIndexAttr(1));
+    LayerSlice slice = layerSlice(rewriter, op.getCache().getType(),
+                                  op.getPart(), op.getLayer(),
+                                  adaptor.getPosition(), OpFoldResult());
+    if (entries.getType() != slice.rowType)
+      entries = tensor::CastOp::create(rewriter, loc, slice.rowType, entries);
+    slice.sizes[3] = tensor::DimOp::create(rewriter, loc, entries, 2).getResult();
     rewriter.replaceOpWithNewOp<tensor::InsertSliceOp>(
-        op, entries, adaptor.getCache(), offsets, sizes, strides);
+        op, entries, adaptor.getCache(), slice.offsets, slice.sizes,
+        slice.strides);
     return success();
   }
 };
@@ -288,23 +301,13 @@ struct LowerRead : OpConversionPattern<CacheReadOp> {
   LogicalResult
   matchAndRewrite(CacheReadOp op, OpAdaptor adaptor,
                   ConversionPatternRewriter &rewriter) const override {
-    KVCacheType cache = op.getCache().getType();
     Location loc = op.getLoc();
-    int64_t part = op.getPart() == CachePart::Keys ? 0 : 1;
-    SmallVector<OpFoldResult> offsets{
-        rewriter.getIndexAttr(part), rewriter.getIndexAttr(op.getLayer()),
-        rewriter.getIndexAttr(0), rewriter.getIndexAttr(0),
-        rewriter.getIndexAttr(0)};
-    SmallVector<OpFoldResult> sizes{
-        rewriter.getIndexAttr(1), rewriter.getIndexAttr(1),
-        rewriter.getIndexAttr(cache.getNumKVHeads()), adaptor.getLength(),
-        rewriter.getIndexAttr(cache.getHeadDim())};
-    SmallVector<OpFoldResult> strides(5, rewriter.getIndexAttr(1));
-    auto sliceType = RankedTensorType::get(
-        {1, cache.getNumKVHeads(), ShapedType::kDynamic, cache.getHeadDim()},
-        cache.getElementType());
+    LayerSlice layer = layerSlice(rewriter, op.getCache().getType(),
+                                  op.getPart(), op.getLayer(),
+                                  rewriter.getIndexAttr(0), adaptor.getLength());
     Value slice = tensor::ExtractSliceOp::create(
-        rewriter, loc, sliceType, adaptor.getCache(), offsets, sizes, strides);
+        rewriter, loc, layer.rowType, adaptor.getCache(), layer.offsets,
+        layer.sizes, layer.strides);
     if (slice.getType() != op.getType())
       slice = tensor::CastOp::create(rewriter, loc, op.getType(), slice);
     rewriter.replaceOp(op, slice);

@@ -32,6 +32,14 @@ struct HostTensor {
   int64_t numElements() const;
 };
 
+/// An int64 tensor of `shape` holding `values` (row-major); `{}` with one
+/// value makes the 0-D tensor that stands for an index or i64 scalar.
+HostTensor makeInt64Tensor(std::vector<int64_t> shape,
+                           llvm::ArrayRef<int64_t> values);
+
+/// The first element of an int64 tensor (the value of a scalar result).
+int64_t int64Value(const HostTensor &tensor);
+
 /// The byte size of one element of an ONNX data type, 0 if unsupported.
 unsigned elementByteWidth(int32_t dataType);
 

@@ -65,6 +65,21 @@ unsigned specula::elementByteWidth(int32_t dataType) {
   }
 }
 
+HostTensor specula::makeInt64Tensor(std::vector<int64_t> shape,
+                                    ArrayRef<int64_t> values) {
+  HostTensor t{kInt64, std::move(shape), {}};
+  t.data.resize(values.size() * sizeof(int64_t));
+  std::memcpy(t.data.data(), values.data(), t.data.size());
+  return t;
+}
+
+int64_t specula::int64Value(const HostTensor &tensor) {
+  int64_t value = 0;
+  std::memcpy(&value, tensor.data.data(),
+              std::min(sizeof(value), tensor.data.size()));
+  return value;
+}
+
 int64_t HostTensor::numElements() const {
   int64_t count = 1;
   for (int64_t size : shape)

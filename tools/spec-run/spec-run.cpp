@@ -71,19 +71,6 @@ struct Tokenizer {
   int64_t vocab = 0, bos = -1, eos = -1;
 };
 
-HostTensor int64Tensor(std::vector<int64_t> shape, ArrayRef<int64_t> values) {
-  HostTensor t{/*INT64=*/7, std::move(shape), {}};
-  t.data.resize(values.size() * sizeof(int64_t));
-  std::memcpy(t.data.data(), values.data(), t.data.size());
-  return t;
-}
-
-int64_t scalarOf(const HostTensor &t) {
-  int64_t v;
-  std::memcpy(&v, t.data.data(), sizeof(v));
-  return v;
-}
-
 /// Parses and compiles `function` of the module.
 FailureOr<std::unique_ptr<GraphExecutor>>
 compileFunction(MLIRContext &context, StringRef source, StringRef function) {
@@ -108,9 +95,9 @@ FailureOr<Run> generate(GraphExecutor &executor, ArrayRef<int64_t> promptIds,
   std::string error;
   auto start = std::chrono::steady_clock::now();
   FailureOr<std::vector<HostTensor>> outputs = executor.run(
-      {int64Tensor({static_cast<int64_t>(promptIds.size())}, promptIds),
-       int64Tensor({}, {maxNewTokens.getValue()}),
-       int64Tensor({}, {seed.getValue()})},
+      {makeInt64Tensor({static_cast<int64_t>(promptIds.size())}, promptIds),
+       makeInt64Tensor({}, {maxNewTokens.getValue()}),
+       makeInt64Tensor({}, {seed.getValue()})},
       error);
   auto end = std::chrono::steady_clock::now();
   if (failed(outputs)) {
@@ -119,8 +106,8 @@ FailureOr<Run> generate(GraphExecutor &executor, ArrayRef<int64_t> promptIds,
   }
   Run run;
   run.seconds = std::chrono::duration<double>(end - start).count();
-  int64_t length = scalarOf((*outputs)[1]);
-  run.targetForwards = scalarOf((*outputs)[2]);
+  int64_t length = int64Value((*outputs)[1]);
+  run.targetForwards = int64Value((*outputs)[2]);
   const auto *seq =
       reinterpret_cast<const int64_t *>((*outputs)[0].data.data());
   for (int64_t i = promptIds.size(); i < length; ++i) {

@@ -95,23 +95,16 @@ protected:
     std::vector<int64_t> ids{kBos};
     for (unsigned char c : prompt)
       ids.push_back(c);
-    auto tensor = [](std::vector<int64_t> shape, std::vector<int64_t> values) {
-      HostTensor t{/*INT64=*/7, std::move(shape), {}};
-      t.data.resize(values.size() * sizeof(int64_t));
-      std::memcpy(t.data.data(), values.data(), t.data.size());
-      return t;
-    };
     std::string error;
     FailureOr<std::vector<HostTensor>> outputs = executor.run(
-        {tensor({static_cast<int64_t>(ids.size())}, ids),
-         tensor({}, {kNewTokens}), tensor({}, {0})},
+        {makeInt64Tensor({static_cast<int64_t>(ids.size())}, ids),
+         makeInt64Tensor({}, {kNewTokens}), makeInt64Tensor({}, {0})},
         error);
     EXPECT_TRUE(succeeded(outputs)) << error;
     if (failed(outputs))
       return {};
-    int64_t length, forwards;
-    std::memcpy(&length, (*outputs)[1].data.data(), sizeof(length));
-    std::memcpy(&forwards, (*outputs)[2].data.data(), sizeof(forwards));
+    int64_t length = int64Value((*outputs)[1]);
+    int64_t forwards = int64Value((*outputs)[2]);
     const auto *seq =
         reinterpret_cast<const int64_t *>((*outputs)[0].data.data());
     std::vector<int64_t> tokens;

@@ -83,12 +83,6 @@ double chiSquare(const std::array<int64_t, 4> &counts,
   return statistic;
 }
 
-HostTensor scalar(int64_t v) {
-  HostTensor t{/*INT64=*/7, {}, std::vector<char>(sizeof(v))};
-  std::memcpy(t.data.data(), &v, sizeof(v));
-  return t;
-}
-
 class LosslessSamplingTest : public ::testing::Test {
 protected:
   LosslessSamplingTest() {
@@ -125,10 +119,11 @@ protected:
   /// Generates `newTokens` after the prompt [0] with `key`; returns them.
   std::vector<int64_t> generate(GraphExecutor &executor, int64_t newTokens,
                                 int64_t key) {
-    HostTensor prompt{/*INT64=*/7, {1}, std::vector<char>(sizeof(int64_t))};
     std::string error;
-    FailureOr<std::vector<HostTensor>> outputs =
-        executor.run({prompt, scalar(newTokens), scalar(key)}, error);
+    FailureOr<std::vector<HostTensor>> outputs = executor.run(
+        {makeInt64Tensor({1}, {0}), makeInt64Tensor({}, {newTokens}),
+         makeInt64Tensor({}, {key})},
+        error);
     EXPECT_TRUE(succeeded(outputs)) << error;
     std::vector<int64_t> tokens(newTokens);
     std::memcpy(tokens.data(), (*outputs)[0].data.data() + sizeof(int64_t),

@@ -146,20 +146,15 @@ func.func @main(%n: index, %k: i64, %x: tensor<?xi64>) -> (i64, tensor<?xi64>, i
 }
 )mlir");
   ASSERT_TRUE(executor);
-  auto scalar = [](int64_t v) {
-    HostTensor t{kInt64, {}, std::vector<char>(sizeof(v))};
-    std::memcpy(t.data.data(), &v, sizeof(v));
-    return t;
-  };
-  HostTensor x{kInt64, {3}, std::vector<char>(3 * sizeof(int64_t))};
   std::string error;
-  FailureOr<std::vector<HostTensor>> outputs =
-      executor->run({scalar(40), scalar(2), x}, error);
+  FailureOr<std::vector<HostTensor>> outputs = executor->run(
+      {makeInt64Tensor({}, {40}), makeInt64Tensor({}, {2}),
+       makeInt64Tensor({3}, {0, 0, 0})},
+      error);
   ASSERT_TRUE(succeeded(outputs)) << error;
-  int64_t sum, first, length;
-  std::memcpy(&sum, (*outputs)[0].data.data(), sizeof(sum));
-  std::memcpy(&first, (*outputs)[1].data.data(), sizeof(first));
-  std::memcpy(&length, (*outputs)[2].data.data(), sizeof(length));
+  int64_t sum = int64Value((*outputs)[0]);
+  int64_t first = int64Value((*outputs)[1]);
+  int64_t length = int64Value((*outputs)[2]);
   EXPECT_EQ(sum, 42);
   EXPECT_EQ((*outputs)[0].shape.size(), 0u);
   EXPECT_EQ(first, 42);
