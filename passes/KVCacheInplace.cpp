@@ -235,8 +235,7 @@ void KVCacheInplacePass::runOnOperation() {
   for (auto func : getOperation().getOps<func::FuncOp>()) {
     auto role = func->getAttrOfType<RoleAttr>(SpecDialect::kRoleAttrName);
     if (!role || func.isExternal() ||
-        (role.getKind() != FunctionRole::Target &&
-         role.getKind() != FunctionRole::Draft))
+        role.getKind() == FunctionRole::MedusaHead)
       continue;
     failedAny |= failed(rewrite(func));
   }

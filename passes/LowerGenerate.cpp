@@ -22,12 +22,14 @@ using namespace specula;
 using namespace specula::spec;
 
 namespace {
-/// A model function in the in-place cache form: (input_ids, position_ids,
-/// kv_cache, past_length) -> (logits, ..., kv_cache).
+/// A model function in the in-place cache form: ([previous_hidden_states,]
+/// input_ids, position_ids, kv_cache, past_length) -> (logits, ...,
+/// kv_cache); MTP modules take the hidden states first.
 struct CachedModel {
   func::FuncOp func;
   KVCacheType cache;
   int64_t vocab;
+  bool takesHidden = false;
 
   static FailureOr<CachedModel> get(func::FuncOp func, Operation *user) {
     auto name = [&](unsigned i, bool result) -> StringRef {
@@ -36,10 +38,13 @@ struct CachedModel {
       return attr ? attr.getValue() : "";
     };
     unsigned args = func.getNumArguments(), results = func.getNumResults();
-    bool ok = args == 4 && results >= 2 && name(0, false) == "input_ids" &&
-              name(1, false) == "position_ids" &&
-              name(2, false) == "kv_cache" &&
-              name(3, false) == "past_length" && name(0, true) == "logits" &&
+    unsigned first = args > 0 && name(0, false) == "previous_hidden_states";
+    bool ok = args == 4 + first && results >= 2 &&
+              name(first, false) == "input_ids" &&
+              name(first + 1, false) == "position_ids" &&
+              name(first + 2, false) == "kv_cache" &&
+              name(first + 3, false) == "past_length" &&
+              name(0, true) == "logits" &&
               name(results - 1, true) == "kv_cache";
     auto logits = ok ? dyn_cast<RankedTensorType>(func.getResultTypes()[0])
                      : RankedTensorType();
@@ -50,8 +55,9 @@ struct CachedModel {
              << " is not in the in-place cache form (input_ids, position_ids, "
                 "kv_cache, past_length) -> (logits [1 x n x vocab], ..., "
                 "kv_cache); run spec-kv-cache-inplace first";
-    return CachedModel{func, cast<KVCacheType>(func.getArgumentTypes()[2]),
-                       logits.getDimSize(2)};
+    return CachedModel{func,
+                       cast<KVCacheType>(func.getArgumentTypes()[first + 2]),
+                       logits.getDimSize(2), first == 1};
   }
 };
 
@@ -307,6 +313,8 @@ private:
                            SymbolTable &symbols);
   LogicalResult lowerMedusa(DecoderOp decoder, MTPProposerAttr heads,
                             SymbolTable &symbols);
+  LogicalResult lowerMTPModule(DecoderOp decoder, MTPProposerAttr modules,
+                               SymbolTable &symbols);
   void emitTargetOnly(DecoderOp decoder, const CachedModel &target,
                       SymbolTable &symbols);
 };
@@ -317,10 +325,14 @@ LogicalResult LowerGeneratePass::lower(DecoderOp decoder,
   if (auto draft = dyn_cast<DraftProposerAttr>(decoder.getProposer())) {
     if (failed(lowerDraft(decoder, draft, symbols)))
       return failure();
-  } else if (failed(lowerMedusa(
-                 decoder, cast<MTPProposerAttr>(decoder.getProposer()),
-                 symbols))) {
-    return failure();
+  } else {
+    auto mtp = cast<MTPProposerAttr>(decoder.getProposer());
+    auto first = symbols.lookup<func::FuncOp>(mtp.getHeads()[0].getValue());
+    auto role = first->getAttrOfType<RoleAttr>(SpecDialect::kRoleAttrName);
+    if (failed(role.getKind() == FunctionRole::MTPModule
+                   ? lowerMTPModule(decoder, mtp, symbols)
+                   : lowerMedusa(decoder, mtp, symbols)))
+      return failure();
   }
   emitTargetOnly(decoder,
                  *CachedModel::get(symbols.lookup<func::FuncOp>(
@@ -664,5 +676,134 @@ LogicalResult LowerGeneratePass::lowerMedusa(DecoderOp decoder,
                        nextProposals, nextProbs});
       });
   pro.finish(b, loop.getResult(0), loop.getResult(2), loop.getResult(4));
+  return success();
+}
+
+/// A DeepSeek-V3-style MTP module (depth 1) beside the target: each round
+/// verifies [last, proposal]; then the module runs on the new positions, each
+/// with the target's hidden state there and the token after it (the accepted
+/// proposal, then the next token), writing its own cache at the same
+/// positions, and its last row proposes the token after the next one.
+LogicalResult LowerGeneratePass::lowerMTPModule(DecoderOp decoder,
+                                                MTPProposerAttr proposer,
+                                                SymbolTable &symbols) {
+  if (proposer.getHeads().size() != 1)
+    return decoder.emitError() << "spec-lower-generate: chains of MTP "
+                                  "modules are not lowered yet; use depth 1";
+  FailureOr<CachedModel> target = CachedModel::get(
+      symbols.lookup<func::FuncOp>(decoder.getTarget()), decoder);
+  if (failed(target))
+    return failure();
+  FailureOr<CachedModel> module = CachedModel::get(
+      symbols.lookup<func::FuncOp>(proposer.getHeads()[0].getValue()), decoder);
+  if (failed(module))
+    return failure();
+  func::FuncOp targetFunc = target->func;
+  std::optional<unsigned> hiddenIndex;
+  for (unsigned i = 0; i < targetFunc.getNumResults(); ++i)
+    if (auto name = targetFunc.getResultAttrOfType<StringAttr>(i, "onnx.name"))
+      if (name.getValue() == "hidden_states")
+        hiddenIndex = i;
+  if (!module->takesHidden || !hiddenIndex)
+    return decoder.emitError()
+           << "spec-lower-generate: the MTP module needs the target's "
+              "hidden_states result and a previous_hidden_states argument";
+  auto hiddenType =
+      cast<RankedTensorType>(targetFunc.getResultTypes()[*hiddenIndex]);
+  if (hiddenType.getRank() != 3 || hiddenType.isDynamicDim(2))
+    return decoder.emitError() << "spec-lower-generate: the target's hidden "
+                                  "states must be [1 x n x hidden]";
+  int64_t hiddenSize = hiddenType.getDimSize(2);
+
+  Attribute rule = decoder.getRule();
+  OpBuilder b(decoder.getContext());
+  Prologue pro(b, decoder, *target,
+               std::min(target->cache.getCapacity(),
+                        module->cache.getCapacity()),
+               symbols);
+  LoopBuilder &lb = pro.lb;
+  Location loc = pro.loc;
+  Type i64 = b.getI64Type();
+  int64_t vocab = target->vocab;
+  Value one = lb.index(1);
+
+  // Runs the module on `count` positions from `start`: hidden states
+  // rows [0, count) of `hidden`, tokens seq[start + 1, start + 1 + count).
+  // Returns its proposal from the last row, q and its cache.
+  auto runModule = [&](Value hidden, Value seq, Value start, Value count,
+                       Value cache, Value key) {
+    auto rowsType = RankedTensorType::get({1, ShapedType::kDynamic, hiddenSize},
+                                          hiddenType.getElementType());
+    Value rows = tensor::ExtractSliceOp::create(
+        b, loc, rowsType, hidden, ValueRange{}, ValueRange{count},
+        ValueRange{}, b.getDenseI64ArrayAttr({0, 0, 0}),
+        b.getDenseI64ArrayAttr({1, ShapedType::kDynamic, hiddenSize}),
+        b.getDenseI64ArrayAttr({1, 1, 1}));
+    Value tokens = lb.tokens(seq, arith::AddIOp::create(b, loc, start, one),
+                             count);
+    auto call = func::CallOp::create(
+        b, loc, module->func,
+        lb.operandsFor(*module,
+                       ValueRange{rows, tokens, lb.positions(start, count),
+                                  cache, start}));
+    Value last = arith::SubIOp::create(b, loc, count, one);
+    auto [token, q] =
+        lb.propose(lb.logitsRow(call.getResult(0), last, vocab), rule, key);
+    Value proposals = tensor::FromElementsOp::create(
+        b, loc, RankedTensorType::get({1}, i64), ValueRange{token});
+    return std::make_tuple(proposals, q, call.getResults().back());
+  };
+
+  // Prefill: the target's last row gives the first token; the module sees
+  // the prompt's hidden states with the tokens one ahead.
+  ValueRange prefill = pro.prefill.getResults();
+  Value lastRow = arith::SubIOp::create(b, loc, pro.promptLength, one);
+  Value first =
+      lb.propose(lb.logitsRow(prefill[0], lastRow, vocab), rule, pro.key).first;
+  Value seq1 = tensor::InsertOp::create(b, loc, first, pro.seq,
+                                        ValueRange{pro.promptLength});
+  Value moduleCache0 = CacheAllocOp::create(b, loc, module->cache);
+  auto [proposals0, probs0, moduleCache1] =
+      runModule(prefill[*hiddenIndex], seq1, lb.index(0), pro.promptLength,
+                moduleCache0, pro.key);
+
+  SmallVector<Value> inits{seq1, prefill.back(), moduleCache1,
+                           pro.promptLength, one, one, first, proposals0,
+                           probs0};
+  SmallVector<Type> types = llvm::to_vector(ValueRange(inits).getTypes());
+  auto loop = scf::WhileOp::create(
+      b, loc, types, inits,
+      [&](OpBuilder &nb, Location l, ValueRange state) {
+        scf::ConditionOp::create(
+            nb, l, pro.shouldContinue(nb, l, state[4], state[3], state[6], 2),
+            state);
+      },
+      [&](OpBuilder &nb, Location l, ValueRange state) {
+        OpBuilder::InsertionGuard guard(b);
+        b.setInsertionPoint(nb.getInsertionBlock(), nb.getInsertionPoint());
+        Value seq = state[0], cache = state[1], moduleCache = state[2],
+              lengthT = state[3], generated = state[4], steps = state[5],
+              last = state[6], proposals = state[7], probs = state[8];
+        Value roundKey = arith::AddIOp::create(
+            b, l, pro.key,
+            arith::MulIOp::create(b, l,
+                                  arith::IndexCastOp::create(b, l, i64, steps),
+                                  lb.i64(1 << 20)));
+        LoopBuilder::Round round = lb.verifyAndCommit(
+            *target, pro.floatType, rule, seq, cache, lengthT, last, proposals,
+            probs, roundKey);
+        Value count = arith::AddIOp::create(b, l, round.accepted, one);
+        auto [nextProposals, nextProbs, nextModuleCache] = runModule(
+            round.verify.getResult(*hiddenIndex), round.seq, lengthT, count,
+            moduleCache, arith::AddIOp::create(b, l, roundKey, lb.i64(1)));
+        scf::YieldOp::create(
+            b, l,
+            ValueRange{round.seq, round.verify.getResults().back(),
+                       nextModuleCache, round.lengthT,
+                       arith::AddIOp::create(b, l, generated, count),
+                       arith::AddIOp::create(b, l, steps, one), round.next,
+                       nextProposals, nextProbs});
+      });
+  pro.finish(b, loop.getResult(0), loop.getResult(3), loop.getResult(5));
   return success();
 }

@@ -122,8 +122,8 @@ def SpecKVCacheInplace : Pass<"spec-kv-cache-inplace", "::mlir::ModuleOp"> {
   let description = [{
     Model functions imported from ONNX take `past_key_values.{i}.key|value`
     and return `present.{i}.key|value = Concat(past, new)`: every step copies
-    the whole cache. For each function with role `target` or `draft` that
-    does, this pass replaces those arguments by one `!spec.kv_cache` of fixed
+    the whole cache. For each function with role `target`, `draft` or
+    `mtp_module` that does, this pass replaces those arguments by one `!spec.kv_cache` of fixed
     capacity and an `index` past length (both appended to the arguments), and
     those results by the updated cache (appended to the results); each
     concatenation becomes `spec.cache.write` of the new entries at the past

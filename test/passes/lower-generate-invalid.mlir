@@ -22,3 +22,14 @@ func.func private @head1(tensor<?x?x4xf32>) -> tensor<?x?x16xf32>
     attributes {spec.role = #spec.role<medusa_head, depth = 1>}
 // expected-error @below {{spec-lower-generate: target @target_fused does not return medusa_logits.1 for every position; fuse the heads with spec-fuse-mtp-heads{last-position-only=false} first}}
 spec.decoder @decoder target(@target_fused) proposer(#spec.mtp<[@head1]>) verify(#spec.greedy)
+
+// -----
+
+func.func private @target(tensor<?x?xi64>) -> tensor<?x?x16xf32>
+    attributes {spec.role = #spec.role<target>}
+func.func private @m1(tensor<?x?x4xf32>) -> tensor<?x?x16xf32>
+    attributes {spec.role = #spec.role<mtp_module, depth = 1>}
+func.func private @m2(tensor<?x?x4xf32>) -> tensor<?x?x16xf32>
+    attributes {spec.role = #spec.role<mtp_module, depth = 2>}
+// expected-error @below {{spec-lower-generate: chains of MTP modules are not lowered yet; use depth 1}}
+spec.decoder @decoder target(@target) proposer(#spec.mtp<[@m1, @m2]>) verify(#spec.greedy)

@@ -38,6 +38,27 @@ func.func private @head1(tensor<?x?x4xf32>) -> tensor<?x?x16xf32>
 func.func private @head2(tensor<?x?x4xf32>) -> tensor<?x?x16xf32>
     attributes {spec.role = #spec.role<medusa_head, depth = 2>}
 spec.decoder @medusa target(@fused) proposer(#spec.mtp<[@head1, @head2]>) verify(#spec.greedy)
+
+// A target returning its hidden states and a DeepSeek-style MTP module, both
+// with in-place caches.
+func.func private @trunk(tensor<?x?xi64> {onnx.name = "input_ids"},
+                         tensor<?x?xi64> {onnx.name = "position_ids"},
+                         !spec.kv_cache<2x2x64x8xf32> {onnx.name = "kv_cache"},
+                         index {onnx.name = "past_length"})
+    -> (tensor<?x?x16xf32> {onnx.name = "logits"},
+        tensor<?x?x4xf32> {onnx.name = "hidden_states"},
+        !spec.kv_cache<2x2x64x8xf32> {onnx.name = "kv_cache"})
+    attributes {spec.role = #spec.role<target>}
+func.func private @module(tensor<?x?x4xf32> {onnx.name = "previous_hidden_states"},
+                          tensor<?x?xi64> {onnx.name = "input_ids"},
+                          tensor<?x?xi64> {onnx.name = "position_ids"},
+                          !spec.kv_cache<1x2x64x8xf32> {onnx.name = "kv_cache"},
+                          index {onnx.name = "past_length"})
+    -> (tensor<?x?x16xf32> {onnx.name = "logits"},
+        tensor<?x?x4xf32> {onnx.name = "hidden_states"},
+        !spec.kv_cache<1x2x64x8xf32> {onnx.name = "kv_cache"})
+    attributes {spec.role = #spec.role<mtp_module, depth = 1>}
+spec.decoder @deepseek target(@trunk) proposer(#spec.mtp<[@module]>) verify(#spec.greedy)
 spec.decoder @sampled target(@target) proposer(#spec.draft<@draft, gamma = 2>) verify(#spec.rejection<temperature = 0.8>)
 
 // The sequence buffer has the smaller cache's capacity (32).
@@ -97,6 +118,19 @@ spec.decoder @sampled target(@target) proposer(#spec.draft<@draft, gamma = 2>) v
 // CHECK: tensor.extract_slice %[[FV]]#2[0, %[[FN]], 0] [1, 1, 16] [1, 1, 1]
 // CHECK: spec.propose
 // CHECK: scf.yield %{{.*}}, %[[FV]]#3, %{{.*}}, %{{.*}}, %{{.*}}, %[[FNEXT]]
+
+// MTP module: after each verification the module sees the new positions'
+// hidden states (rows [0, n + 1) of the target's) and the tokens after them.
+// CHECK-LABEL: func.func @deepseek_generate(
+// CHECK: %[[PRE:.*]]:3 = call @trunk(
+// CHECK: call @module(
+// CHECK: scf.while
+// CHECK: } do {
+// CHECK: %[[DV:.*]]:3 = spec.verify @trunk(
+// CHECK: %[[DN:.*]], %{{.*}} = spec.accept %{{.*}}, %{{.*}} rule(#spec.greedy) : tensor<1xi64>, tensor<2x16xf32>
+// CHECK: %[[COUNT:.*]] = arith.addi %[[DN]], %{{.*}} : index
+// CHECK: tensor.extract_slice %[[DV]]#1[0, 0, 0] [1, %[[COUNT]], 4] [1, 1, 1]
+// CHECK: func.call @module(
 
 // Rejection sampling: proposals carry q and keys; accept uses them.
 // CHECK-LABEL: func.func @sampled_generate(

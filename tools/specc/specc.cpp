@@ -119,7 +119,7 @@ int main(int argc, char **argv) {
     return 1;
 
   PassManager pm(&context);
-  bool medusaFused = false;
+  bool medusaFused = false, mtpModule = false;
   if (!draftPath.empty()) {
     if (failed(importInto(*module, draftPath, "draft")))
       return 1;
@@ -164,12 +164,15 @@ int main(int argc, char **argv) {
       pm.addPass(createSpecFuseMTPHeads(fuseOptions));
       medusaFused = true;
     }
+    // One DeepSeek-style MTP module runs beside the target in the loop.
+    mtpModule = role && role.getKind() == spec::FunctionRole::MTPModule &&
+                headPaths.size() == 1;
   }
   if (kvCacheInplace) {
     pm.addPass(createSpecKVCacheInplace());
-    // The decode loop needs the in-place caches (and fused Medusa heads);
-    // the MTP-module loop comes later.
-    if (!draftPath.empty() || medusaFused)
+    // The decode loop needs the in-place caches (and fused Medusa heads, or
+    // a single MTP module).
+    if (!draftPath.empty() || medusaFused || mtpModule)
       pm.addPass(createSpecLowerGenerate());
   }
   if (failed(pm.run(*module)) || failed(verify(*module)))

@@ -1,7 +1,8 @@
 //===- ExactGreedyTest.cpp - speculative greedy equals the target's own ---===//
 //
-// Builds the two example decoders from the bundled ONNX models as specc does
-// (import, spec-pair-draft or spec-fuse-mtp-heads, spec-kv-cache-inplace,
+// Builds the three example decoders (draft, Medusa heads, DeepSeek-style MTP
+// module) from the bundled ONNX models as specc does (import,
+// spec-pair-draft or spec-fuse-mtp-heads, spec-kv-cache-inplace,
 // spec-lower-generate), compiles their speculative and target-only loops
 // once, and requires identical tokens on 20 prompts x 128 new tokens: every
 // prompt, every position, no tolerance.
@@ -176,4 +177,20 @@ TEST_F(ExactGreedyTest, MedusaDecoder) {
         pm.addPass(createSpecFuseMTPHeads(options));
       },
       1.5);
+}
+
+TEST_F(ExactGreedyTest, MTPModuleDecoder) {
+  expectExact(
+      [&](ModuleOp module, PassManager &pm) {
+        import(module, "target.onnx", "target");
+        import(module, "mtp_module.onnx", "head1");
+        OpBuilder b = OpBuilder::atBlockEnd(module.getBody());
+        spec::DecoderOp::create(
+            b, module.getLoc(), b.getStringAttr("decoder"),
+            FlatSymbolRefAttr::get(&context, "target"),
+            spec::MTPProposerAttr::get(
+                &context, {FlatSymbolRefAttr::get(&context, "head1")}),
+            spec::GreedyAttr::get(&context), FloatAttr());
+      },
+      1.3);
 }
