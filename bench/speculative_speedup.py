@@ -1,0 +1,141 @@
+#!/usr/bin/env python3
+"""Speculative vs target-only decoding on the bundled example models.
+
+Compiles the draft, Medusa and MTP-module decoders with `specc`, runs each
+prompt with `spec-run --compare --json` (both modes in one process, one after
+the other, so the ratio is measured under the same load) and reports, per
+decoder, tokens per target forward, the measured acceptance next to the
+reference figure from models/metrics.json, and the speedup in tokens/s.
+
+`spec-run --compare` runs the decoder's `_target_only` loop as the baseline.
+For Medusa that loop calls the fused target, which also computes the heads,
+so the table adds the speedup over the plain target: the draft decoder's
+target-only rate (the unmodified target, same kernels, same prompts).
+
+    python3 bench/speculative_speedup.py [--build build] [--prompts 5]
+        [--max-new-tokens 128] [--json results.json]
+
+Not a test: nothing here asserts on time. Figures quoted in docs come from
+this script, with the command line that produced them.
+"""
+
+import argparse
+import json
+import os
+import subprocess
+import sys
+import tempfile
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+MODELS = os.path.join(ROOT, "models")
+
+# Python-source openings in the style of the models' corpus (the Python
+# standard library); fixed so that runs are comparable.
+PROMPTS = [
+    "import os",
+    "class Parser:",
+    "def __init__(self, name):",
+    "    for key, value in",
+    "from collections import",
+    "    if not isinstance(",
+    "    raise ValueError(",
+    "    return self.",
+]
+
+
+def decoders(reference):
+    """(name, specc arguments, reference tokens per target forward)."""
+    draft = [d for d in reference["draft"] if d["gamma"] == 5][0]
+    medusa = reference["medusa"]["mean_tokens_per_step"]
+    mtp = 1 + reference["mtp"]["per_position_acceptance"][0]
+    heads = [f"--mtp-head={MODELS}/medusa_head_{i}.onnx" for i in (1, 2, 3)]
+    return [
+        ("draft (gamma 5)", [f"--draft={MODELS}/draft.onnx", "--gamma=5"],
+         draft["mean_tokens_per_step"]),
+        ("Medusa (3 heads)", heads, medusa),
+        ("MTP module", [f"--mtp-head={MODELS}/mtp_module.onnx"], mtp),
+    ]
+
+
+def run(command):
+    result = subprocess.run(command, capture_output=True, text=True)
+    if result.returncode != 0:
+        sys.exit(f"error: {' '.join(command)} failed:\n{result.stderr}")
+    return result.stdout
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--build", default=os.path.join(ROOT, "build"))
+    parser.add_argument("--prompts", type=int, default=5,
+                        help=f"how many of the {len(PROMPTS)} prompts to run")
+    parser.add_argument("--max-new-tokens", type=int, default=128)
+    parser.add_argument("--json", help="also write the results here")
+    args = parser.parse_args()
+    if not 1 <= args.prompts <= len(PROMPTS):
+        sys.exit(f"error: --prompts must be between 1 and {len(PROMPTS)}")
+    specc = os.path.join(args.build, "bin", "specc")
+    spec_run = os.path.join(args.build, "bin", "spec-run")
+    for tool in (specc, spec_run):
+        if not os.access(tool, os.X_OK):
+            sys.exit(f"error: {tool} not found; run `ninja -C {args.build} "
+                     "specc spec-run` first")
+    with open(os.path.join(MODELS, "metrics.json")) as f:
+        reference = json.load(f)["acceptance"]
+
+    results = []
+    with tempfile.TemporaryDirectory() as tmp:
+        for name, flags, reference_per_forward in decoders(reference):
+            module = os.path.join(tmp, "decoder.mlir")
+            run([specc, f"{MODELS}/target.onnx", *flags, "-o", module])
+            totals = {"speculative": [0, 0, 0.0], "no_speculation": [0, 0, 0.0]}
+            identical = True
+            for prompt in PROMPTS[:args.prompts]:
+                out = json.loads(run([spec_run, module, f"--prompt={prompt}",
+                                      f"--max-new-tokens={args.max_new_tokens}",
+                                      "--compare", "--json"]))
+                identical &= out["identical"]
+                for mode, total in totals.items():
+                    total[0] += out[mode]["new_tokens"]
+                    total[1] += out[mode]["target_forwards"]
+                    total[2] += out[mode]["seconds"]
+                print(f"  {name}: {prompt!r} done", file=sys.stderr)
+            spec, base = totals["speculative"], totals["no_speculation"]
+            results.append({
+                "decoder": name,
+                "identical": identical,
+                "tokens_per_target_forward": spec[0] / spec[1],
+                "reference_tokens_per_target_forward": reference_per_forward,
+                "speculative_tokens_per_second": spec[0] / spec[2],
+                "target_only_tokens_per_second": base[0] / base[2],
+                "speedup": (spec[0] / spec[2]) / (base[0] / base[2]),
+            })
+    # The draft decoder's target-only loop runs the unmodified target.
+    plain = results[0]["target_only_tokens_per_second"]
+    for r in results:
+        r["speedup_over_plain_target"] = r["speculative_tokens_per_second"] / plain
+
+    print(f"{args.prompts} prompts x {args.max_new_tokens} new tokens, greedy")
+    print(f"{'decoder':<18} {'same text':>9} {'tok/fwd':>8} {'reference':>9} "
+          f"{'spec tok/s':>10} {'target tok/s':>12} {'speedup':>8} "
+          f"{'vs plain target':>15}")
+    for r in results:
+        print(f"{r['decoder']:<18} {'yes' if r['identical'] else 'NO':>9} "
+              f"{r['tokens_per_target_forward']:>8.2f} "
+              f"{r['reference_tokens_per_target_forward']:>9.2f} "
+              f"{r['speculative_tokens_per_second']:>10.1f} "
+              f"{r['target_only_tokens_per_second']:>12.1f} "
+              f"{r['speedup']:>7.2f}x "
+              f"{r['speedup_over_plain_target']:>14.2f}x")
+    print("reference: torch, held-out prompts (models/metrics.json); "
+          "tok/fwd: new tokens per target forward")
+    if args.json:
+        with open(args.json, "w") as f:
+            json.dump({"prompts": args.prompts,
+                       "max_new_tokens": args.max_new_tokens,
+                       "results": results}, f, indent=2)
+    return 0 if all(r["identical"] for r in results) else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())
