@@ -292,6 +292,44 @@ struct Prologue {
     func::ReturnOp::create(b, loc, ValueRange{seq, length, steps});
   }
 
+  /// Where the loop state keeps what the loop condition and finish() read.
+  struct StateLayout {
+    unsigned seq, length, generated, steps, last;
+  };
+
+  /// Builds the decode loop over `inits` and the function's return: rounds
+  /// of at most `round` positions run while shouldContinue holds; `body`
+  /// builds one round at `b`'s insertion point and returns the next state.
+  void loop(OpBuilder &b, ValueRange inits, StateLayout layout, int64_t round,
+            function_ref<SmallVector<Value>(Location, ValueRange)> body) {
+    auto whileOp = scf::WhileOp::create(
+        b, loc, llvm::to_vector(inits.getTypes()), inits,
+        [&](OpBuilder &nb, Location l, ValueRange state) {
+          scf::ConditionOp::create(
+              nb, l,
+              shouldContinue(nb, l, state[layout.generated],
+                             state[layout.length], state[layout.last], round),
+              state);
+        },
+        [&](OpBuilder &nb, Location l, ValueRange state) {
+          OpBuilder::InsertionGuard guard(b);
+          b.setInsertionPoint(nb.getInsertionBlock(), nb.getInsertionPoint());
+          scf::YieldOp::create(b, l, body(l, state));
+        });
+    finish(b, whileOp.getResult(layout.seq), whileOp.getResult(layout.length),
+           whileOp.getResult(layout.steps));
+  }
+
+  /// The sampling key of the round after `steps` target forwards: each round
+  /// owns 2^20 consecutive keys.
+  Value roundKey(OpBuilder &b, Location l, Value steps) {
+    return arith::AddIOp::create(
+        b, l, key,
+        arith::MulIOp::create(
+            b, l, arith::IndexCastOp::create(b, l, b.getI64Type(), steps),
+            lb.i64(1 << 20)));
+  }
+
   Location loc;
   LoopBuilder lb;
   int64_t capacity;
@@ -365,17 +403,10 @@ void LowerGeneratePass::emitTargetOnly(DecoderOp decoder,
   Value one = lb.index(1);
   SmallVector<Value> inits{seq1, pro.prefill.getResults().back(),
                            pro.promptLength, one, one, first};
-  SmallVector<Type> types = llvm::to_vector(ValueRange(inits).getTypes());
-  auto loop = scf::WhileOp::create(
-      b, loc, types, inits,
-      [&](OpBuilder &nb, Location l, ValueRange state) {
-        scf::ConditionOp::create(
-            nb, l, pro.shouldContinue(nb, l, state[3], state[2], state[5], 1),
-            state);
-      },
-      [&](OpBuilder &nb, Location l, ValueRange state) {
-        OpBuilder::InsertionGuard guard(b);
-        b.setInsertionPoint(nb.getInsertionBlock(), nb.getInsertionPoint());
+  pro.loop(
+      b, inits,
+      {/*seq=*/0, /*length=*/2, /*generated=*/3, /*steps=*/4, /*last=*/5}, 1,
+      [&](Location l, ValueRange state) -> SmallVector<Value> {
         Value seq = state[0], cache = state[1], lengthT = state[2],
               generated = state[3], steps = state[4], last = state[5];
         Value token = tensor::FromElementsOp::create(
@@ -391,13 +422,13 @@ void LowerGeneratePass::emitTargetOnly(DecoderOp decoder,
         Value newLength = arith::AddIOp::create(b, l, lengthT, one);
         Value newSeq = tensor::InsertOp::create(b, l, next, seq,
                                                 ValueRange{newLength});
-        scf::YieldOp::create(
-            b, l,
-            ValueRange{newSeq, newCache, newLength,
-                       arith::AddIOp::create(b, l, generated, one),
-                       arith::AddIOp::create(b, l, steps, one), next});
+        return {newSeq,
+                newCache,
+                newLength,
+                arith::AddIOp::create(b, l, generated, one),
+                arith::AddIOp::create(b, l, steps, one),
+                next};
       });
-  pro.finish(b, loop.getResult(0), loop.getResult(2), loop.getResult(4));
 }
 
 LogicalResult LowerGeneratePass::lowerDraft(DecoderOp decoder,
@@ -437,37 +468,22 @@ LogicalResult LowerGeneratePass::lowerDraft(DecoderOp decoder,
   Value seq1 = tensor::InsertOp::create(b, loc, first, pro.seq,
                                         ValueRange{promptLength});
   Value targetCache1 = pro.prefill.getResults().back();
-  auto seqType = cast<RankedTensorType>(seq1.getType());
-  Type indexType = b.getIndexType();
 
-  // Loop state: sequence, target length (the last token's position), draft
-  // length, tokens generated, target forwards, done flag.
+  // Loop state: sequence, target and draft caches, target length (the last
+  // token's position), draft length, tokens generated, target forwards, last
+  // token.
   Value one = lb.index(1);
-  Type cacheT = target->cache, cacheD = draft->cache;
   SmallVector<Value> inits{seq1,         targetCache1, draftCache1,
                            promptLength, promptLength, one,
                            one,          first};
-  SmallVector<Type> types{seqType,   cacheT,    cacheD,    indexType,
-                          indexType, indexType, indexType, i64};
-  auto loop = scf::WhileOp::create(
-      b, loc, types, inits,
-      [&](OpBuilder &nb, Location l, ValueRange state) {
-        Value go = pro.shouldContinue(nb, l, state[5], state[3], state[7],
-                                      gamma + 1);
-        scf::ConditionOp::create(nb, l, go, state);
-      },
-      [&](OpBuilder &nb, Location l, ValueRange state) {
-        OpBuilder::InsertionGuard guard(b);
-        b.setInsertionPoint(nb.getInsertionBlock(), nb.getInsertionPoint());
+  pro.loop(
+      b, inits,
+      {/*seq=*/0, /*length=*/3, /*generated=*/5, /*steps=*/6, /*last=*/7},
+      gamma + 1, [&](Location l, ValueRange state) -> SmallVector<Value> {
         Value seq = state[0], cacheTarget = state[1], cacheDraft = state[2],
               lengthT = state[3], lengthD = state[4], generated = state[5],
               steps = state[6], last = state[7];
-        Value roundKey = arith::AddIOp::create(
-            b, l, key,
-            arith::MulIOp::create(
-                b, l,
-                arith::IndexCastOp::create(b, l, i64, steps),
-                lb.i64(1 << 20)));
+        Value roundKey = pro.roundKey(b, l, steps);
 
         // Propose: gamma draft forwards. The first one feeds every token the
         // draft has not cached: seq[lengthD .. lengthT].
@@ -533,14 +549,15 @@ LogicalResult LowerGeneratePass::lowerDraft(DecoderOp decoder,
         Value newLengthD = arith::MinUIOp::create(
             b, l, newLengthT, proposeLoop.getResult(1));
         Value produced = arith::AddIOp::create(b, l, accepted, one);
-        scf::YieldOp::create(
-            b, l,
-            ValueRange{seqNext, targetCacheOut, draftCacheOut, newLengthT,
-                       newLengthD,
-                       arith::AddIOp::create(b, l, generated, produced),
-                       arith::AddIOp::create(b, l, steps, one), nextToken});
+        return {seqNext,
+                targetCacheOut,
+                draftCacheOut,
+                newLengthT,
+                newLengthD,
+                arith::AddIOp::create(b, l, generated, produced),
+                arith::AddIOp::create(b, l, steps, one),
+                nextToken};
       });
-  pro.finish(b, loop.getResult(0), loop.getResult(3), loop.getResult(6));
   return success();
 }
 
@@ -635,27 +652,14 @@ LogicalResult LowerGeneratePass::lowerMedusa(DecoderOp decoder,
   // position), tokens generated, target forwards, last token, proposals, q.
   SmallVector<Value> inits{seq1,  prefill.back(), pro.promptLength, one,
                            one,   first,          proposals0,       probs0};
-  SmallVector<Type> types = llvm::to_vector(ValueRange(inits).getTypes());
-  auto loop = scf::WhileOp::create(
-      b, loc, types, inits,
-      [&](OpBuilder &nb, Location l, ValueRange state) {
-        scf::ConditionOp::create(
-            nb, l,
-            pro.shouldContinue(nb, l, state[3], state[2], state[5],
-                               numHeads + 1),
-            state);
-      },
-      [&](OpBuilder &nb, Location l, ValueRange state) {
-        OpBuilder::InsertionGuard guard(b);
-        b.setInsertionPoint(nb.getInsertionBlock(), nb.getInsertionPoint());
+  pro.loop(
+      b, inits,
+      {/*seq=*/0, /*length=*/2, /*generated=*/3, /*steps=*/4, /*last=*/5},
+      numHeads + 1, [&](Location l, ValueRange state) -> SmallVector<Value> {
         Value seq = state[0], cache = state[1], lengthT = state[2],
               generated = state[3], steps = state[4], last = state[5],
               proposals = state[6], probs = state[7];
-        Value roundKey = arith::AddIOp::create(
-            b, l, pro.key,
-            arith::MulIOp::create(b, l,
-                                  arith::IndexCastOp::create(b, l, i64, steps),
-                                  lb.i64(1 << 20)));
+        Value roundKey = pro.roundKey(b, l, steps);
         // Verify, accept and commit in one fused forward.
         LoopBuilder::Round round = lb.verifyAndCommit(
             *target, pro.floatType, rule, seq, cache, lengthT, last, proposals,
@@ -666,16 +670,17 @@ LogicalResult LowerGeneratePass::lowerMedusa(DecoderOp decoder,
         // The next proposals: the heads at the last accepted position.
         auto [nextProposals, nextProbs] =
             propose(verify.getResults(), accepted, roundKey);
-        scf::YieldOp::create(
-            b, l,
-            ValueRange{seqNext, verify.getResults().back(), newLengthT,
-                       arith::AddIOp::create(
-                           b, l, generated,
-                           arith::AddIOp::create(b, l, accepted, one)),
-                       arith::AddIOp::create(b, l, steps, one), nextToken,
-                       nextProposals, nextProbs});
+        return {
+            seqNext,
+            verify.getResults().back(),
+            newLengthT,
+            arith::AddIOp::create(b, l, generated,
+                                  arith::AddIOp::create(b, l, accepted, one)),
+            arith::AddIOp::create(b, l, steps, one),
+            nextToken,
+            nextProposals,
+            nextProbs};
       });
-  pro.finish(b, loop.getResult(0), loop.getResult(2), loop.getResult(4));
   return success();
 }
 
@@ -770,25 +775,14 @@ LogicalResult LowerGeneratePass::lowerMTPModule(DecoderOp decoder,
   SmallVector<Value> inits{seq1, prefill.back(), moduleCache1,
                            pro.promptLength, one, one, first, proposals0,
                            probs0};
-  SmallVector<Type> types = llvm::to_vector(ValueRange(inits).getTypes());
-  auto loop = scf::WhileOp::create(
-      b, loc, types, inits,
-      [&](OpBuilder &nb, Location l, ValueRange state) {
-        scf::ConditionOp::create(
-            nb, l, pro.shouldContinue(nb, l, state[4], state[3], state[6], 2),
-            state);
-      },
-      [&](OpBuilder &nb, Location l, ValueRange state) {
-        OpBuilder::InsertionGuard guard(b);
-        b.setInsertionPoint(nb.getInsertionBlock(), nb.getInsertionPoint());
+  pro.loop(
+      b, inits,
+      {/*seq=*/0, /*length=*/3, /*generated=*/4, /*steps=*/5, /*last=*/6}, 2,
+      [&](Location l, ValueRange state) -> SmallVector<Value> {
         Value seq = state[0], cache = state[1], moduleCache = state[2],
               lengthT = state[3], generated = state[4], steps = state[5],
               last = state[6], proposals = state[7], probs = state[8];
-        Value roundKey = arith::AddIOp::create(
-            b, l, pro.key,
-            arith::MulIOp::create(b, l,
-                                  arith::IndexCastOp::create(b, l, i64, steps),
-                                  lb.i64(1 << 20)));
+        Value roundKey = pro.roundKey(b, l, steps);
         LoopBuilder::Round round = lb.verifyAndCommit(
             *target, pro.floatType, rule, seq, cache, lengthT, last, proposals,
             probs, roundKey);
@@ -796,14 +790,15 @@ LogicalResult LowerGeneratePass::lowerMTPModule(DecoderOp decoder,
         auto [nextProposals, nextProbs, nextModuleCache] = runModule(
             round.verify.getResult(*hiddenIndex), round.seq, lengthT, count,
             moduleCache, arith::AddIOp::create(b, l, roundKey, lb.i64(1)));
-        scf::YieldOp::create(
-            b, l,
-            ValueRange{round.seq, round.verify.getResults().back(),
-                       nextModuleCache, round.lengthT,
-                       arith::AddIOp::create(b, l, generated, count),
-                       arith::AddIOp::create(b, l, steps, one), round.next,
-                       nextProposals, nextProbs});
+        return {round.seq,
+                round.verify.getResults().back(),
+                nextModuleCache,
+                round.lengthT,
+                arith::AddIOp::create(b, l, generated, count),
+                arith::AddIOp::create(b, l, steps, one),
+                round.next,
+                nextProposals,
+                nextProbs};
       });
-  pro.finish(b, loop.getResult(0), loop.getResult(3), loop.getResult(5));
   return success();
 }
