@@ -235,4 +235,39 @@ def SpecLowerSteps : Pass<"spec-lower-steps", "::mlir::ModuleOp"> {
                            "::mlir::tensor::TensorDialect"];
 }
 
+def SpecExternalizeWeights
+    : Pass<"spec-externalize-weights", "::mlir::ModuleOp"> {
+  let summary = "Move large constants of LLVM-dialect code into a weights "
+                "file the runtime maps";
+  let description = [{
+    Runs on a module in the LLVM dialect (after `spec-graph-to-llvm`). Every
+    constant `llvm.mlir.global` whose dense initializer (`dense_resource` or
+    a non-splat `dense`) holds at least `min-bytes` bytes is written into the
+    file `path`, at an offset aligned to 64 bytes (or the global's own larger
+    alignment), and removed from the module. Each `llvm.mlir.addressof` of it
+    becomes an address computed from the weights base:
+
+      %base = llvm.load @spec_weights_base {invariant} : !llvm.ptr
+      %w = llvm.getelementptr inbounds %base[OFFSET] : (!llvm.ptr) -> !llvm.ptr, i8
+
+    `@spec_weights_base` is an exported pointer global (null until set). The
+    runtime maps the weights file and stores its address there before calling
+    any entry point, so weights are never compiled into code: code generation
+    time does not grow with model size, and one shared object can run with
+    other weights of the same layout.
+
+    Splat constants and small ones stay in code. Without `path` the pass fails, as it does when the file
+    cannot be written or a constant's data is missing (an elided resource).
+
+    Example: `spec-opt --spec-externalize-weights='path=weights.bin min-bytes=256'`
+  }];
+  let options = [
+    Option<"path", "path", "std::string", "\"\"",
+           "The weights file to write (required)">,
+    Option<"minBytes", "min-bytes", "int64_t", "1024",
+           "Constants smaller than this stay in code">
+  ];
+  let dependentDialects = ["::mlir::LLVM::LLVMDialect"];
+}
+
 #endif // SPECULA_PASSES_PASSES_TD

@@ -1,257 +1,417 @@
-//===- spec-run.cpp - run a compiled speculative decoder on a prompt ------===//
+//===- spec-run.cpp - generate text with a compiled speculative decoder ---===//
 //
-//   spec-run decoder.mlir --prompt "def main(" [--max-new-tokens N]
-//            [--seed S] [--no-speculation] [--compare] [--json]
+//   spec-run model.spec --prompt "def main(" [--max-new-tokens N] [--seed S]
+//            [--no-speculation | --compare] [--json] [--profile out.json]
 //
-// Takes what `specc` writes (models plus a spec.decoder, lowered to its
-// decode loops), compiles it for the CPU (spec-lower-steps,
-// spec-graph-to-llvm, JIT), tokenizes the prompt with the models' byte-level
-// tokenizer, generates, and prints the text and the statistics. This is the
-// JIT path; the ahead-of-time artifact and the specrt_* runtime replace it.
+// A thin command line over the specrt runtime (no MLIR): opens the artifact
+// that `specc -o model.spec` wrote, tokenizes the prompt with the model's
+// byte-level tokenizer, generates, and prints the text and the statistics.
 //
 //===----------------------------------------------------------------------===//
 
-#include "dialects/spec/SpecOps.h"
-#include "passes/Passes.h"
-#include "specula/GraphExecutor.h"
-#include "specula/InitAll.h"
+#include "specrt/specrt.h"
 
-#include "mlir/Dialect/Func/IR/FuncOps.h"
-#include "mlir/IR/MLIRContext.h"
-#include "mlir/InitAllDialects.h"
-#include "mlir/Parser/Parser.h"
-#include "mlir/Pass/PassManager.h"
-#include "llvm/Support/CommandLine.h"
-#include "llvm/Support/FormatVariadic.h"
-#include "llvm/Support/InitLLVM.h"
-#include "llvm/Support/JSON.h"
-#include "llvm/Support/MemoryBuffer.h"
-#include "llvm/Support/SourceMgr.h"
-
-#include <chrono>
+#include <cerrno>
+#include <cmath>
+#include <cstdio>
+#include <cstdlib>
 #include <cstring>
-
-using namespace mlir;
-using namespace specula;
-namespace cl = llvm::cl;
-
-static cl::OptionCategory category("spec-run options");
-static cl::opt<std::string> modulePath(cl::Positional, cl::Required,
-                                       cl::desc("<decoder.mlir>"),
-                                       cl::cat(category));
-static cl::opt<std::string> prompt("prompt", cl::desc("The prompt text"),
-                                   cl::init(""), cl::cat(category));
-static cl::opt<int64_t> maxNewTokens("max-new-tokens",
-                                     cl::desc("Tokens to generate at most"),
-                                     cl::init(128), cl::cat(category));
-static cl::opt<int64_t> seed("seed",
-                             cl::desc("Key of the sampler (sampling decoders)"),
-                             cl::init(0), cl::cat(category));
-static cl::opt<bool> noSpeculation(
-    "no-speculation",
-    cl::desc("Run the target alone, with the same kernels"),
-    cl::cat(category));
-static cl::opt<bool> compare(
-    "compare",
-    cl::desc("Run with and without speculation and report the speedup"),
-    cl::cat(category));
-static cl::opt<bool> json("json", cl::desc("Print JSON"), cl::cat(category));
-static cl::opt<std::string> decoderName(
-    "decoder", cl::desc("The spec.decoder to run"), cl::init("decoder"),
-    cl::cat(category));
+#include <optional>
+#include <string>
+#include <vector>
 
 namespace {
+const char *kUsage =
+    "usage: spec-run MODEL.spec [options]\n"
+    "\n"
+    "Generates text with a speculative decoder compiled by specc (an\n"
+    "artifact directory) and prints the text and the statistics.\n"
+    "\n"
+    "options:\n"
+    "  --prompt TEXT          the prompt (byte-level tokens, BOS first)\n"
+    "  --prompt-ids IDS       the prompt as comma-separated token ids\n"
+    "  --max-new-tokens N     tokens to generate at most (default 128)\n"
+    "  --seed S               key of the sampler, for sampling artifacts\n"
+    "                         (default 0; a seeded run reproduces exactly)\n"
+    "  --stop-token ID        stop after this token as well as EOS; repeat\n"
+    "  --temperature T, --top-k K, --top-p P\n"
+    "                         sampling settings; they are compiled into the\n"
+    "                         artifact, so they must match it (specc\n"
+    "                         --sampling --temperature T)\n"
+    "  --no-speculation       run the target alone, with the same kernels\n"
+    "  --compare              run with and without speculation; report the\n"
+    "                         speedup and whether the outputs are identical\n"
+    "  --json                 print JSON instead of text\n"
+    "  --profile FILE         write the measured acceptance as JSON, for\n"
+    "                         specc --profile (gamma from the cost model)\n"
+    "  --device cpu|cuda      the device to run on (default cpu)\n"
+    "  --help                 this text\n";
+
+struct Options {
+  std::string model;
+  std::optional<std::string> prompt;
+  std::optional<std::vector<int64_t>> promptIds;
+  int64_t maxNewTokens = 128;
+  uint64_t seed = 0;
+  std::vector<int64_t> stopTokens;
+  double temperature = -1, topP = -1;
+  int64_t topK = -1;
+  bool noSpeculation = false, compare = false, json = false;
+  std::string profile;
+  specrt_device_kind device = SPECRT_DEVICE_CPU;
+};
+
+int usageError(const std::string &message) {
+  std::fprintf(stderr, "spec-run: error: %s\n(see spec-run --help)\n",
+               message.c_str());
+  return 2;
+}
+
+bool parseInteger(const std::string &text, int64_t &value) {
+  if (text.empty())
+    return false;
+  errno = 0;
+  char *end = nullptr;
+  long long parsed = std::strtoll(text.c_str(), &end, 10);
+  if (errno || *end)
+    return false;
+  value = parsed;
+  return true;
+}
+
+bool parseNumber(const std::string &text, double &value) {
+  if (text.empty())
+    return false;
+  errno = 0;
+  char *end = nullptr;
+  value = std::strtod(text.c_str(), &end);
+  return !errno && !*end;
+}
+
+/// Parses the command line; returns an exit code to stop with, or -1.
+int parseOptions(int argc, char **argv, Options &o) {
+  for (int i = 1; i < argc; ++i) {
+    std::string arg = argv[i];
+    std::string value;
+    bool hasValue = false;
+    size_t eq = arg.find('=');
+    if (arg.rfind("--", 0) == 0 && eq != std::string::npos) {
+      value = arg.substr(eq + 1);
+      arg = arg.substr(0, eq);
+      hasValue = true;
+    }
+    auto next = [&]() -> bool {
+      if (hasValue)
+        return true;
+      if (i + 1 >= argc)
+        return false;
+      value = argv[++i];
+      return true;
+    };
+    auto needsValue = [&]() {
+      return usageError("option " + arg + " needs a value");
+    };
+    if (arg == "--help" || arg == "-h") {
+      std::fputs(kUsage, stdout);
+      return 0;
+    } else if (arg == "--prompt") {
+      if (!next())
+        return needsValue();
+      o.prompt = value;
+    } else if (arg == "--prompt-ids") {
+      if (!next())
+        return needsValue();
+      std::vector<int64_t> ids;
+      size_t start = 0;
+      while (start <= value.size()) {
+        size_t comma = value.find(',', start);
+        std::string item = value.substr(start, comma - start);
+        int64_t id;
+        if (!parseInteger(item, id))
+          return usageError("--prompt-ids: '" + item + "' is not a token id");
+        ids.push_back(id);
+        if (comma == std::string::npos)
+          break;
+        start = comma + 1;
+      }
+      o.promptIds = ids;
+    } else if (arg == "--max-new-tokens" || arg == "--seed" ||
+               arg == "--stop-token" || arg == "--top-k") {
+      if (!next())
+        return needsValue();
+      int64_t n;
+      if (!parseInteger(value, n))
+        return usageError(arg + ": '" + value + "' is not an integer");
+      if (arg == "--max-new-tokens")
+        o.maxNewTokens = n;
+      else if (arg == "--seed")
+        o.seed = static_cast<uint64_t>(n);
+      else if (arg == "--stop-token")
+        o.stopTokens.push_back(n);
+      else
+        o.topK = n;
+    } else if (arg == "--temperature" || arg == "--top-p") {
+      if (!next())
+        return needsValue();
+      double x;
+      if (!parseNumber(value, x) || x < 0)
+        return usageError(arg + ": '" + value +
+                          "' is not a non-negative number");
+      (arg == "--temperature" ? o.temperature : o.topP) = x;
+    } else if (arg == "--no-speculation") {
+      o.noSpeculation = true;
+    } else if (arg == "--compare") {
+      o.compare = true;
+    } else if (arg == "--json") {
+      o.json = true;
+    } else if (arg == "--profile") {
+      if (!next())
+        return needsValue();
+      o.profile = value;
+    } else if (arg == "--device") {
+      if (!next())
+        return needsValue();
+      if (value == "cpu")
+        o.device = SPECRT_DEVICE_CPU;
+      else if (value == "cuda")
+        o.device = SPECRT_DEVICE_CUDA;
+      else
+        return usageError("--device: '" + value + "'; expected cpu or cuda");
+    } else if (arg.rfind("-", 0) == 0 && arg != "-") {
+      return usageError("unknown option '" + arg + "'");
+    } else if (o.model.empty()) {
+      o.model = arg;
+    } else {
+      return usageError("more than one model given ('" + o.model + "', '" +
+                        arg + "')");
+    }
+  }
+  if (o.model.empty())
+    return usageError("no model given");
+  if (o.prompt && o.promptIds)
+    return usageError("give --prompt or --prompt-ids, not both");
+  if (o.noSpeculation && o.compare)
+    return usageError("--compare already runs without speculation");
+  return -1;
+}
+
 struct Run {
-  std::vector<int64_t> tokens; // generated, without the prompt
-  int64_t targetForwards = 0;
-  double seconds = 0;
+  std::vector<int64_t> tokens;
+  specrt_result stats{};
 };
 
-struct Tokenizer {
-  int64_t vocab = 0, bos = -1, eos = -1;
-};
-
-/// Parses and compiles `function` of the module.
-FailureOr<std::unique_ptr<GraphExecutor>>
-compileFunction(MLIRContext &context, StringRef source, StringRef function) {
-  OwningOpRef<ModuleOp> module =
-      parseSourceString<ModuleOp>(source, &context, modulePath);
-  if (!module)
-    return failure();
-  if (!module->lookupSymbol<func::FuncOp>(function))
-    return module->emitError()
-           << "no function @" << function
-           << "; compile the models with specc (its decode loops are "
-              "@<decoder>_generate and @<decoder>_target_only)";
-  PassManager pm(&context);
-  pm.addPass(createSpecLowerSteps());
-  if (failed(pm.run(*module)))
-    return failure();
-  return GraphExecutor::compile(*module, function);
+std::string jsonString(const std::string &s) {
+  std::string out = "\"";
+  for (unsigned char c : s) {
+    switch (c) {
+    case '"': out += "\\\""; break;
+    case '\\': out += "\\\\"; break;
+    case '\n': out += "\\n"; break;
+    case '\r': out += "\\r"; break;
+    case '\t': out += "\\t"; break;
+    default:
+      if (c < 0x20 || c >= 0x7f) {
+        char escaped[8];
+        // Bytes outside ASCII are written as their code points (latin-1):
+        // the byte-level tokens need not form UTF-8.
+        std::snprintf(escaped, sizeof(escaped), "\\u%04x", c);
+        out += escaped;
+      } else {
+        out.push_back(static_cast<char>(c));
+      }
+    }
+  }
+  return out + "\"";
 }
 
-FailureOr<Run> generate(GraphExecutor &executor, ArrayRef<int64_t> promptIds,
-                        const Tokenizer &tokenizer) {
-  std::string error;
-  auto start = std::chrono::steady_clock::now();
-  FailureOr<std::vector<HostTensor>> outputs = executor.run(
-      {makeInt64Tensor({static_cast<int64_t>(promptIds.size())}, promptIds),
-       makeInt64Tensor({}, {maxNewTokens.getValue()}),
-       makeInt64Tensor({}, {seed.getValue()})},
-      error);
-  auto end = std::chrono::steady_clock::now();
-  if (failed(outputs)) {
-    llvm::errs() << "error: " << error << "\n";
-    return failure();
+/// The per-token acceptance a of the i.i.d. model that explains a mean of
+/// `mean` tokens per target forward with `gamma` proposals:
+/// (1 - a^(gamma+1)) / (1 - a) = mean. What spec-choose-gamma expects.
+double perTokenAcceptance(double mean, int64_t gamma) {
+  if (mean <= 1)
+    return 0;
+  if (mean >= gamma + 1)
+    return 1;
+  double lo = 0, hi = 1;
+  for (int i = 0; i < 60; ++i) {
+    double a = (lo + hi) / 2;
+    double expected = (1 - std::pow(a, gamma + 1)) / (1 - a);
+    (expected < mean ? lo : hi) = a;
   }
-  Run run;
-  run.seconds = std::chrono::duration<double>(end - start).count();
-  int64_t length = int64Value((*outputs)[1]);
-  run.targetForwards = int64Value((*outputs)[2]);
-  const auto *seq =
-      reinterpret_cast<const int64_t *>((*outputs)[0].data.data());
-  for (int64_t i = promptIds.size(); i < length; ++i) {
-    run.tokens.push_back(seq[i]);
-    if (seq[i] == tokenizer.eos)
-      break;
-  }
-  return run;
-}
-
-std::string detokenize(ArrayRef<int64_t> tokens) {
-  std::string text;
-  for (int64_t token : tokens)
-    if (token >= 0 && token < 256)
-      text.push_back(static_cast<char>(token));
-  return text;
+  return (lo + hi) / 2;
 }
 } // namespace
 
 int main(int argc, char **argv) {
-  llvm::InitLLVM init(argc, argv);
-  cl::HideUnrelatedOptions(category);
-  cl::ParseCommandLineOptions(
-      argc, argv, "spec-run: generate text with a compiled speculative "
-                  "decoder\n");
-  auto buffer = llvm::MemoryBuffer::getFile(modulePath);
-  if (!buffer) {
-    llvm::errs() << "error: cannot read '" << modulePath
-                 << "': " << buffer.getError().message() << "\n";
+  Options o;
+  if (int rc = parseOptions(argc, argv, o); rc >= 0)
+    return rc;
+
+  specrt_open_options openOptions;
+  specrt_open_options_init(&openOptions);
+  openOptions.device = o.device;
+  specrt_model *model = nullptr;
+  if (specrt_open(o.model.c_str(), &openOptions, &model) != SPECRT_OK) {
+    std::fprintf(stderr, "spec-run: error: %s\n", specrt_last_error());
     return 1;
   }
-  DialectRegistry registry;
-  registerAllDialects(registry);
-  registerSpeculaDialects(registry);
-  MLIRContext context(registry);
-  context.printOpOnDiagnostic(false);
-  llvm::SourceMgr sourceMgr;
-  SourceMgrDiagnosticHandler diagnostics(sourceMgr, &context);
+  struct Closer {
+    specrt_model *m;
+    ~Closer() { specrt_close(m); }
+  } closer{model};
+  specrt_model_info info;
+  specrt_get_model_info(model, &info);
 
-  // The tokenizer and the proposer come from the composition.
-  Tokenizer tokenizer;
-  int64_t proposals = 0;
-  {
-    OwningOpRef<ModuleOp> module =
-        parseSourceString<ModuleOp>((*buffer)->getBuffer(), &context, modulePath);
-    if (!module)
-      return 1;
-    auto decoder = module->lookupSymbol<spec::DecoderOp>(decoderName);
-    if (!decoder) {
-      llvm::errs() << "error: " << modulePath << " has no spec.decoder @"
-                   << decoderName << "\n";
-      return 1;
-    }
-    proposals = decoder.getNumProposals();
-    auto target = module->lookupSymbol<func::FuncOp>(decoder.getTarget());
-    auto config = target->getAttrOfType<spec::ModelConfigAttr>(
-        spec::SpecDialect::kConfigAttrName);
-    if (!config || config.getVocabSize() < 256) {
-      llvm::errs() << "error: the target has no byte-level vocabulary "
-                      "(spec.config with vocab_size >= 256)\n";
-      return 1;
-    }
-    tokenizer.vocab = config.getVocabSize();
-    tokenizer.bos = config.getBosTokenId().value_or(-1);
-    tokenizer.eos = config.getEosTokenId().value_or(-1);
-  }
-  std::vector<int64_t> promptIds;
-  if (tokenizer.bos >= 0)
-    promptIds.push_back(tokenizer.bos);
-  for (unsigned char c : prompt.getValue())
-    promptIds.push_back(c);
-  if (promptIds.empty()) {
-    llvm::errs() << "error: the prompt is empty and the model has no BOS\n";
-    return 1;
+  std::vector<int64_t> prompt;
+  if (o.promptIds) {
+    prompt = *o.promptIds;
+  } else {
+    std::string text = o.prompt.value_or("");
+    size_t count = 0;
+    specrt_tokenize(model, text.data(), text.size(), 1, nullptr, 0, &count);
+    prompt.resize(count);
+    specrt_tokenize(model, text.data(), text.size(), 1, prompt.data(),
+                    prompt.size(), &count);
   }
 
-  auto runFunction = [&](StringRef suffix) -> FailureOr<Run> {
-    FailureOr<std::unique_ptr<GraphExecutor>> executor = compileFunction(
-        context, (*buffer)->getBuffer(), (decoderName + suffix).str());
-    if (failed(executor))
-      return failure();
-    return generate(**executor, promptIds, tokenizer);
+  auto generate = [&](bool speculative, Run &run) -> bool {
+    specrt_generate_options g;
+    specrt_generate_options_init(&g);
+    g.max_new_tokens = o.maxNewTokens;
+    g.seed = o.seed;
+    g.speculative = speculative;
+    g.stop_tokens = o.stopTokens.data();
+    g.num_stop_tokens = o.stopTokens.size();
+    g.temperature = o.temperature;
+    g.top_k = o.topK;
+    g.top_p = o.topP;
+    if (specrt_generate(model, prompt.data(), prompt.size(), &g,
+                        &run.stats) != SPECRT_OK) {
+      std::fprintf(stderr, "spec-run: error: %s\n", specrt_last_error());
+      return false;
+    }
+    run.tokens.assign(run.stats.tokens,
+                      run.stats.tokens + run.stats.num_tokens);
+    specrt_result_free(&run.stats); // the statistics stay; tokens are copied
+    run.stats.num_tokens = run.tokens.size();
+    return true;
   };
   std::optional<Run> speculative, plain;
-  if (!noSpeculation || compare) {
-    FailureOr<Run> run = runFunction("_generate");
-    if (failed(run))
+  if (!o.noSpeculation) {
+    speculative.emplace();
+    if (!generate(true, *speculative))
       return 1;
-    speculative = *run;
   }
-  if (noSpeculation || compare) {
-    FailureOr<Run> run = runFunction("_target_only");
-    if (failed(run))
+  if (o.noSpeculation || o.compare) {
+    plain.emplace();
+    if (!generate(false, *plain))
       return 1;
-    plain = *run;
   }
 
-  auto stats = [&](const Run &run, bool speculation) {
-    double perForward = double(run.tokens.size()) / run.targetForwards;
-    llvm::json::Object o{
-        {"text", detokenize(run.tokens)},
-        {"new_tokens", static_cast<int64_t>(run.tokens.size())},
-        {"target_forwards", run.targetForwards},
-        {"tokens_per_target_forward", perForward},
-        {"seconds", run.seconds},
-        {"tokens_per_second", run.tokens.size() / run.seconds}};
-    if (speculation && proposals > 0)
-      o["acceptance_rate"] = (perForward - 1.0) / proposals;
-    return o;
+  auto text = [&](const std::vector<int64_t> &ids) {
+    size_t length = 0;
+    specrt_detokenize(model, ids.data(), ids.size(), nullptr, 0, &length);
+    std::string out(length, '\0');
+    specrt_detokenize(model, ids.data(), ids.size(), out.data(), out.size(),
+                      &length);
+    return out;
   };
-  if (json) {
-    llvm::json::Object out;
-    if (speculative)
-      out["speculative"] = stats(*speculative, true);
-    if (plain)
-      out["no_speculation"] = stats(*plain, false);
-    if (speculative && plain) {
-      out["identical"] = speculative->tokens == plain->tokens;
-      out["speedup"] = plain->seconds / speculative->seconds;
+
+  if (!o.profile.empty()) {
+    if (!speculative) {
+      std::fprintf(stderr, "spec-run: error: --profile measures speculation; "
+                           "drop --no-speculation\n");
+      return 1;
     }
-    llvm::outs() << llvm::formatv("{0:2}", llvm::json::Value(std::move(out)))
-                 << "\n";
+    const specrt_result &s = speculative->stats;
+    std::string path = o.profile + ".partial";
+    FILE *f = std::fopen(path.c_str(), "w");
+    bool ok = f != nullptr;
+    if (f) {
+      ok = std::fprintf(
+               f,
+               "{\n  \"proposer\": %s,\n  \"proposals\": %lld,\n"
+               "  \"new_tokens\": %zu,\n  \"target_forwards\": %lld,\n"
+               "  \"mean_accepted_length\": %.6f,\n"
+               "  \"acceptance_rate\": %.6f,\n"
+               "  \"per_token_acceptance\": %.6f\n}\n",
+               jsonString(info.proposer).c_str(),
+               static_cast<long long>(info.proposals), s.num_tokens,
+               static_cast<long long>(s.target_forwards),
+               s.mean_accepted_length, s.acceptance_rate,
+               perTokenAcceptance(s.mean_accepted_length, info.proposals)) >
+           0;
+      ok = std::fclose(f) == 0 && ok;
+    }
+    if (!ok || std::rename(path.c_str(), o.profile.c_str()) != 0) {
+      std::remove(path.c_str());
+      std::fprintf(stderr, "spec-run: error: cannot write the profile '%s': %s\n",
+                   o.profile.c_str(), std::strerror(errno));
+      return 1;
+    }
+  }
+
+  static const char *kStopReasons[] = {"max_new_tokens", "stop_token",
+                                       "context_full"};
+  if (o.json) {
+    auto stats = [&](const Run &run, bool withAcceptance) {
+      const specrt_result &s = run.stats;
+      std::string out = "{\n    \"text\": " + jsonString(text(run.tokens));
+      char buffer[512];
+      std::snprintf(
+          buffer, sizeof(buffer),
+          ",\n    \"new_tokens\": %zu,\n    \"stop_reason\": \"%s\",\n"
+          "    \"target_forwards\": %lld,\n"
+          "    \"tokens_per_target_forward\": %.6f,\n"
+          "    \"seconds\": %.6f,\n    \"tokens_per_second\": %.3f",
+          s.num_tokens, kStopReasons[s.stop_reason],
+          static_cast<long long>(s.target_forwards), s.mean_accepted_length,
+          s.seconds, s.tokens_per_second);
+      out += buffer;
+      if (withAcceptance) {
+        std::snprintf(buffer, sizeof(buffer),
+                      ",\n    \"acceptance_rate\": %.6f", s.acceptance_rate);
+        out += buffer;
+      }
+      return out + "\n  }";
+    };
+    std::string out = "{\n  \"proposer\": " + jsonString(info.proposer) +
+                      ",\n  \"proposals\": " + std::to_string(info.proposals) +
+                      ",\n  \"verify\": " + jsonString(info.verify);
+    if (speculative)
+      out += ",\n  \"speculative\": " + stats(*speculative, true);
+    if (plain)
+      out += ",\n  \"no_speculation\": " + stats(*plain, false);
+    if (speculative && plain) {
+      char buffer[128];
+      std::snprintf(buffer, sizeof(buffer), ",\n  \"speedup\": %.6f",
+                    plain->stats.seconds / speculative->stats.seconds);
+      out += std::string(",\n  \"identical\": ") +
+             (speculative->tokens == plain->tokens ? "true" : "false") +
+             buffer;
+    }
+    std::printf("%s\n}\n", out.c_str());
     return 0;
   }
+
   const Run &shown = speculative ? *speculative : *plain;
-  llvm::outs() << prompt << detokenize(shown.tokens) << "\n\n";
-  auto report = [&](StringRef name, const Run &run, bool speculation) {
-    double perForward = double(run.tokens.size()) / run.targetForwards;
-    llvm::outs() << llvm::formatv(
-        "{0}: {1} tokens in {2} target forwards ({3:F2} per forward",
-        name, run.tokens.size(), run.targetForwards, perForward);
-    if (speculation && proposals > 0)
-      llvm::outs() << llvm::formatv(", acceptance rate {0:F2}",
-                                    (perForward - 1.0) / proposals);
-    llvm::outs() << llvm::formatv("), {0:F3} s, {1:F0} tokens/s\n",
-                                  run.seconds, run.tokens.size() / run.seconds);
+  std::printf("%s%s\n\n", text(prompt).c_str(), text(shown.tokens).c_str());
+  auto report = [&](const char *name, const Run &run, bool withAcceptance) {
+    const specrt_result &s = run.stats;
+    std::printf("%s: %zu tokens in %lld target forwards (%.2f per forward",
+                name, s.num_tokens, static_cast<long long>(s.target_forwards),
+                s.mean_accepted_length);
+    if (withAcceptance)
+      std::printf(", acceptance rate %.2f", s.acceptance_rate);
+    std::printf("), %.3f s, %.0f tokens/s\n", s.seconds, s.tokens_per_second);
   };
   if (speculative)
     report("speculative", *speculative, true);
   if (plain)
     report("no speculation", *plain, false);
   if (speculative && plain)
-    llvm::outs() << llvm::formatv(
-        "speedup {0:F2}x; outputs {1}\n", plain->seconds / speculative->seconds,
-        speculative->tokens == plain->tokens ? "identical" : "differ");
+    std::printf("speedup %.2fx; outputs %s\n",
+                plain->stats.seconds / speculative->stats.seconds,
+                speculative->tokens == plain->tokens ? "identical" : "differ");
   return 0;
 }

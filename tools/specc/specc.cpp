@@ -1,7 +1,8 @@
 //===- specc.cpp - build a speculative decoder from ONNX models -----------===//
 //
-//   specc target.onnx --draft draft.onnx [--gamma N] [-o decoder.mlir]
+//   specc target.onnx --draft draft.onnx [--gamma N] -o model.spec
 //   specc target.onnx --mtp-head head1.onnx --mtp-head head2.onnx ...
+//   specc ... --emit=spec-mlir [-o decoder.mlir]
 //
 // Imports the models into one module (functions @target, @draft, @head1...),
 // pairs a draft with the target after checking their compatibility
@@ -9,12 +10,14 @@
 // heads into it (spec-fuse-mtp-heads), gives the models preallocated caches
 // written in place (spec-kv-cache-inplace), lowers a draft decoder to its
 // propose / verify / accept loop (spec-lower-generate), optionally picks
-// gamma with the cost model (spec-choose-gamma), and prints the spec dialect
-// composition (--emit=spec-mlir). Compiling it to a runnable artifact comes
-// with the runtime.
+// gamma with the cost model (spec-choose-gamma), and then either compiles
+// it into an artifact the runtime runs (--emit=artifact, the default for an
+// output named *.spec: decoder.so, weights.bin, manifest.json) or prints the
+// spec dialect composition (--emit=spec-mlir).
 //
 //===----------------------------------------------------------------------===//
 
+#include "specula/Artifact.h"
 #include "specula/InitAll.h"
 #include "specula/ONNXImport.h"
 
@@ -72,16 +75,27 @@ static cl::opt<bool> kvCacheInplace(
     cl::desc("Give the target and draft preallocated caches written in "
              "place (spec-kv-cache-inplace)"),
     cl::init(true), cl::cat(category));
-enum class Emit { SpecMLIR };
+enum class Emit { Artifact, SpecMLIR };
 static cl::opt<Emit> emit(
-    "emit", cl::desc("What to produce"), cl::init(Emit::SpecMLIR),
-    cl::values(clEnumValN(Emit::SpecMLIR, "spec-mlir",
+    "emit",
+    cl::desc("What to produce (default: artifact when -o names a *.spec, "
+             "else spec-mlir)"),
+    cl::values(clEnumValN(Emit::Artifact, "artifact",
+                          "a directory the runtime runs (spec-run): "
+                          "decoder.so, weights.bin, manifest.json, for this "
+                          "host's CPU"),
+               clEnumValN(Emit::SpecMLIR, "spec-mlir",
                           "the spec dialect composition with the imported "
                           "models")),
     cl::cat(category));
 static cl::opt<std::string> outputPath("o", cl::desc("Output file"),
                                        cl::value_desc("file"), cl::init("-"),
                                        cl::cat(category));
+static cl::opt<std::string> linker(
+    "linker",
+    cl::desc("C compiler driver that links the artifact's shared object "
+             "(default: cc)"),
+    cl::value_desc("program"), cl::cat(category));
 
 static LogicalResult importInto(ModuleOp module, StringRef path,
                                 StringRef name) {
@@ -177,6 +191,20 @@ int main(int argc, char **argv) {
   }
   if (failed(pm.run(*module)) || failed(verify(*module)))
     return 1;
+
+  bool artifact = emit.getNumOccurrences()
+                      ? emit == Emit::Artifact
+                      : StringRef(outputPath).ends_with(".spec");
+  if (artifact) {
+    if (outputPath == "-") {
+      llvm::errs() << "error: an artifact is a directory; name it with -o "
+                      "(e.g. -o model.spec)\n";
+      return 1;
+    }
+    CPUArtifactOptions options;
+    options.linker = linker;
+    return failed(writeCPUArtifact(*module, outputPath, options)) ? 1 : 0;
+  }
 
   std::string error;
   auto output = openOutputFile(outputPath, &error);

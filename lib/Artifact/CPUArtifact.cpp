@@ -1,0 +1,345 @@
+//===- CPUArtifact.cpp - compile a decoder into a CPU artifact ------------===//
+//
+// The steps: read what the manifest says from the spec-level module; lower
+// it to the LLVM dialect (spec-lower-steps, spec-graph-to-llvm) with the
+// decode loops exported through MLIR's C interface; move the weights into
+// weights.bin (spec-externalize-weights); optimize and emit an object file
+// for this host; link it into decoder.so with the system's C compiler
+// driver; write manifest.json. Everything is written into a fresh directory
+// beside the destination and renamed into place at the end.
+//
+//===----------------------------------------------------------------------===//
+
+#include "specula/Artifact.h"
+
+#include "dialects/spec/SpecOps.h"
+#include "passes/Passes.h"
+#include "passes/Pipelines.h"
+#include "specrt/artifact_format.h"
+
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/ExecutionEngine/OptUtils.h"
+#include "mlir/InitAllDialects.h"
+#include "mlir/InitAllExtensions.h"
+#include "mlir/Pass/PassManager.h"
+#include "mlir/Target/LLVMIR/Dialect/Builtin/BuiltinToLLVMIRTranslation.h"
+#include "mlir/Target/LLVMIR/Dialect/LLVMIR/LLVMToLLVMIRTranslation.h"
+#include "mlir/Target/LLVMIR/Export.h"
+#include "llvm/ExecutionEngine/Orc/JITTargetMachineBuilder.h"
+#include "llvm/IR/LegacyPassManager.h"
+#include "llvm/IR/Module.h"
+#include "llvm/Support/FileSystem.h"
+#include "llvm/Support/Format.h"
+#include "llvm/Support/JSON.h"
+#include "llvm/Support/MemoryBuffer.h"
+#include "llvm/Support/Path.h"
+#include "llvm/Support/Program.h"
+#include "llvm/Support/TargetSelect.h"
+#include "llvm/Support/raw_ostream.h"
+#include "llvm/Target/TargetMachine.h"
+#include "llvm/TargetParser/Host.h"
+
+using namespace mlir;
+using namespace specula;
+using namespace specula::spec;
+
+namespace {
+/// Removes a directory tree on destruction unless released.
+struct DirectoryGuard {
+  std::string path;
+  ~DirectoryGuard() {
+    if (!path.empty())
+      llvm::sys::fs::remove_directories(path);
+  }
+};
+} // namespace
+
+/// "fnv1a64:<16 hex digits>" of a file's contents, and its size.
+static FailureOr<std::pair<std::string, uint64_t>>
+checksumFile(StringRef path) {
+  auto buffer = llvm::MemoryBuffer::getFile(path, /*IsText=*/false,
+                                            /*RequiresNullTerminator=*/false);
+  if (!buffer)
+    return failure();
+  StringRef data = (*buffer)->getBuffer();
+  uint64_t hash =
+      specrt_fnv1a64(data.data(), data.size(), SPECRT_FNV1A64_INIT);
+  std::string text;
+  llvm::raw_string_ostream os(text);
+  os << "fnv1a64:" << llvm::format_hex_no_prefix(hash, 16);
+  return std::make_pair(text, static_cast<uint64_t>(data.size()));
+}
+
+/// The manifest's description of the decoder and its target model, read
+/// before lowering erases the spec ops.
+static FailureOr<llvm::json::Object> describeDecoder(ModuleOp module,
+                                                     DecoderOp decoder,
+                                                     func::FuncOp generate) {
+  llvm::json::Object model, strategy;
+  auto target = module.lookupSymbol<func::FuncOp>(decoder.getTarget());
+  auto config = target ? target->getAttrOfType<ModelConfigAttr>(
+                             SpecDialect::kConfigAttrName)
+                       : ModelConfigAttr();
+  if (!config)
+    return decoder.emitError()
+           << "the target has no spec.config; the runtime needs its "
+              "vocabulary and special tokens";
+  model["vocab_size"] = config.getVocabSize();
+  auto optional = [](std::optional<int64_t> v) -> llvm::json::Value {
+    return v ? llvm::json::Value(*v) : llvm::json::Value(nullptr);
+  };
+  model["bos_token_id"] = optional(config.getBosTokenId());
+  model["eos_token_id"] = optional(config.getEosTokenId());
+  model["pad_token_id"] = optional(config.getPadTokenId());
+  model["max_context"] = optional(config.getMaxContext());
+  // The example models' vocabulary: ids 0-255 are bytes.
+  model["tokenizer"] = llvm::json::Object{
+      {"kind", "bytes"},
+      {"fingerprint", config.getTokenizer() ? config.getTokenizer().str()
+                                            : std::string()}};
+
+  if (auto draft = dyn_cast<DraftProposerAttr>(decoder.getProposer())) {
+    strategy["proposer"] = "draft";
+  } else {
+    auto heads = cast<MTPProposerAttr>(decoder.getProposer()).getHeads();
+    auto head = module.lookupSymbol<func::FuncOp>(heads[0].getAttr());
+    auto role = head ? head->getAttrOfType<RoleAttr>(SpecDialect::kRoleAttrName)
+                     : RoleAttr();
+    strategy["proposer"] =
+        role && role.getKind() == FunctionRole::MTPModule ? "mtp-module"
+                                                          : "medusa";
+  }
+  strategy["proposals"] = decoder.getNumProposals();
+  if (auto rejection = dyn_cast<RejectionAttr>(decoder.getRule())) {
+    strategy["verify"] = "rejection-sampling";
+    strategy["temperature"] = rejection.getTemperature().convertToDouble();
+    strategy["top_k"] = rejection.getTopK();
+    strategy["top_p"] = rejection.getTopP().convertToDouble();
+  } else {
+    strategy["verify"] = "greedy";
+  }
+  // The sequence buffer holds prompt and generated tokens: its size bounds
+  // the context the decoder can use.
+  strategy["context_capacity"] =
+      cast<RankedTensorType>(generate.getResultTypes()[0]).getDimSize(0);
+  return llvm::json::Object{{"model", std::move(model)},
+                            {"decoder", std::move(strategy)}};
+}
+
+/// A target machine for this host, producing position-independent code.
+static FailureOr<std::unique_ptr<llvm::TargetMachine>>
+hostTargetMachine(ModuleOp module) {
+  static bool initialized = [] {
+    llvm::InitializeNativeTarget();
+    llvm::InitializeNativeTargetAsmPrinter();
+    return true;
+  }();
+  (void)initialized;
+  auto builder = llvm::orc::JITTargetMachineBuilder::detectHost();
+  if (!builder)
+    return module.emitError()
+           << "cannot describe this host for code generation: "
+           << llvm::toString(builder.takeError());
+  builder->setCodeGenOptLevel(llvm::CodeGenOptLevel::Aggressive);
+  builder->setRelocationModel(llvm::Reloc::PIC_);
+  auto machine = builder->createTargetMachine();
+  if (!machine)
+    return module.emitError() << "no code generator for this host: "
+                              << llvm::toString(machine.takeError());
+  return std::move(*machine);
+}
+
+/// Emits the LLVM-dialect `module` as an optimized object file.
+static LogicalResult emitObject(ModuleOp module, llvm::TargetMachine &machine,
+                                StringRef path) {
+  DialectRegistry registry;
+  registerBuiltinDialectTranslation(registry);
+  registerLLVMDialectTranslation(registry);
+  module.getContext()->appendDialectRegistry(registry);
+  llvm::LLVMContext llvmContext;
+  std::unique_ptr<llvm::Module> llvmModule =
+      translateModuleToLLVMIR(module, llvmContext, "specula-decoder");
+  if (!llvmModule)
+    return module.emitError() << "cannot translate the decoder to LLVM IR";
+  llvmModule->setDataLayout(machine.createDataLayout());
+  llvmModule->setTargetTriple(machine.getTargetTriple());
+  if (llvm::Error error = makeOptimizingTransformer(
+          /*optLevel=*/3, /*sizeLevel=*/0, &machine)(llvmModule.get()))
+    return module.emitError() << "LLVM optimization failed: "
+                              << llvm::toString(std::move(error));
+
+  std::error_code ec;
+  llvm::raw_fd_ostream os(path, ec, llvm::sys::fs::OF_None);
+  if (ec)
+    return module.emitError() << "cannot write '" << path
+                              << "': " << ec.message();
+  llvm::legacy::PassManager codegen;
+  if (machine.addPassesToEmitFile(codegen, os, nullptr,
+                                  llvm::CodeGenFileType::ObjectFile))
+    return module.emitError() << "this host's target cannot emit objects";
+  codegen.run(*llvmModule);
+  os.flush();
+  if (os.has_error()) {
+    os.clear_error();
+    return module.emitError() << "cannot write '" << path << "'";
+  }
+  return success();
+}
+
+/// Links `object` into the shared object `library` with a C compiler driver
+/// (it knows where libc and libm are).
+static LogicalResult linkSharedObject(ModuleOp module, StringRef object,
+                                      StringRef library, StringRef linker) {
+  std::string driver = linker.str();
+  if (driver.empty()) {
+    auto found = llvm::sys::findProgramByName("cc");
+    if (!found)
+      return module.emitError()
+             << "no C compiler driver ('cc') on PATH to link the shared "
+                "object; install gcc or clang, or pass --linker";
+    driver = *found;
+  }
+  SmallVector<StringRef> args{driver,  "-shared", "-o", library, object,
+                              "-lm"};
+  std::string message;
+  int rc = llvm::sys::ExecuteAndWait(driver, args, std::nullopt, {},
+                                     /*SecondsToWait=*/0, /*MemoryLimit=*/0,
+                                     &message);
+  if (rc != 0)
+    return module.emitError()
+           << "linking the shared object with '" << driver << "' failed"
+           << (message.empty() ? "" : ": ") << message << " (exit " << rc
+           << ")";
+  return success();
+}
+
+/// Replaces `path` with the finished artifact `staged`. Only a previous
+/// artifact (a directory with a manifest) is replaced.
+static LogicalResult moveIntoPlace(ModuleOp module, StringRef staged,
+                                   StringRef path) {
+  if (llvm::sys::fs::exists(path)) {
+    SmallString<256> manifest(path);
+    llvm::sys::path::append(manifest, SPECRT_MANIFEST_FILE);
+    if (!llvm::sys::fs::is_directory(path) ||
+        !llvm::sys::fs::exists(manifest))
+      return module.emitError()
+             << "'" << path
+             << "' exists and is not a Specula artifact; not replacing it";
+    if (std::error_code ec = llvm::sys::fs::remove_directories(path))
+      return module.emitError() << "cannot replace '" << path
+                                << "': " << ec.message();
+  }
+  if (std::error_code ec = llvm::sys::fs::rename(staged, path))
+    return module.emitError() << "cannot move the artifact to '" << path
+                              << "': " << ec.message();
+  return success();
+}
+
+LogicalResult specula::writeCPUArtifact(ModuleOp module, StringRef path,
+                                        const CPUArtifactOptions &options) {
+  auto decoder = module.lookupSymbol<DecoderOp>(options.decoder);
+  if (!decoder)
+    return module.emitError() << "no spec.decoder @" << options.decoder
+                              << " to compile";
+  std::string entryNames[2] = {options.decoder + "_generate",
+                               options.decoder + "_target_only"};
+  func::FuncOp entries[2];
+  for (int i = 0; i < 2; ++i) {
+    entries[i] = module.lookupSymbol<func::FuncOp>(entryNames[i]);
+    if (!entries[i])
+      return decoder.emitError()
+             << "no decode loop @" << entryNames[i]
+             << "; run spec-lower-generate first (specc does)";
+    entries[i]->setAttr("llvm.emit_c_interface",
+                        UnitAttr::get(module.getContext()));
+  }
+  FailureOr<llvm::json::Object> description =
+      describeDecoder(module, decoder, entries[0]);
+  if (failed(description))
+    return failure();
+
+  // Stage everything in a fresh directory beside the destination.
+  SmallString<256> staging;
+  if (std::error_code ec = llvm::sys::fs::createUniqueDirectory(
+          path + ".partial", staging))
+    return module.emitError() << "cannot create a directory beside '" << path
+                              << "': " << ec.message();
+  DirectoryGuard guard{std::string(staging)};
+  auto inStaging = [&](StringRef file) {
+    SmallString<256> p(staging);
+    llvm::sys::path::append(p, file);
+    return std::string(p);
+  };
+
+  // The bufferization and LLVM conversions work through interfaces that
+  // upstream dialects register as extensions.
+  DialectRegistry extensions;
+  registerAllDialects(extensions);
+  registerAllExtensions(extensions);
+  module.getContext()->appendDialectRegistry(extensions);
+  PassManager pm(module.getContext());
+  pm.addPass(createSpecLowerSteps());
+  buildGraphToLLVMPipeline(pm, GraphToLLVMOptions());
+  SpecExternalizeWeightsOptions weights;
+  weights.path = inStaging(SPECRT_WEIGHTS_FILE);
+  weights.minBytes = options.minWeightBytes;
+  pm.addPass(createSpecExternalizeWeights(weights));
+  if (failed(pm.run(module)))
+    return failure();
+
+  FailureOr<std::unique_ptr<llvm::TargetMachine>> machine =
+      hostTargetMachine(module);
+  if (failed(machine))
+    return failure();
+  std::string object = inStaging("decoder.o");
+  if (failed(emitObject(module, **machine, object)) ||
+      failed(linkSharedObject(module, object, inStaging(SPECRT_LIBRARY_FILE),
+                              options.linker)))
+    return failure();
+  llvm::sys::fs::remove(object);
+
+  llvm::json::Object files;
+  for (StringRef file : {StringRef(SPECRT_LIBRARY_FILE),
+                         StringRef(SPECRT_WEIGHTS_FILE)}) {
+    auto sum = checksumFile(inStaging(file));
+    if (failed(sum))
+      return module.emitError() << "cannot read back '" << file << "'";
+    files[file == SPECRT_LIBRARY_FILE ? "library" : "weights"] =
+        llvm::json::Object{{"file", file},
+                           {"size", static_cast<int64_t>(sum->second)},
+                           {"checksum", sum->first}};
+  }
+  llvm::json::Object manifest{
+      {"format", SPECRT_ARTIFACT_FORMAT},
+      {"format_version", SPECRT_ARTIFACT_FORMAT_VERSION},
+      {"producer", "specc (MLIR/LLVM " LLVM_VERSION_STRING ")"},
+      {"target",
+       llvm::json::Object{
+           {"device", "cpu"},
+           {"triple", (*machine)->getTargetTriple().str()},
+           {"cpu", (*machine)->getTargetCPU().str()}}},
+      {"abi", SPECRT_ARTIFACT_ABI},
+      {"entry_points",
+       llvm::json::Object{{"generate", "_mlir_ciface_" + entryNames[0]},
+                          {"target_only", "_mlir_ciface_" + entryNames[1]}}},
+      {"files", std::move(files)}};
+  for (auto &entry : *description)
+    manifest[entry.first] = std::move(entry.second);
+
+  std::error_code ec;
+  llvm::raw_fd_ostream os(inStaging(SPECRT_MANIFEST_FILE), ec);
+  if (ec)
+    return module.emitError() << "cannot write the manifest: "
+                              << ec.message();
+  os << llvm::formatv("{0:2}", llvm::json::Value(std::move(manifest)))
+     << "\n";
+  os.close();
+  if (os.has_error()) {
+    os.clear_error();
+    return module.emitError() << "cannot write the manifest";
+  }
+  if (failed(moveIntoPlace(module, staging, path)))
+    return failure();
+  guard.path.clear();
+  return success();
+}

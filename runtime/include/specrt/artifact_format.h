@@ -1,0 +1,73 @@
+/*===- artifact_format.h - the layout of a Specula artifact -------*- C -*-===//
+ *
+ * A compiled decoder ("model.spec") is a directory of three files:
+ *
+ *   manifest.json  what the artifact is: format version, target, entry
+ *                  points, model configuration, decoding strategy, and the
+ *                  size and checksum of the two other files;
+ *   decoder.so     the host shared object with the decode loops and kernels;
+ *   weights.bin    the model weights, mapped read-only by the runtime, whose
+ *                  address it stores in the library's `spec_weights_base`.
+ *
+ * Shared by the compiler (which writes artifacts) and the runtime (which
+ * reads them); it has no dependencies.
+ *
+ * Entry points (ABI "mlir-ciface-1"), one per decode loop:
+ *
+ *   void entry(specrt_entry_result *result, specrt_memref_i64 *prompt,
+ *              int64_t max_new_tokens, int64_t seed);
+ *
+ * The result's token buffer is allocated with malloc by the compiled code
+ * and freed by the caller (its `allocated` pointer).
+ *
+ *===----------------------------------------------------------------------===*/
+
+#ifndef SPECRT_ARTIFACT_FORMAT_H
+#define SPECRT_ARTIFACT_FORMAT_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#define SPECRT_ARTIFACT_FORMAT "specula-artifact"
+#define SPECRT_ARTIFACT_FORMAT_VERSION 1
+#define SPECRT_ARTIFACT_ABI "mlir-ciface-1"
+#define SPECRT_MANIFEST_FILE "manifest.json"
+#define SPECRT_LIBRARY_FILE "decoder.so"
+#define SPECRT_WEIGHTS_FILE "weights.bin"
+#define SPECRT_WEIGHTS_BASE_SYMBOL "spec_weights_base"
+
+/* A rank-1 int64 memref descriptor as MLIR's C interface passes it. */
+typedef struct {
+  int64_t *allocated;
+  int64_t *aligned;
+  int64_t offset;
+  int64_t size;
+  int64_t stride;
+} specrt_memref_i64;
+
+/* What an entry point returns: the sequence buffer (prompt, then generated
+ * tokens), the sequence's length, and how many target forwards ran. */
+typedef struct {
+  specrt_memref_i64 tokens;
+  int64_t length;
+  int64_t target_forwards;
+} specrt_entry_result;
+
+typedef void (*specrt_entry_fn)(specrt_entry_result *result,
+                                specrt_memref_i64 *prompt,
+                                int64_t max_new_tokens, int64_t seed);
+
+/* FNV-1a, 64 bits: the manifest's checksum of each file ("fnv1a64:<hex>").
+ * Catches truncation and corruption; not a cryptographic signature. */
+static inline uint64_t specrt_fnv1a64(const void *data, size_t size,
+                                      uint64_t hash) {
+  const unsigned char *bytes = (const unsigned char *)data;
+  for (size_t i = 0; i < size; ++i) {
+    hash ^= bytes[i];
+    hash *= 0x100000001b3ULL;
+  }
+  return hash;
+}
+#define SPECRT_FNV1A64_INIT 0xcbf29ce484222325ULL
+
+#endif /* SPECRT_ARTIFACT_FORMAT_H */

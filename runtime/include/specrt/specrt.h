@@ -1,0 +1,156 @@
+/*===- specrt.h - the Specula runtime's C API ----------------------*- C -*-===//
+ *
+ * Opens an artifact compiled by `specc -o model.spec`, generates tokens with
+ * its speculative decode loop (or with the target alone, same kernels), and
+ * returns the tokens with statistics. No dependency on MLIR or LLVM.
+ *
+ *   specrt_model *model;
+ *   if (specrt_open("model.spec", NULL, &model) != SPECRT_OK)
+ *     fprintf(stderr, "%s\n", specrt_last_error());
+ *   specrt_generate_options options;
+ *   specrt_generate_options_init(&options);
+ *   specrt_result result;
+ *   specrt_generate(model, prompt, prompt_length, &options, &result);
+ *   ...
+ *   specrt_result_free(&result);
+ *   specrt_close(model);
+ *
+ * Every function that can fail returns a status; the message of the last
+ * failure on the calling thread is specrt_last_error().
+ *
+ *===----------------------------------------------------------------------===*/
+
+#ifndef SPECRT_SPECRT_H
+#define SPECRT_SPECRT_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#define SPECRT_API __attribute__((visibility("default")))
+
+typedef enum specrt_status {
+  SPECRT_OK = 0,
+  SPECRT_ERROR_INVALID_ARGUMENT = 1, /* a bad argument or option */
+  SPECRT_ERROR_IO = 2,          /* a file cannot be read or mapped */
+  SPECRT_ERROR_FORMAT = 3,      /* not an artifact, or a malformed manifest */
+  SPECRT_ERROR_VERSION = 4,     /* a format or ABI this runtime cannot read */
+  SPECRT_ERROR_CORRUPT = 5,     /* a file's size or checksum is wrong */
+  SPECRT_ERROR_DEVICE = 6,      /* the device is missing or not the artifact's */
+  SPECRT_ERROR_UNSUPPORTED = 7, /* the artifact was not compiled for this */
+} specrt_status;
+
+/* "ok", "invalid argument", ... */
+SPECRT_API const char *specrt_status_name(specrt_status status);
+/* The message of the last failure on this thread ("" if none). */
+SPECRT_API const char *specrt_last_error(void);
+
+typedef enum specrt_device_kind {
+  SPECRT_DEVICE_CPU = 0,
+  SPECRT_DEVICE_CUDA = 1, /* not built yet: opening fails with a message */
+} specrt_device_kind;
+
+typedef struct specrt_open_options {
+  specrt_device_kind device;
+  /* Check the library's and the weights' checksums (default 1). */
+  int verify_checksums;
+} specrt_open_options;
+
+SPECRT_API void specrt_open_options_init(specrt_open_options *options);
+
+typedef struct specrt_model specrt_model;
+
+/* Opens the artifact directory `path` (options may be NULL: CPU, checked).
+ * Fails with a message naming the file and what is wrong. */
+SPECRT_API specrt_status specrt_open(const char *path,
+                                     const specrt_open_options *options,
+                                     specrt_model **model);
+SPECRT_API void specrt_close(specrt_model *model);
+
+typedef struct specrt_model_info {
+  int64_t vocab_size;
+  int64_t bos_token_id, eos_token_id, pad_token_id; /* -1: none */
+  /* Prompt plus generated tokens fit in this many positions. */
+  int64_t context_capacity;
+  const char *proposer; /* "draft", "medusa" or "mtp-module" */
+  int64_t proposals;    /* tokens proposed per target forward */
+  const char *verify;   /* "greedy" or "rejection-sampling" */
+  double temperature;   /* of rejection sampling; 0 for greedy */
+  int64_t top_k;        /* 0: off */
+  double top_p;         /* 1: off */
+  const char *device;   /* "cpu" */
+} specrt_model_info;
+
+/* Strings stay valid while the model is open. */
+SPECRT_API void specrt_get_model_info(const specrt_model *model,
+                                      specrt_model_info *info);
+
+typedef struct specrt_generate_options {
+  int64_t max_new_tokens; /* default 128 */
+  uint64_t seed;          /* key of the sampler; default 0 */
+  /* 1 (default): the speculative decode loop; 0: the target alone, with the
+   * same kernels, for comparisons. */
+  int speculative;
+  /* Generation ends after any of these (besides the model's EOS). */
+  const int64_t *stop_tokens;
+  size_t num_stop_tokens;
+  /* Sampling is compiled into the artifact (specc --sampling
+   * --temperature). Negative values (the default) mean "as compiled"; other
+   * values must equal the compiled ones, else SPECRT_ERROR_UNSUPPORTED. */
+  double temperature;
+  int64_t top_k;
+  double top_p;
+} specrt_generate_options;
+
+SPECRT_API void specrt_generate_options_init(specrt_generate_options *options);
+
+typedef enum specrt_stop_reason {
+  SPECRT_STOP_MAX_TOKENS = 0,
+  SPECRT_STOP_TOKEN = 1,   /* EOS or a stop token (included in tokens) */
+  SPECRT_STOP_CONTEXT = 2, /* the context capacity is full */
+} specrt_stop_reason;
+
+typedef struct specrt_result {
+  int64_t *tokens; /* generated tokens, without the prompt */
+  size_t num_tokens;
+  specrt_stop_reason stop_reason;
+  int64_t target_forwards; /* including the prompt's prefill */
+  /* Tokens per target forward: accepted proposals plus the target's own. */
+  double mean_accepted_length;
+  /* Accepted proposals / proposed tokens (0 without speculation). */
+  double acceptance_rate;
+  double seconds;
+  double tokens_per_second;
+} specrt_result;
+
+/* Generates from the token ids `prompt` (0 <= id < vocab_size; the prompt
+ * must leave room for one token in the context). */
+SPECRT_API specrt_status specrt_generate(specrt_model *model,
+                                         const int64_t *prompt,
+                                         size_t prompt_length,
+                                         const specrt_generate_options *options,
+                                         specrt_result *result);
+SPECRT_API void specrt_result_free(specrt_result *result);
+
+/* The model's byte-level tokenizer: one token per byte, BOS first when
+ * add_bos and the model has one. Writes at most `capacity` ids and sets
+ * `count` to the number the text needs. */
+SPECRT_API specrt_status specrt_tokenize(const specrt_model *model,
+                                         const char *text, size_t length,
+                                         int add_bos, int64_t *ids,
+                                         size_t capacity, size_t *count);
+/* The text of `ids`; special tokens (ids >= 256) are dropped. Writes at most
+ * `capacity` bytes and sets `length` to the number the text needs. */
+SPECRT_API specrt_status specrt_detokenize(const specrt_model *model,
+                                           const int64_t *ids, size_t count,
+                                           char *text, size_t capacity,
+                                           size_t *length);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* SPECRT_SPECRT_H */

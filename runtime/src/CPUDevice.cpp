@@ -1,0 +1,134 @@
+//===- CPUDevice.cpp - run an artifact's host shared object ---------------===//
+
+#include "Device.h"
+#include "MappedFile.h"
+
+#include "specrt/artifact_format.h"
+
+#include <cstdlib>
+
+#include <dlfcn.h>
+
+using namespace specrt;
+
+namespace {
+/// The architecture this runtime was built for, as LLVM triples name it.
+constexpr const char *hostArchitecture() {
+#if defined(__x86_64__)
+  return "x86_64";
+#elif defined(__aarch64__)
+  return "aarch64";
+#else
+  return "unknown";
+#endif
+}
+
+class CPUDevice : public Device {
+public:
+  ~CPUDevice() override {
+    if (library)
+      dlclose(library);
+  }
+
+  specrt_status open(const std::string &directory, const Manifest &manifest,
+                     bool verifyChecksums, std::string &error);
+
+  specrt_status decode(bool speculative, const int64_t *prompt,
+                       size_t promptLength, int64_t maxNewTokens, int64_t seed,
+                       DecodeOutput &output, std::string &error) override;
+
+private:
+  MappedFile weights;
+  void *library = nullptr;
+  specrt_entry_fn generate = nullptr, targetOnly = nullptr;
+};
+} // namespace
+
+specrt_status CPUDevice::open(const std::string &directory,
+                              const Manifest &manifest, bool verifyChecksums,
+                              std::string &error) {
+  std::string triple = manifest.triple;
+  std::string arch = triple.substr(0, triple.find('-'));
+  if (arch != hostArchitecture()) {
+    error = "the artifact was compiled for " + triple + "; this machine is " +
+            hostArchitecture();
+    return SPECRT_ERROR_DEVICE;
+  }
+
+  std::string weightsPath = directory + "/" + manifest.weights.name;
+  if (!weights.open(weightsPath, error))
+    return SPECRT_ERROR_IO;
+  if (specrt_status status =
+          checkArtifactFile(weightsPath, weights.data(), weights.size(),
+                            manifest.weights, verifyChecksums, error))
+    return status;
+
+  std::string libraryPath = directory + "/" + manifest.library.name;
+  {
+    MappedFile code;
+    if (!code.open(libraryPath, error))
+      return SPECRT_ERROR_IO;
+    if (specrt_status status =
+            checkArtifactFile(libraryPath, code.data(), code.size(),
+                              manifest.library, verifyChecksums, error))
+      return status;
+  }
+  library = dlopen(libraryPath.c_str(), RTLD_NOW | RTLD_LOCAL);
+  if (!library) {
+    const char *message = dlerror();
+    error = "cannot load '" + libraryPath + "': " + (message ? message : "?");
+    return SPECRT_ERROR_IO;
+  }
+  auto symbol = [&](const std::string &name) -> void * {
+    void *address = dlsym(library, name.c_str());
+    if (!address && error.empty())
+      error = "'" + libraryPath + "' has no symbol '" + name +
+              "' that the manifest names";
+    return address;
+  };
+  auto *base = static_cast<const void **>(symbol(SPECRT_WEIGHTS_BASE_SYMBOL));
+  generate = reinterpret_cast<specrt_entry_fn>(symbol(manifest.generateEntry));
+  targetOnly =
+      reinterpret_cast<specrt_entry_fn>(symbol(manifest.targetOnlyEntry));
+  if (!base || !generate || !targetOnly)
+    return SPECRT_ERROR_FORMAT;
+  *base = weights.data();
+  return SPECRT_OK;
+}
+
+specrt_status CPUDevice::decode(bool speculative, const int64_t *prompt,
+                                size_t promptLength, int64_t maxNewTokens,
+                                int64_t seed, DecodeOutput &output,
+                                std::string &error) {
+  // The compiled code only reads the prompt.
+  auto *ids = const_cast<int64_t *>(prompt);
+  specrt_memref_i64 input{ids, ids, 0, static_cast<int64_t>(promptLength), 1};
+  specrt_entry_result result{};
+  (speculative ? generate : targetOnly)(&result, &input, maxNewTokens, seed);
+  const specrt_memref_i64 &tokens = result.tokens;
+  if (!tokens.aligned || result.length < 0 || result.length > tokens.size) {
+    error = "the decode loop returned a malformed sequence (length " +
+            std::to_string(result.length) + ")";
+    std::free(tokens.allocated);
+    return SPECRT_ERROR_FORMAT;
+  }
+  output.sequence.resize(result.length);
+  for (int64_t i = 0; i < result.length; ++i)
+    output.sequence[i] = tokens.aligned[tokens.offset + i * tokens.stride];
+  output.targetForwards = result.target_forwards;
+  std::free(tokens.allocated);
+  return SPECRT_OK;
+}
+
+specrt_status specrt::openCPUDevice(const std::string &directory,
+                                    const Manifest &manifest,
+                                    bool verifyChecksums,
+                                    std::unique_ptr<Device> &device,
+                                    std::string &error) {
+  auto cpu = std::make_unique<CPUDevice>();
+  if (specrt_status status =
+          cpu->open(directory, manifest, verifyChecksums, error))
+    return status;
+  device = std::move(cpu);
+  return SPECRT_OK;
+}

@@ -1,0 +1,206 @@
+//===- Manifest.cpp - read and check an artifact's manifest ---------------===//
+
+#include "Manifest.h"
+#include "Json.h"
+
+#include "specrt/artifact_format.h"
+
+#include <cinttypes>
+#include <cmath>
+#include <cstdio>
+#include <fstream>
+#include <sstream>
+
+using namespace specrt;
+
+namespace {
+/// Reads typed fields of the manifest; the first problem is kept and names
+/// the field's path ("decoder.proposals").
+class FieldReader {
+public:
+  FieldReader(const JsonValue &root, std::string file)
+      : root(root), file(std::move(file)) {}
+
+  const JsonValue *find(const std::string &path, bool required = true) {
+    const JsonValue *value = &root;
+    size_t start = 0;
+    while (value) {
+      size_t dot = path.find('.', start);
+      value = value->get(path.substr(start, dot - start));
+      if (dot == std::string::npos)
+        break;
+      start = dot + 1;
+    }
+    if (!value && required)
+      problem(path, "is missing");
+    return value;
+  }
+
+  std::string string(const std::string &path) {
+    const JsonValue *v = find(path);
+    if (v && v->kind != JsonValue::Kind::String)
+      problem(path, "is not a string");
+    return v && v->kind == JsonValue::Kind::String ? v->string : "";
+  }
+
+  /// An integer; `nullable` fields may be null (read as -1).
+  int64_t integer(const std::string &path, bool nullable = false) {
+    const JsonValue *v = find(path);
+    if (!v)
+      return 0;
+    if (nullable && v->kind == JsonValue::Kind::Null)
+      return -1;
+    if (v->kind != JsonValue::Kind::Number || std::floor(v->number) != v->number ||
+        std::fabs(v->number) > 9.0e15) {
+      problem(path, "is not an integer");
+      return 0;
+    }
+    return static_cast<int64_t>(v->number);
+  }
+
+  double number(const std::string &path, double fallback) {
+    const JsonValue *v = find(path, /*required=*/false);
+    if (!v)
+      return fallback;
+    if (v->kind != JsonValue::Kind::Number) {
+      problem(path, "is not a number");
+      return fallback;
+    }
+    return v->number;
+  }
+
+  void problem(const std::string &path, const std::string &what) {
+    if (error.empty())
+      error = file + ": field '" + path + "' " + what;
+  }
+
+  std::string error;
+
+private:
+  const JsonValue &root;
+  std::string file;
+};
+
+bool readText(const std::string &path, std::string &text) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in)
+    return false;
+  std::ostringstream buffer;
+  buffer << in.rdbuf();
+  text = buffer.str();
+  return static_cast<bool>(in) || in.eof();
+}
+} // namespace
+
+specrt_status specrt::readManifest(const std::string &directory,
+                                   Manifest &manifest, std::string &error) {
+  std::string path = directory + "/" SPECRT_MANIFEST_FILE;
+  std::string text;
+  if (!readText(path, text)) {
+    error = "'" + directory +
+            "' is not a Specula artifact: cannot read " SPECRT_MANIFEST_FILE
+            " (compile one with specc -o model.spec)";
+    return SPECRT_ERROR_IO;
+  }
+  JsonValue root;
+  std::string jsonError;
+  if (!parseJson(text, root, jsonError)) {
+    error = path + " is not valid JSON: " + jsonError;
+    return SPECRT_ERROR_FORMAT;
+  }
+  FieldReader fields(root, path);
+  if (root.kind != JsonValue::Kind::Object ||
+      fields.string("format") != SPECRT_ARTIFACT_FORMAT) {
+    error = path + " is not a Specula manifest (no \"format\": \"" +
+            SPECRT_ARTIFACT_FORMAT + "\")";
+    return SPECRT_ERROR_FORMAT;
+  }
+  int64_t version = fields.integer("format_version");
+  if (fields.error.empty() && version != SPECRT_ARTIFACT_FORMAT_VERSION) {
+    error = path + ": artifact format version " + std::to_string(version) +
+            "; this runtime reads version " +
+            std::to_string(SPECRT_ARTIFACT_FORMAT_VERSION) +
+            " (recompile the model with this release's specc)";
+    return SPECRT_ERROR_VERSION;
+  }
+  std::string abi = fields.string("abi");
+  if (fields.error.empty() && abi != SPECRT_ARTIFACT_ABI) {
+    error = path + ": entry-point ABI '" + abi + "'; this runtime calls '" +
+            SPECRT_ARTIFACT_ABI + "'";
+    return SPECRT_ERROR_VERSION;
+  }
+
+  Manifest &m = manifest;
+  m.producer = fields.string("producer");
+  m.device = fields.string("target.device");
+  m.triple = fields.string("target.triple");
+  m.cpu = fields.string("target.cpu");
+  m.generateEntry = fields.string("entry_points.generate");
+  m.targetOnlyEntry = fields.string("entry_points.target_only");
+  for (auto [key, file] : {std::make_pair("library", &m.library),
+                           std::make_pair("weights", &m.weights)}) {
+    std::string prefix = std::string("files.") + key;
+    file->name = fields.string(prefix + ".file");
+    int64_t size = fields.integer(prefix + ".size");
+    file->size = size < 0 ? 0 : static_cast<uint64_t>(size);
+    file->checksum = fields.string(prefix + ".checksum");
+    if (file->name.find('/') != std::string::npos || file->name == "..")
+      fields.problem(prefix + ".file", "must name a file in the artifact");
+  }
+  m.vocabSize = fields.integer("model.vocab_size");
+  m.bosTokenId = fields.integer("model.bos_token_id", /*nullable=*/true);
+  m.eosTokenId = fields.integer("model.eos_token_id", /*nullable=*/true);
+  m.padTokenId = fields.integer("model.pad_token_id", /*nullable=*/true);
+  m.tokenizer = fields.string("model.tokenizer.kind");
+  m.proposer = fields.string("decoder.proposer");
+  m.proposals = fields.integer("decoder.proposals");
+  m.verify = fields.string("decoder.verify");
+  m.contextCapacity = fields.integer("decoder.context_capacity");
+  m.temperature = fields.number("decoder.temperature", 0.0);
+  m.topK = static_cast<int64_t>(fields.number("decoder.top_k", 0));
+  m.topP = fields.number("decoder.top_p", 1.0);
+  if (fields.error.empty()) {
+    if (m.vocabSize <= 0)
+      fields.problem("model.vocab_size", "must be positive");
+    else if (m.contextCapacity < 2)
+      fields.problem("decoder.context_capacity", "must be at least 2");
+    else if (m.proposals < 1)
+      fields.problem("decoder.proposals", "must be at least 1");
+    else if (m.verify != "greedy" && m.verify != "rejection-sampling")
+      fields.problem("decoder.verify",
+                     "is '" + m.verify +
+                         "'; expected 'greedy' or 'rejection-sampling'");
+    else if (m.tokenizer != "bytes")
+      fields.problem("model.tokenizer.kind",
+                     "is '" + m.tokenizer + "'; this runtime has the byte-level "
+                     "tokenizer ('bytes') only");
+  }
+  if (!fields.error.empty()) {
+    error = fields.error;
+    return SPECRT_ERROR_FORMAT;
+  }
+  return SPECRT_OK;
+}
+
+specrt_status specrt::checkArtifactFile(const std::string &path,
+                                        const void *data, size_t size,
+                                        const ArtifactFile &expected,
+                                        bool checksum, std::string &error) {
+  if (size != expected.size) {
+    error = "'" + path + "' has " + std::to_string(size) +
+            " bytes; the manifest says " + std::to_string(expected.size) +
+            (size < expected.size ? " (truncated?)" : "");
+    return SPECRT_ERROR_CORRUPT;
+  }
+  if (!checksum)
+    return SPECRT_OK;
+  char actual[32];
+  std::snprintf(actual, sizeof(actual), "fnv1a64:%016" PRIx64,
+                specrt_fnv1a64(data, size, SPECRT_FNV1A64_INIT));
+  if (expected.checksum != actual) {
+    error = "'" + path + "' is corrupt: checksum " + actual +
+            ", the manifest says " + expected.checksum;
+    return SPECRT_ERROR_CORRUPT;
+  }
+  return SPECRT_OK;
+}

@@ -1,0 +1,43 @@
+//===- Manifest.h - what an artifact's manifest.json says --------*- C++ -*-===//
+
+#ifndef SPECRT_MANIFEST_H
+#define SPECRT_MANIFEST_H
+
+#include "specrt/specrt.h"
+
+#include <cstdint>
+#include <string>
+
+namespace specrt {
+
+struct ArtifactFile {
+  std::string name; // relative to the artifact directory
+  uint64_t size = 0;
+  std::string checksum; // "fnv1a64:<hex>"
+};
+
+struct Manifest {
+  std::string device, triple, cpu, producer;
+  std::string generateEntry, targetOnlyEntry;
+  ArtifactFile library, weights;
+  int64_t vocabSize = 0, bosTokenId = -1, eosTokenId = -1, padTokenId = -1;
+  std::string tokenizer;
+  std::string proposer, verify;
+  int64_t proposals = 0, contextCapacity = 0, topK = 0;
+  double temperature = 0, topP = 1;
+};
+
+/// Reads and checks `<directory>/manifest.json`. On failure returns the
+/// status and sets `error` to a message naming the file and the field.
+specrt_status readManifest(const std::string &directory, Manifest &manifest,
+                           std::string &error);
+
+/// Checks a file of the artifact against the manifest's size and (when
+/// `checksum`) its checksum.
+specrt_status checkArtifactFile(const std::string &path, const void *data,
+                                size_t size, const ArtifactFile &expected,
+                                bool checksum, std::string &error);
+
+} // namespace specrt
+
+#endif // SPECRT_MANIFEST_H

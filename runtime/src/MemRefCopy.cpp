@@ -1,0 +1,77 @@
+//===- MemRefCopy.cpp - the memref copy that compiled code calls ----------===//
+//
+// MLIR lowers a `memref.copy` between buffers that are not both contiguous to
+// a call of `memrefCopy` (upstream's C runner utilities provide it to the
+// JIT). The runtime provides it to artifacts so that they need nothing from
+// MLIR at run time.
+//
+//===----------------------------------------------------------------------===//
+
+#include "specrt/specrt.h"
+
+#include <cstdint>
+#include <cstring>
+#include <vector>
+
+namespace {
+/// An unranked memref as MLIR passes it: the rank, and a pointer to
+/// {allocated, aligned, offset, sizes[rank], strides[rank]}.
+struct UnrankedMemRef {
+  int64_t rank;
+  void *descriptor;
+};
+
+struct Strided {
+  char *aligned;
+  int64_t offset;
+  const int64_t *sizes;
+  const int64_t *strides;
+};
+
+Strided view(const UnrankedMemRef &m) {
+  auto *fields = static_cast<char **>(m.descriptor);
+  auto *ints = reinterpret_cast<const int64_t *>(fields + 2);
+  return {fields[1], ints[0], ints + 1, ints + 1 + m.rank};
+}
+} // namespace
+
+extern "C" SPECRT_API void memrefCopy(int64_t elementSize,
+                                      UnrankedMemRef *source,
+                                      UnrankedMemRef *target) {
+  int64_t rank = source->rank;
+  Strided src = view(*source), dst = view(*target);
+  int64_t count = 1;
+  for (int64_t d = 0; d < rank; ++d)
+    count *= src.sizes[d];
+  if (count == 0)
+    return;
+  // Walk the index space in row-major order, element by element; the
+  // innermost dimension is copied as one block when both sides are dense
+  // there.
+  int64_t inner = rank ? src.sizes[rank - 1] : 1;
+  bool denseInner = rank == 0 || (src.strides[rank - 1] == 1 &&
+                                  dst.strides[rank - 1] == 1);
+  std::vector<int64_t> index(rank > 0 ? rank - 1 : 0, 0);
+  for (int64_t row = 0; row < count / inner; ++row) {
+    int64_t srcOffset = src.offset, dstOffset = dst.offset;
+    for (int64_t d = 0; d + 1 < rank; ++d) {
+      srcOffset += index[d] * src.strides[d];
+      dstOffset += index[d] * dst.strides[d];
+    }
+    if (denseInner) {
+      std::memcpy(dst.aligned + dstOffset * elementSize,
+                  src.aligned + srcOffset * elementSize, inner * elementSize);
+    } else {
+      for (int64_t i = 0; i < inner; ++i)
+        std::memcpy(
+            dst.aligned + (dstOffset + i * dst.strides[rank - 1]) * elementSize,
+            src.aligned + (srcOffset + i * src.strides[rank - 1]) * elementSize,
+            elementSize);
+    }
+    for (int64_t d = static_cast<int64_t>(index.size()) - 1; d >= 0; --d) {
+      if (++index[d] < src.sizes[d])
+        break;
+      index[d] = 0;
+    }
+  }
+}

@@ -1,0 +1,290 @@
+//===- Runtime.cpp - the specrt_* C API -----------------------------------===//
+
+#include "Device.h"
+#include "Manifest.h"
+
+#include "specrt/specrt.h"
+
+#include <algorithm>
+#include <chrono>
+#include <cstdlib>
+#include <cstring>
+#include <mutex>
+
+using namespace specrt;
+
+struct specrt_model {
+  Manifest manifest;
+  std::unique_ptr<Device> device;
+  // The compiled loops are reentrant, but one model's runs are serialized so
+  // that a device may keep per-model scratch state.
+  std::mutex mutex;
+};
+
+static thread_local std::string lastError;
+
+static specrt_status fail(specrt_status status, std::string message) {
+  lastError = std::move(message);
+  return status;
+}
+
+extern "C" {
+
+const char *specrt_status_name(specrt_status status) {
+  switch (status) {
+  case SPECRT_OK: return "ok";
+  case SPECRT_ERROR_INVALID_ARGUMENT: return "invalid argument";
+  case SPECRT_ERROR_IO: return "i/o error";
+  case SPECRT_ERROR_FORMAT: return "malformed artifact";
+  case SPECRT_ERROR_VERSION: return "unsupported artifact version";
+  case SPECRT_ERROR_CORRUPT: return "corrupt artifact";
+  case SPECRT_ERROR_DEVICE: return "device error";
+  case SPECRT_ERROR_UNSUPPORTED: return "unsupported";
+  }
+  return "unknown status";
+}
+
+const char *specrt_last_error(void) { return lastError.c_str(); }
+
+void specrt_open_options_init(specrt_open_options *options) {
+  options->device = SPECRT_DEVICE_CPU;
+  options->verify_checksums = 1;
+}
+
+specrt_status specrt_open(const char *path, const specrt_open_options *options,
+                          specrt_model **model) {
+  if (!path || !model)
+    return fail(SPECRT_ERROR_INVALID_ARGUMENT,
+                "specrt_open needs a path and a model pointer");
+  *model = nullptr;
+  specrt_open_options defaults;
+  specrt_open_options_init(&defaults);
+  if (!options)
+    options = &defaults;
+
+  auto opened = std::make_unique<specrt_model>();
+  std::string directory = path, error;
+  while (directory.size() > 1 && directory.back() == '/')
+    directory.pop_back();
+  if (specrt_status status = readManifest(directory, opened->manifest, error))
+    return fail(status, error);
+  const Manifest &manifest = opened->manifest;
+  std::string wanted =
+      options->device == SPECRT_DEVICE_CUDA ? "cuda" : "cpu";
+  if (manifest.device != wanted)
+    return fail(SPECRT_ERROR_DEVICE,
+                "'" + directory + "' was compiled for the " + manifest.device +
+                    "; the " + wanted + " device was requested");
+  if (options->device != SPECRT_DEVICE_CPU)
+    return fail(SPECRT_ERROR_DEVICE,
+                "this runtime has no CUDA device yet; run CPU artifacts");
+  if (specrt_status status =
+          openCPUDevice(directory, manifest, options->verify_checksums != 0,
+                        opened->device, error))
+    return fail(status, error);
+  *model = opened.release();
+  return SPECRT_OK;
+}
+
+void specrt_close(specrt_model *model) { delete model; }
+
+void specrt_get_model_info(const specrt_model *model,
+                           specrt_model_info *info) {
+  const Manifest &m = model->manifest;
+  info->vocab_size = m.vocabSize;
+  info->bos_token_id = m.bosTokenId;
+  info->eos_token_id = m.eosTokenId;
+  info->pad_token_id = m.padTokenId;
+  info->context_capacity = m.contextCapacity;
+  info->proposer = m.proposer.c_str();
+  info->proposals = m.proposals;
+  info->verify = m.verify.c_str();
+  info->temperature = m.verify == "greedy" ? 0.0 : m.temperature;
+  info->top_k = m.topK;
+  info->top_p = m.topP;
+  info->device = m.device.c_str();
+}
+
+void specrt_generate_options_init(specrt_generate_options *options) {
+  options->max_new_tokens = 128;
+  options->seed = 0;
+  options->speculative = 1;
+  options->stop_tokens = nullptr;
+  options->num_stop_tokens = 0;
+  options->temperature = -1;
+  options->top_k = -1;
+  options->top_p = -1;
+}
+
+/// Checks requested sampling settings against the compiled ones.
+static specrt_status checkSampling(const Manifest &m,
+                                   const specrt_generate_options &o) {
+  bool greedy = m.verify == "greedy";
+  std::string compiled =
+      greedy ? std::string("greedy decoding")
+             : "sampling at temperature " + std::to_string(m.temperature);
+  std::string recompile = " (sampling is compiled in: recompile with specc "
+                          "--sampling --temperature T";
+  if (o.temperature >= 0 &&
+      (greedy ? o.temperature != 0 : o.temperature != m.temperature))
+    return fail(SPECRT_ERROR_UNSUPPORTED,
+                "temperature " + std::to_string(o.temperature) +
+                    " requested; the artifact was compiled for " + compiled +
+                    recompile + ")");
+  if (o.top_k >= 0 && o.top_k != m.topK)
+    return fail(SPECRT_ERROR_UNSUPPORTED,
+                "top-k " + std::to_string(o.top_k) +
+                    " requested; the artifact was compiled without top-k "
+                    "filtering (specc does not compile top-k yet)");
+  if (o.top_p >= 0 && o.top_p != m.topP)
+    return fail(SPECRT_ERROR_UNSUPPORTED,
+                "top-p " + std::to_string(o.top_p) +
+                    " requested; the artifact was compiled without nucleus "
+                    "filtering (specc does not compile top-p yet)");
+  return SPECRT_OK;
+}
+
+specrt_status specrt_generate(specrt_model *model, const int64_t *prompt,
+                              size_t promptLength,
+                              const specrt_generate_options *options,
+                              specrt_result *result) {
+  if (!model || !result || (!prompt && promptLength))
+    return fail(SPECRT_ERROR_INVALID_ARGUMENT,
+                "specrt_generate needs a model, a prompt and a result");
+  std::memset(result, 0, sizeof(*result));
+  specrt_generate_options defaults;
+  specrt_generate_options_init(&defaults);
+  if (!options)
+    options = &defaults;
+  const Manifest &m = model->manifest;
+  if (promptLength == 0)
+    return fail(SPECRT_ERROR_INVALID_ARGUMENT,
+                "the prompt is empty; give at least one token (e.g. BOS)");
+  if (static_cast<int64_t>(promptLength) > m.contextCapacity - 1)
+    return fail(SPECRT_ERROR_INVALID_ARGUMENT,
+                "the prompt has " + std::to_string(promptLength) +
+                    " tokens; the artifact's context holds " +
+                    std::to_string(m.contextCapacity) +
+                    " positions, so a prompt may have at most " +
+                    std::to_string(m.contextCapacity - 1));
+  for (size_t i = 0; i < promptLength; ++i)
+    if (prompt[i] < 0 || prompt[i] >= m.vocabSize)
+      return fail(SPECRT_ERROR_INVALID_ARGUMENT,
+                  "token " + std::to_string(prompt[i]) + " at prompt position " +
+                      std::to_string(i) + " is outside the vocabulary [0, " +
+                      std::to_string(m.vocabSize) + ")");
+  if (options->max_new_tokens < 1)
+    return fail(SPECRT_ERROR_INVALID_ARGUMENT,
+                "max_new_tokens is " + std::to_string(options->max_new_tokens) +
+                    "; it must be at least 1");
+  if (options->num_stop_tokens && !options->stop_tokens)
+    return fail(SPECRT_ERROR_INVALID_ARGUMENT,
+                "num_stop_tokens is set but stop_tokens is null");
+  if (specrt_status status = checkSampling(m, *options))
+    return status;
+
+  DecodeOutput output;
+  std::string error;
+  auto start = std::chrono::steady_clock::now();
+  {
+    std::lock_guard<std::mutex> lock(model->mutex);
+    if (specrt_status status = model->device->decode(
+            options->speculative != 0, prompt, promptLength,
+            options->max_new_tokens, static_cast<int64_t>(options->seed),
+            output, error))
+      return fail(status, error);
+  }
+  double seconds = std::chrono::duration<double>(
+                       std::chrono::steady_clock::now() - start)
+                       .count();
+
+  // Generated tokens up to and including the first EOS or stop token.
+  std::vector<int64_t> generated(
+      output.sequence.begin() +
+          std::min(promptLength, output.sequence.size()),
+      output.sequence.end());
+  result->stop_reason = SPECRT_STOP_MAX_TOKENS;
+  for (size_t i = 0; i < generated.size(); ++i) {
+    int64_t token = generated[i];
+    bool stop = token == m.eosTokenId ||
+                std::find(options->stop_tokens,
+                          options->stop_tokens + options->num_stop_tokens,
+                          token) != options->stop_tokens + options->num_stop_tokens;
+    if (stop) {
+      generated.resize(i + 1);
+      result->stop_reason = SPECRT_STOP_TOKEN;
+      break;
+    }
+  }
+  if (result->stop_reason == SPECRT_STOP_MAX_TOKENS &&
+      static_cast<int64_t>(generated.size()) < options->max_new_tokens)
+    result->stop_reason = SPECRT_STOP_CONTEXT;
+
+  result->num_tokens = generated.size();
+  result->tokens = static_cast<int64_t *>(
+      std::malloc(std::max<size_t>(1, generated.size()) * sizeof(int64_t)));
+  if (!result->tokens)
+    return fail(SPECRT_ERROR_INVALID_ARGUMENT, "out of memory");
+  std::copy(generated.begin(), generated.end(), result->tokens);
+  result->target_forwards = output.targetForwards;
+  result->seconds = seconds;
+  if (output.targetForwards > 0)
+    result->mean_accepted_length =
+        static_cast<double>(output.sequence.size() - promptLength) /
+        static_cast<double>(output.targetForwards);
+  if (options->speculative && m.proposals > 0 && output.targetForwards > 0)
+    result->acceptance_rate =
+        std::max(0.0, (result->mean_accepted_length - 1.0) /
+                          static_cast<double>(m.proposals));
+  if (seconds > 0)
+    result->tokens_per_second = generated.size() / seconds;
+  return SPECRT_OK;
+}
+
+void specrt_result_free(specrt_result *result) {
+  if (!result)
+    return;
+  std::free(result->tokens);
+  result->tokens = nullptr;
+  result->num_tokens = 0;
+}
+
+specrt_status specrt_tokenize(const specrt_model *model, const char *text,
+                              size_t length, int add_bos, int64_t *ids,
+                              size_t capacity, size_t *count) {
+  if (!model || (!text && length) || !count || (!ids && capacity))
+    return fail(SPECRT_ERROR_INVALID_ARGUMENT,
+                "specrt_tokenize needs a model, text and a count");
+  size_t n = 0;
+  auto put = [&](int64_t id) {
+    if (n < capacity)
+      ids[n] = id;
+    ++n;
+  };
+  if (add_bos && model->manifest.bosTokenId >= 0)
+    put(model->manifest.bosTokenId);
+  for (size_t i = 0; i < length; ++i)
+    put(static_cast<unsigned char>(text[i]));
+  *count = n;
+  return SPECRT_OK;
+}
+
+specrt_status specrt_detokenize(const specrt_model *model, const int64_t *ids,
+                                size_t count, char *text, size_t capacity,
+                                size_t *length) {
+  if (!model || (!ids && count) || !length || (!text && capacity))
+    return fail(SPECRT_ERROR_INVALID_ARGUMENT,
+                "specrt_detokenize needs a model, ids and a length");
+  size_t n = 0;
+  for (size_t i = 0; i < count; ++i) {
+    if (ids[i] < 0 || ids[i] > 255)
+      continue;
+    if (n < capacity)
+      text[n] = static_cast<char>(ids[i]);
+    ++n;
+  }
+  *length = n;
+  return SPECRT_OK;
+}
+
+} // extern "C"
