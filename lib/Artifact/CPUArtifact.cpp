@@ -18,6 +18,7 @@
 #include "specrt/artifact_format.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/Dialect/LLVMIR/LLVMDialect.h"
 #include "mlir/ExecutionEngine/OptUtils.h"
 #include "mlir/InitAllDialects.h"
 #include "mlir/InitAllExtensions.h"
@@ -156,6 +157,11 @@ static LogicalResult emitObject(ModuleOp module, llvm::TargetMachine &machine,
   registerBuiltinDialectTranslation(registry);
   registerLLVMDialectTranslation(registry);
   module.getContext()->appendDialectRegistry(registry);
+  // Argument names (spec.name) mean nothing to LLVM.
+  module.walk([](LLVM::LLVMFuncOp func) {
+    for (unsigned i = 0, e = func.getNumArguments(); i < e; ++i)
+      func.removeArgAttr(i, StringAttr::get(func.getContext(), "spec.name"));
+  });
   llvm::LLVMContext llvmContext;
   std::unique_ptr<llvm::Module> llvmModule =
       translateModuleToLLVMIR(module, llvmContext, "specula-decoder");
@@ -190,13 +196,15 @@ static LogicalResult emitObject(ModuleOp module, llvm::TargetMachine &machine,
 /// (it knows where libc and libm are).
 static LogicalResult linkSharedObject(ModuleOp module, StringRef object,
                                       StringRef library, StringRef linker) {
-  std::string driver = linker.str();
-  if (driver.empty()) {
-    auto found = llvm::sys::findProgramByName("cc");
+  StringRef name = linker.empty() ? StringRef("cc") : linker;
+  std::string driver = name.str();
+  if (!llvm::sys::path::has_parent_path(name)) {
+    auto found = llvm::sys::findProgramByName(name);
     if (!found)
       return module.emitError()
-             << "no C compiler driver ('cc') on PATH to link the shared "
-                "object; install gcc or clang, or pass --linker";
+             << "no C compiler driver '" << name
+             << "' on PATH to link the shared object; install gcc or clang, "
+                "or pass --linker";
     driver = *found;
   }
   SmallVector<StringRef> args{driver,  "-shared", "-o", library, object,
@@ -207,7 +215,7 @@ static LogicalResult linkSharedObject(ModuleOp module, StringRef object,
                                      &message);
   if (rc != 0)
     return module.emitError()
-           << "linking the shared object with '" << driver << "' failed"
+           << "linking the shared object with '" << name << "' failed"
            << (message.empty() ? "" : ": ") << message << " (exit " << rc
            << ")";
   return success();

@@ -29,6 +29,7 @@ const char *kUsage =
     "\n"
     "options:\n"
     "  --prompt TEXT          the prompt (byte-level tokens, BOS first)\n"
+    "  --prompt-file FILE     the prompt, read from a file\n"
     "  --prompt-ids IDS       the prompt as comma-separated token ids\n"
     "  --max-new-tokens N     tokens to generate at most (default 128)\n"
     "  --seed S               key of the sampler, for sampling artifacts\n"
@@ -117,7 +118,24 @@ int parseOptions(int argc, char **argv, Options &o) {
     } else if (arg == "--prompt") {
       if (!next())
         return needsValue();
+      if (o.prompt)
+        return usageError("give one of --prompt and --prompt-file");
       o.prompt = value;
+    } else if (arg == "--prompt-file") {
+      if (!next())
+        return needsValue();
+      FILE *f = std::fopen(value.c_str(), "rb");
+      if (!f)
+        return usageError("cannot read the prompt file '" + value +
+                          "': " + std::strerror(errno));
+      std::string text;
+      char buffer[4096];
+      for (size_t n; (n = std::fread(buffer, 1, sizeof(buffer), f)) > 0;)
+        text.append(buffer, n);
+      std::fclose(f);
+      if (o.prompt)
+        return usageError("give one of --prompt and --prompt-file");
+      o.prompt = text;
     } else if (arg == "--prompt-ids") {
       if (!next())
         return needsValue();
@@ -189,7 +207,7 @@ int parseOptions(int argc, char **argv, Options &o) {
   if (o.model.empty())
     return usageError("no model given");
   if (o.prompt && o.promptIds)
-    return usageError("give --prompt or --prompt-ids, not both");
+    return usageError("give a prompt as text or as ids, not both");
   if (o.noSpeculation && o.compare)
     return usageError("--compare already runs without speculation");
   return -1;

@@ -32,6 +32,7 @@
 #include "mlir/Support/FileUtilities.h"
 #include "llvm/Support/CommandLine.h"
 #include "llvm/Support/InitLLVM.h"
+#include "llvm/Support/JSON.h"
 #include "llvm/Support/MemoryBuffer.h"
 #include "llvm/Support/SourceMgr.h"
 #include "llvm/Support/ToolOutputFile.h"
@@ -59,6 +60,11 @@ static cl::opt<double> acceptanceRate(
     cl::desc("Expected per-token acceptance of the draft; picks gamma with "
              "the cost model (spec-choose-gamma)"),
     cl::init(-1.0), cl::cat(category));
+static cl::opt<std::string> profilePath(
+    "profile",
+    cl::desc("Acceptance measured by `spec-run --profile`; picks gamma with "
+             "the cost model like --acceptance-rate"),
+    cl::value_desc("profile.json"), cl::cat(category));
 static cl::opt<bool> sampling(
     "sampling", cl::desc("Verify by lossless rejection sampling"),
     cl::cat(category));
@@ -97,6 +103,34 @@ static cl::opt<std::string> linker(
              "(default: cc)"),
     cl::value_desc("program"), cl::cat(category));
 
+/// The per-token acceptance rate a `spec-run --profile` file measured.
+static FailureOr<double> readProfile(StringRef path) {
+  auto buffer = llvm::MemoryBuffer::getFile(path);
+  if (!buffer) {
+    llvm::errs() << "error: cannot read the profile '" << path
+                 << "': " << buffer.getError().message() << "\n";
+    return failure();
+  }
+  llvm::Expected<llvm::json::Value> json =
+      llvm::json::parse((*buffer)->getBuffer());
+  if (!json) {
+    llvm::errs() << "error: the profile '" << path
+                 << "' is not JSON: " << llvm::toString(json.takeError())
+                 << "\n";
+    return failure();
+  }
+  std::optional<double> rate;
+  if (auto *object = json->getAsObject())
+    rate = object->getNumber("per_token_acceptance");
+  if (!rate || *rate < 0 || *rate > 1) {
+    llvm::errs() << "error: the profile '" << path
+                 << "' has no per_token_acceptance in [0, 1]; write it with "
+                    "spec-run --profile\n";
+    return failure();
+  }
+  return *rate;
+}
+
 static LogicalResult importInto(ModuleOp module, StringRef path,
                                 StringRef name) {
   auto buffer = llvm::MemoryBuffer::getFile(path, /*IsText=*/false);
@@ -116,6 +150,16 @@ int main(int argc, char **argv) {
   if (draftPath.empty() == headPaths.empty()) {
     llvm::errs() << "error: give either --draft or --mtp-head (see --help)\n";
     return 1;
+  }
+  if (!profilePath.empty()) {
+    if (acceptanceRate.getNumOccurrences()) {
+      llvm::errs() << "error: give --acceptance-rate or --profile, not both\n";
+      return 1;
+    }
+    FailureOr<double> rate = readProfile(profilePath);
+    if (failed(rate))
+      return 1;
+    acceptanceRate = *rate;
   }
 
   DialectRegistry registry;
