@@ -1,9 +1,10 @@
 #!/usr/bin/env python3
 """Speculative vs target-only decoding on the bundled example models.
 
-Compiles the draft, Medusa and MTP-module decoders with `specc`, runs each
-prompt with `spec-run --compare --json` (both modes in one process, one after
-the other, so the ratio is measured under the same load) and reports, per
+Compiles the draft, Medusa and MTP-module decoders into artifacts with
+`specc -o decoder.spec`, runs each prompt with `spec-run --compare --json`
+(both modes in one process, one after the other, so the ratio is measured
+under the same load) and reports, per
 decoder, tokens per target forward, the measured acceptance next to the
 reference figure from models/metrics.json, and the speedup in tokens/s.
 
@@ -86,7 +87,7 @@ def main():
     results = []
     with tempfile.TemporaryDirectory() as tmp:
         for name, flags, reference_per_forward in decoders(reference):
-            module = os.path.join(tmp, "decoder.mlir")
+            module = os.path.join(tmp, f"decoder{len(results)}.spec")
             run([specc, f"{MODELS}/target.onnx", *flags, "-o", module])
             totals = {"speculative": [0, 0, 0.0], "no_speculation": [0, 0, 0.0]}
             identical = True

@@ -267,9 +267,12 @@ LogicalResult specula::writeCPUArtifact(ModuleOp module, StringRef path,
     return failure();
 
   // Stage everything in a fresh directory beside the destination.
-  SmallString<256> staging;
+  // (createUniqueDirectory puts relative names in the temp directory, from
+  // where a rename may cross file systems.)
+  SmallString<256> absolute(path), staging;
+  llvm::sys::fs::make_absolute(absolute);
   if (std::error_code ec = llvm::sys::fs::createUniqueDirectory(
-          path + ".partial", staging))
+          absolute + ".partial", staging))
     return module.emitError() << "cannot create a directory beside '" << path
                               << "': " << ec.message();
   DirectoryGuard guard{std::string(staging)};

@@ -3,22 +3,26 @@
 // Builds the three example decoders (draft, Medusa heads, DeepSeek-style MTP
 // module) from the bundled ONNX models as specc does (import,
 // spec-pair-draft or spec-fuse-mtp-heads, spec-kv-cache-inplace,
-// spec-lower-generate), compiles their speculative and target-only loops
-// once, and requires identical tokens on 20 prompts x 128 new tokens: every
-// prompt, every position, no tolerance.
+// spec-lower-generate), compiles each into an artifact as `specc -o
+// model.spec` does, runs its speculative and target-only loops through the
+// specrt runtime, and requires identical tokens on 20 prompts x 128 new
+// tokens: every prompt, every position, no tolerance.
 //
 //===----------------------------------------------------------------------===//
 
 #include "dialects/spec/SpecOps.h"
 #include "passes/Passes.h"
-#include "specula/GraphExecutor.h"
+#include "specrt/specrt.h"
+#include "specula/Artifact.h"
 #include "specula/InitAll.h"
 #include "specula/ONNXImport.h"
 
 #include "mlir/IR/MLIRContext.h"
 #include "mlir/InitAllDialects.h"
 #include "mlir/Pass/PassManager.h"
+#include "llvm/Support/FileSystem.h"
 #include "llvm/Support/MemoryBuffer.h"
+#include "llvm/Support/Path.h"
 
 #include "gtest/gtest.h"
 
@@ -51,7 +55,7 @@ const char *const kPrompts[] = {
     "def test_",
 };
 constexpr int64_t kNewTokens = 128;
-constexpr int64_t kBos = 256, kEos = 257;
+constexpr int64_t kBos = 256;
 
 class ExactGreedyTest : public ::testing::Test {
 protected:
@@ -73,75 +77,77 @@ protected:
         importONNX(module, (*buffer)->getBuffer(), path, options)));
   }
 
-  /// Compiles `function` of a fresh copy of the decoder built by `build`.
-  std::unique_ptr<GraphExecutor>
-  compile(llvm::function_ref<void(ModuleOp, PassManager &)> build,
-          StringRef function) {
-    modules.push_back(ModuleOp::create(UnknownLoc::get(&context)));
-    ModuleOp module = *modules.back();
+  /// Compiles the decoder built by `build` into an artifact and opens it.
+  specrt_model *compile(llvm::function_ref<void(ModuleOp, PassManager &)> build) {
+    OwningOpRef<ModuleOp> module = ModuleOp::create(UnknownLoc::get(&context));
     PassManager pm(&context);
-    build(module, pm);
+    build(*module, pm);
     pm.addPass(createSpecKVCacheInplace());
     pm.addPass(createSpecLowerGenerate());
-    pm.addPass(createSpecLowerSteps());
-    EXPECT_TRUE(succeeded(pm.run(module)));
-    FailureOr<std::unique_ptr<GraphExecutor>> executor =
-        GraphExecutor::compile(module, function);
-    EXPECT_TRUE(succeeded(executor));
-    return succeeded(executor) ? std::move(*executor) : nullptr;
+    EXPECT_TRUE(succeeded(pm.run(*module)));
+    SmallString<128> directory;
+    EXPECT_FALSE(llvm::sys::fs::createUniqueDirectory("exact-greedy",
+                                                      directory));
+    artifactDirectory = std::string(directory);
+    llvm::sys::path::append(directory, "decoder.spec");
+    if (failed(writeCPUArtifact(*module, directory, CPUArtifactOptions())))
+      return nullptr;
+    specrt_model *model = nullptr;
+    EXPECT_EQ(specrt_open(directory.c_str(), nullptr, &model), SPECRT_OK)
+        << specrt_last_error();
+    return model;
   }
 
-  std::pair<std::vector<int64_t>, int64_t> generate(GraphExecutor &executor,
-                                                    StringRef prompt) {
+  ~ExactGreedyTest() override {
+    if (!artifactDirectory.empty())
+      llvm::sys::fs::remove_directories(artifactDirectory);
+  }
+
+  std::pair<std::vector<int64_t>, int64_t>
+  generate(specrt_model *model, StringRef prompt, bool speculative) {
     std::vector<int64_t> ids{kBos};
     for (unsigned char c : prompt)
       ids.push_back(c);
-    std::string error;
-    FailureOr<std::vector<HostTensor>> outputs = executor.run(
-        {makeInt64Tensor({static_cast<int64_t>(ids.size())}, ids),
-         makeInt64Tensor({}, {kNewTokens}), makeInt64Tensor({}, {0})},
-        error);
-    EXPECT_TRUE(succeeded(outputs)) << error;
-    if (failed(outputs))
-      return {};
-    int64_t length = int64Value((*outputs)[1]);
-    int64_t forwards = int64Value((*outputs)[2]);
-    const auto *seq =
-        reinterpret_cast<const int64_t *>((*outputs)[0].data.data());
-    std::vector<int64_t> tokens;
-    for (int64_t i = ids.size(); i < length; ++i) {
-      tokens.push_back(seq[i]);
-      if (seq[i] == kEos)
-        break;
-    }
+    specrt_generate_options options;
+    specrt_generate_options_init(&options);
+    options.max_new_tokens = kNewTokens;
+    options.speculative = speculative;
+    specrt_result result;
+    EXPECT_EQ(specrt_generate(model, ids.data(), ids.size(), &options, &result),
+              SPECRT_OK)
+        << specrt_last_error();
+    std::vector<int64_t> tokens(result.tokens,
+                                result.tokens + result.num_tokens);
+    int64_t forwards = result.target_forwards;
+    specrt_result_free(&result);
     return {tokens, forwards};
   }
 
   void expectExact(llvm::function_ref<void(ModuleOp, PassManager &)> build,
                    double minTokensPerForward) {
-    std::unique_ptr<GraphExecutor> speculative =
-        compile(build, "decoder_generate");
-    std::unique_ptr<GraphExecutor> plain =
-        compile(build, "decoder_target_only");
-    ASSERT_TRUE(speculative && plain);
+    specrt_model *model = compile(build);
+    ASSERT_TRUE(model);
     int64_t tokens = 0, forwards = 0;
     for (const char *prompt : kPrompts) {
-      auto [spec, specForwards] = generate(*speculative, prompt);
-      auto [ref, refForwards] = generate(*plain, prompt);
+      auto [spec, specForwards] = generate(model, prompt, true);
+      auto [ref, refForwards] = generate(model, prompt, false);
       EXPECT_EQ(spec, ref) << "prompt: " << prompt;
       EXPECT_EQ(static_cast<int64_t>(ref.size()), kNewTokens)
           << "prompt: " << prompt;
+      EXPECT_EQ(refForwards, kNewTokens) << "prompt: " << prompt;
       tokens += spec.size();
       forwards += specForwards;
     }
+    specrt_close(model);
     double perForward = double(tokens) / forwards;
     RecordProperty("tokens_per_target_forward", std::to_string(perForward));
+    std::printf("%.2f tokens per target forward\n", perForward);
     // Speculation did happen: fewer target forwards than tokens.
     EXPECT_GT(perForward, minTokensPerForward);
   }
 
   MLIRContext context;
-  std::vector<OwningOpRef<ModuleOp>> modules;
+  std::string artifactDirectory;
 };
 } // namespace
 

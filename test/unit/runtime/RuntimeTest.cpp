@@ -1,0 +1,105 @@
+//===- RuntimeTest.cpp - the runtime's parts that need no artifact --------===//
+//
+// The manifest's JSON reader and the memrefCopy that compiled code calls.
+// Artifacts themselves are tested end to end in test/tools/spec-run and
+// ExactGreedyTests.
+//
+//===----------------------------------------------------------------------===//
+
+#include "Json.h"
+#include "specrt/specrt.h"
+
+#include "gtest/gtest.h"
+
+#include <numeric>
+#include <vector>
+
+using namespace specrt;
+
+namespace {
+TEST(Json, ParsesNestedValues) {
+  JsonValue v;
+  std::string error;
+  ASSERT_TRUE(parseJson(R"({"a": [1, -2.5e1, true, null], "b": {"c": "x\n\u00e9"}})",
+                        v, error))
+      << error;
+  ASSERT_EQ(v.kind, JsonValue::Kind::Object);
+  const JsonValue *a = v.get("a");
+  ASSERT_TRUE(a && a->kind == JsonValue::Kind::Array);
+  ASSERT_EQ(a->array.size(), 4u);
+  EXPECT_EQ(a->array[0].number, 1);
+  EXPECT_EQ(a->array[1].number, -25);
+  EXPECT_TRUE(a->array[2].boolean);
+  EXPECT_EQ(a->array[3].kind, JsonValue::Kind::Null);
+  EXPECT_EQ(v.get("b")->get("c")->string, "x\n\xc3\xa9");
+  EXPECT_EQ(v.get("missing"), nullptr);
+}
+
+TEST(Json, ReportsWhereItFails) {
+  JsonValue v;
+  std::string error;
+  EXPECT_FALSE(parseJson("{\n  \"a\": 1,\n  \"b\" 2\n}", v, error));
+  EXPECT_EQ(error, "line 3, column 7: expected ':' after a member name");
+  EXPECT_FALSE(parseJson("{\"a\": \"unterminated", v, error));
+  EXPECT_EQ(error, "line 1, column 20: unterminated string");
+  EXPECT_FALSE(parseJson("[1, 2] 3", v, error));
+  EXPECT_EQ(error, "line 1, column 8: unexpected text after the JSON value");
+  EXPECT_FALSE(parseJson(std::string(1000, '['), v, error));
+  EXPECT_NE(error.find("nested too deeply"), std::string::npos);
+}
+} // namespace
+
+extern "C" void memrefCopy(int64_t elementSize, void *source, void *target);
+
+namespace {
+template <int Rank> struct Descriptor {
+  float *allocated, *aligned;
+  int64_t offset, sizes[Rank], strides[Rank];
+};
+struct Unranked {
+  int64_t rank;
+  void *descriptor;
+};
+
+TEST(MemRefCopy, CopiesAStridedViewIntoADenseBuffer) {
+  // The 2x3 block at (1, 2) of a 4x6 matrix, transposed by its strides.
+  std::vector<float> matrix(24);
+  std::iota(matrix.begin(), matrix.end(), 0.0f);
+  std::vector<float> out(6, -1.0f);
+  Descriptor<2> source{matrix.data(), matrix.data(), 1 * 6 + 2, {3, 2}, {1, 6}};
+  Descriptor<2> target{out.data(), out.data(), 0, {3, 2}, {2, 1}};
+  Unranked s{2, &source}, t{2, &target};
+  memrefCopy(sizeof(float), &s, &t);
+  EXPECT_EQ(out, (std::vector<float>{8, 14, 9, 15, 10, 16}));
+}
+
+TEST(MemRefCopy, CopiesDenseRowsAndScalars) {
+  std::vector<float> in{1, 2, 3, 4, 5, 6}, out(6, 0);
+  Descriptor<2> source{in.data(), in.data(), 0, {2, 3}, {3, 1}};
+  Descriptor<2> target{out.data(), out.data(), 0, {2, 3}, {3, 1}};
+  Unranked s{2, &source}, t{2, &target};
+  memrefCopy(sizeof(float), &s, &t);
+  EXPECT_EQ(out, in);
+
+  float x = 7, y = 0;
+  struct {
+    float *allocated, *aligned;
+    int64_t offset;
+  } a{&x, &x, 0}, b{&y, &y, 0};
+  Unranked sa{0, &a}, sb{0, &b};
+  memrefCopy(sizeof(float), &sa, &sb);
+  EXPECT_EQ(y, 7);
+}
+
+TEST(RuntimeAPI, RejectsMissingArgumentsWithAMessage) {
+  specrt_model *model = nullptr;
+  EXPECT_EQ(specrt_open(nullptr, nullptr, &model),
+            SPECRT_ERROR_INVALID_ARGUMENT);
+  EXPECT_STREQ(specrt_last_error(),
+               "specrt_open needs a path and a model pointer");
+  EXPECT_EQ(specrt_open("/nonexistent.spec", nullptr, &model),
+            SPECRT_ERROR_IO);
+  EXPECT_EQ(model, nullptr);
+  EXPECT_STREQ(specrt_status_name(SPECRT_ERROR_CORRUPT), "corrupt artifact");
+}
+} // namespace
