@@ -235,6 +235,31 @@ def SpecLowerSteps : Pass<"spec-lower-steps", "::mlir::ModuleOp"> {
                            "::mlir::tensor::TensorDialect"];
 }
 
+def SpecInterchangeContractions
+    : Pass<"spec-interchange-contractions", "::mlir::func::FuncOp"> {
+  let summary = "Put the reduction loop of matmul-like ops outside the "
+                "innermost output loop, so that the innermost loop vectorizes";
+  let description = [{
+    The importer writes MatMul and the attention products as `linalg.generic`
+    ops whose last loop is the reduction: `C[m, n] += A[m, k] * B[k, n]`
+    iterates `(m, n, k)`, so the innermost loop strides through `B` column by
+    column and accumulates one scalar. This pass swaps the reduction loop
+    with the loop before it when that loop indexes the output's innermost
+    (contiguous) dimension, giving `(m, k, n)`: the innermost loop reads `B`
+    and updates `C` contiguously, which LLVM's loop vectorizer turns into
+    vector loads and multiply-adds.
+
+    Each output element still accumulates over `k` in ascending order, so
+    results are bit-identical to the original order and do not depend on how
+    many rows are computed together (batch invariance, which exact greedy
+    speculation relies on). Ops with several reductions, or whose output is
+    not indexed by the loop before the reduction, are left alone.
+
+    Example: `spec-opt --pass-pipeline='builtin.module(func.func(spec-interchange-contractions))'`
+  }];
+  let dependentDialects = ["::mlir::linalg::LinalgDialect"];
+}
+
 def SpecExternalizeWeights
     : Pass<"spec-externalize-weights", "::mlir::ModuleOp"> {
   let summary = "Move large constants of LLVM-dialect code into a weights "

@@ -38,6 +38,8 @@ void specula::buildGraphToLLVMPipeline(OpPassManager &pm,
   // Results that alias arguments or constants are returned as clones.
   pm.addPass(createConvertBufferizationToMemRefPass());
 
+  if (options.interchangeContractions)
+    pm.addNestedPass<func::FuncOp>(createSpecInterchangeContractions());
   pm.addNestedPass<func::FuncOp>(createConvertLinalgToLoopsPass());
   pm.addPass(memref::createExpandStridedMetadataPass());
   pm.addPass(createLowerAffinePass());

@@ -16,6 +16,11 @@ struct GraphToLLVMOptions : public mlir::PassPipelineOptions<GraphToLLVMOptions>
       *this, "fuse-elementwise",
       llvm::cl::desc("Fuse producer/consumer elementwise linalg ops first"),
       llvm::cl::init(true)};
+  Option<bool> interchangeContractions{
+      *this, "interchange-contractions",
+      llvm::cl::desc("Move reduction loops of matmul-like ops outside the "
+                     "innermost output loop (spec-interchange-contractions)"),
+      llvm::cl::init(true)};
 };
 
 /// Lowers model functions on tensors (what the ONNX importer produces) to the
