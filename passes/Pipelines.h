@@ -21,6 +21,12 @@ struct GraphToLLVMOptions : public mlir::PassPipelineOptions<GraphToLLVMOptions>
       llvm::cl::desc("Move reduction loops of matmul-like ops outside the "
                      "innermost output loop (spec-interchange-contractions)"),
       llvm::cl::init(true)};
+  Option<bool> runtimeAllocator{
+      *this, "runtime-allocator",
+      llvm::cl::desc("Allocate buffers with _mlir_memref_to_llvm_alloc and "
+                     "_free, which the specrt runtime provides and reuses "
+                     "across forwards (default: malloc and free)"),
+      llvm::cl::init(false)};
 };
 
 /// Lowers model functions on tensors (what the ONNX importer produces) to the

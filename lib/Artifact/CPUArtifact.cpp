@@ -290,7 +290,9 @@ LogicalResult specula::writeCPUArtifact(ModuleOp module, StringRef path,
   module.getContext()->appendDialectRegistry(extensions);
   PassManager pm(module.getContext());
   pm.addPass(createSpecLowerSteps());
-  buildGraphToLLVMPipeline(pm, GraphToLLVMOptions());
+  GraphToLLVMOptions lowering;
+  lowering.runtimeAllocator = true;
+  buildGraphToLLVMPipeline(pm, lowering);
   SpecExternalizeWeightsOptions weights;
   weights.path = inStaging(SPECRT_WEIGHTS_FILE);
   weights.minBytes = options.minWeightBytes;

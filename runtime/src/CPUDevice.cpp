@@ -11,6 +11,10 @@
 
 using namespace specrt;
 
+// Compiled code allocates its buffers, the returned sequence included, here
+// (Allocator.cpp).
+extern "C" void _mlir_memref_to_llvm_free(void *block);
+
 namespace {
 /// The architecture this runtime was built for, as LLVM triples name it.
 constexpr const char *hostArchitecture() {
@@ -109,14 +113,14 @@ specrt_status CPUDevice::decode(bool speculative, const int64_t *prompt,
   if (!tokens.aligned || result.length < 0 || result.length > tokens.size) {
     error = "the decode loop returned a malformed sequence (length " +
             std::to_string(result.length) + ")";
-    std::free(tokens.allocated);
+    _mlir_memref_to_llvm_free(tokens.allocated);
     return SPECRT_ERROR_FORMAT;
   }
   output.sequence.resize(result.length);
   for (int64_t i = 0; i < result.length; ++i)
     output.sequence[i] = tokens.aligned[tokens.offset + i * tokens.stride];
   output.targetForwards = result.target_forwards;
-  std::free(tokens.allocated);
+  _mlir_memref_to_llvm_free(tokens.allocated);
   return SPECRT_OK;
 }
 

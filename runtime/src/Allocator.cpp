@@ -1,0 +1,106 @@
+//===- Allocator.cpp - the buffers compiled code allocates ----------------===//
+//
+// Artifacts are lowered with MLIR's generic allocation functions
+// (_mlir_memref_to_llvm_alloc / _aligned_alloc / _free), which the runtime
+// provides here. A forward allocates the same few hundred activation buffers
+// every time; with malloc, the large ones are fresh mmaps whose pages the
+// kernel faults in and zeroes on each forward. Here freed blocks are kept in
+// per-size-class free lists and handed out again.
+//
+//===----------------------------------------------------------------------===//
+
+#include "specrt/specrt.h"
+
+#include <cstdint>
+#include <cstdlib>
+#include <mutex>
+#include <unordered_map>
+#include <vector>
+
+namespace {
+/// Every block starts with a header that records its size class and the
+/// header's own size (which is at least the alignment).
+constexpr uint64_t kMinHeader = 64;
+/// Freed blocks beyond this many bytes go back to the C library.
+constexpr uint64_t kMaxCachedBytes = uint64_t(1) << 30;
+
+struct Pool {
+  std::mutex mutex;
+  std::unordered_map<uint64_t, std::vector<void *>> free; // by class+header
+  uint64_t cachedBytes = 0;
+};
+
+Pool &pool() {
+  // Never destroyed: compiled code may free during static destruction.
+  static Pool *instance = new Pool;
+  return *instance;
+}
+
+/// Rounds a size up to its class: multiples of 64 bytes up to 4 KiB, then
+/// quarters of powers of two (at most 25% unused), so that buffers whose
+/// sizes grow with the sequence length are reused.
+uint64_t sizeClass(uint64_t size) {
+  if (size <= 4096)
+    return (size + 63) & ~uint64_t(63);
+  uint64_t power = uint64_t(1) << (63 - __builtin_clzll(size));
+  uint64_t step = power / 4;
+  return (size + step - 1) / step * step;
+}
+
+void *allocate(uint64_t alignment, uint64_t size) {
+  uint64_t header = alignment > kMinHeader ? alignment : kMinHeader;
+  uint64_t cls = sizeClass(size ? size : 1);
+  uint64_t key = cls + header; // headers are powers of two >= 64
+  Pool &p = pool();
+  {
+    std::lock_guard<std::mutex> lock(p.mutex);
+    auto it = p.free.find(key);
+    if (it != p.free.end() && !it->second.empty()) {
+      void *block = it->second.back();
+      it->second.pop_back();
+      p.cachedBytes -= key;
+      return block;
+    }
+  }
+  char *base = static_cast<char *>(std::aligned_alloc(header, key));
+  if (!base)
+    return nullptr;
+  char *block = base + header;
+  reinterpret_cast<uint64_t *>(block)[-1] = cls;
+  reinterpret_cast<uint64_t *>(block)[-2] = header;
+  return block;
+}
+} // namespace
+
+extern "C" {
+
+SPECRT_API void *_mlir_memref_to_llvm_alloc(uint64_t size) {
+  return allocate(kMinHeader, size);
+}
+
+SPECRT_API void *_mlir_memref_to_llvm_aligned_alloc(uint64_t alignment,
+                                                    uint64_t size) {
+  // Alignments are powers of two; a header of that size keeps the block
+  // aligned.
+  return allocate(alignment, size);
+}
+
+SPECRT_API void _mlir_memref_to_llvm_free(void *block) {
+  if (!block)
+    return;
+  uint64_t cls = static_cast<uint64_t *>(block)[-1];
+  uint64_t header = static_cast<uint64_t *>(block)[-2];
+  uint64_t key = cls + header;
+  Pool &p = pool();
+  {
+    std::lock_guard<std::mutex> lock(p.mutex);
+    if (p.cachedBytes + key <= kMaxCachedBytes) {
+      p.free[key].push_back(block);
+      p.cachedBytes += key;
+      return;
+    }
+  }
+  std::free(static_cast<char *>(block) - header);
+}
+
+} // extern "C"
