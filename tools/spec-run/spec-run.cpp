@@ -42,6 +42,8 @@ const char *kUsage =
     "  --no-speculation       run the target alone, with the same kernels\n"
     "  --compare              run with and without speculation; report the\n"
     "                         speedup and whether the outputs are identical\n"
+    "  --warmup N             generate N times untimed before the measured\n"
+    "                         run (benchmarks; default 0)\n"
     "  --json                 print JSON instead of text\n"
     "  --profile FILE         write the measured acceptance as JSON, for\n"
     "                         specc --profile (gamma from the cost model)\n"
@@ -57,6 +59,7 @@ struct Options {
   std::vector<int64_t> stopTokens;
   double temperature = -1, topP = -1;
   int64_t topK = -1;
+  int64_t warmup = 0;
   bool noSpeculation = false, compare = false, json = false;
   std::string profile;
   specrt_device_kind device = SPECRT_DEVICE_CPU;
@@ -154,7 +157,8 @@ int parseOptions(int argc, char **argv, Options &o) {
       }
       o.promptIds = ids;
     } else if (arg == "--max-new-tokens" || arg == "--seed" ||
-               arg == "--stop-token" || arg == "--top-k") {
+               arg == "--stop-token" || arg == "--top-k" ||
+               arg == "--warmup") {
       if (!next())
         return needsValue();
       int64_t n;
@@ -166,6 +170,8 @@ int parseOptions(int argc, char **argv, Options &o) {
         o.seed = static_cast<uint64_t>(n);
       else if (arg == "--stop-token")
         o.stopTokens.push_back(n);
+      else if (arg == "--warmup")
+        o.warmup = n;
       else
         o.topK = n;
     } else if (arg == "--temperature" || arg == "--top-p") {
@@ -303,6 +309,12 @@ int main(int argc, char **argv) {
     g.temperature = o.temperature;
     g.top_k = o.topK;
     g.top_p = o.topP;
+    for (int64_t i = 0; i < o.warmup; ++i) {
+      if (specrt_generate(model, prompt.data(), prompt.size(), &g,
+                          &run.stats) != SPECRT_OK)
+        break; // the measured run reports the error
+      specrt_result_free(&run.stats);
+    }
     if (specrt_generate(model, prompt.data(), prompt.size(), &g,
                         &run.stats) != SPECRT_OK) {
       std::fprintf(stderr, "spec-run: error: %s\n", specrt_last_error());
