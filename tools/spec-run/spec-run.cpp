@@ -42,8 +42,9 @@ const char *kUsage =
     "  --no-speculation       run the target alone, with the same kernels\n"
     "  --compare              run with and without speculation; report the\n"
     "                         speedup and whether the outputs are identical\n"
-    "  --warmup N             generate N times untimed before the measured\n"
-    "                         run (benchmarks; default 0)\n"
+    "  --warmup N             generate N times untimed before each measured\n"
+    "                         run (default 0; 1 with --compare, so that\n"
+    "                         neither mode pays the first run's page faults)\n"
     "  --json                 print JSON instead of text\n"
     "  --profile FILE         write the measured acceptance as JSON, for\n"
     "                         specc --profile (gamma from the cost model)\n"
@@ -59,7 +60,7 @@ struct Options {
   std::vector<int64_t> stopTokens;
   double temperature = -1, topP = -1;
   int64_t topK = -1;
-  int64_t warmup = 0;
+  int64_t warmup = -1; // -1: 1 with --compare, else 0
   bool noSpeculation = false, compare = false, json = false;
   std::string profile;
   specrt_device_kind device = SPECRT_DEVICE_CPU;
@@ -216,6 +217,8 @@ int parseOptions(int argc, char **argv, Options &o) {
     return usageError("give a prompt as text or as ids, not both");
   if (o.noSpeculation && o.compare)
     return usageError("--compare already runs without speculation");
+  if (o.warmup < 0)
+    o.warmup = o.compare ? 1 : 0;
   return -1;
 }
 
