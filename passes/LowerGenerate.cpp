@@ -284,12 +284,14 @@ struct Prologue {
   }
 
   /// Returns the sequence, its length (at most the prompt plus
-  /// max_new_tokens: a round may produce more) and the target forwards.
-  void finish(OpBuilder &b, Value seq, Value lengthT, Value steps) {
+  /// max_new_tokens: a round may produce more), the target forwards and the
+  /// histogram of accepted proposals per round.
+  void finish(OpBuilder &b, Value seq, Value lengthT, Value steps,
+              Value histogram) {
     Value length = arith::MinUIOp::create(
         b, loc, arith::AddIOp::create(b, loc, lengthT, lb.index(1)),
         arith::AddIOp::create(b, loc, promptLength, maxNew));
-    func::ReturnOp::create(b, loc, ValueRange{seq, length, steps});
+    func::ReturnOp::create(b, loc, ValueRange{seq, length, steps, histogram});
   }
 
   /// Where the loop state keeps what the loop condition and finish() read.
@@ -299,11 +301,18 @@ struct Prologue {
 
   /// Builds the decode loop over `inits` and the function's return: rounds
   /// of at most `round` positions run while shouldContinue holds; `body`
-  /// builds one round at `b`'s insertion point and returns the next state.
+  /// builds one round at `b`'s insertion point and returns the next state
+  /// followed by the number of proposals the round accepted. The loop counts
+  /// rounds by accepted proposals in a histogram of `round` entries, the
+  /// function's fourth result.
   void loop(OpBuilder &b, ValueRange inits, StateLayout layout, int64_t round,
             function_ref<SmallVector<Value>(Location, ValueRange)> body) {
+    auto histogramType = RankedTensorType::get({round}, b.getI64Type());
+    SmallVector<Value> state0(inits);
+    state0.push_back(arith::ConstantOp::create(
+        b, loc, DenseElementsAttr::get(histogramType, b.getI64IntegerAttr(0))));
     auto whileOp = scf::WhileOp::create(
-        b, loc, llvm::to_vector(inits.getTypes()), inits,
+        b, loc, llvm::to_vector(ValueRange(state0).getTypes()), state0,
         [&](OpBuilder &nb, Location l, ValueRange state) {
           scf::ConditionOp::create(
               nb, l,
@@ -314,10 +323,21 @@ struct Prologue {
         [&](OpBuilder &nb, Location l, ValueRange state) {
           OpBuilder::InsertionGuard guard(b);
           b.setInsertionPoint(nb.getInsertionBlock(), nb.getInsertionPoint());
-          scf::YieldOp::create(b, l, body(l, state));
+          SmallVector<Value> next = body(l, state.drop_back());
+          Value accepted = next.pop_back_val();
+          Value histogram = state.back();
+          Value count = tensor::ExtractOp::create(b, l, histogram, accepted);
+          next.push_back(tensor::InsertOp::create(
+              b, l, arith::AddIOp::create(b, l, count, lb.i64(1)), histogram,
+              accepted));
+          scf::YieldOp::create(b, l, next);
         });
+    func.setFunctionType(FunctionType::get(
+        b.getContext(), func.getArgumentTypes(),
+        {func.getResultTypes()[0], b.getIndexType(), b.getIndexType(),
+         histogramType}));
     finish(b, whileOp.getResult(layout.seq), whileOp.getResult(layout.length),
-           whileOp.getResult(layout.steps));
+           whileOp.getResult(layout.steps), whileOp.getResults().back());
   }
 
   /// The sampling key of the round after `steps` target forwards: each round
@@ -427,7 +447,8 @@ void LowerGeneratePass::emitTargetOnly(DecoderOp decoder,
                 newLength,
                 arith::AddIOp::create(b, l, generated, one),
                 arith::AddIOp::create(b, l, steps, one),
-                next};
+                next,
+                lb.index(0)};
       });
 }
 
@@ -556,7 +577,8 @@ LogicalResult LowerGeneratePass::lowerDraft(DecoderOp decoder,
                 newLengthD,
                 arith::AddIOp::create(b, l, generated, produced),
                 arith::AddIOp::create(b, l, steps, one),
-                nextToken};
+                nextToken,
+                accepted};
       });
   return success();
 }
@@ -679,7 +701,8 @@ LogicalResult LowerGeneratePass::lowerMedusa(DecoderOp decoder,
             arith::AddIOp::create(b, l, steps, one),
             nextToken,
             nextProposals,
-            nextProbs};
+            nextProbs,
+            accepted};
       });
   return success();
 }
@@ -798,7 +821,8 @@ LogicalResult LowerGeneratePass::lowerMTPModule(DecoderOp decoder,
                 arith::AddIOp::create(b, l, steps, one),
                 round.next,
                 nextProposals,
-                nextProbs};
+                nextProbs,
+                round.accepted};
       });
   return success();
 }

@@ -110,17 +110,26 @@ specrt_status CPUDevice::decode(bool speculative, const int64_t *prompt,
   specrt_entry_result result{};
   (speculative ? generate : targetOnly)(&result, &input, maxNewTokens, seed);
   const specrt_memref_i64 &tokens = result.tokens;
-  if (!tokens.aligned || result.length < 0 || result.length > tokens.size) {
+  const specrt_memref_i64 &histogram = result.accepted_histogram;
+  bool wellFormed = tokens.aligned && histogram.aligned &&
+                    result.length >= 0 && result.length <= tokens.size;
+  if (wellFormed) {
+    output.sequence.resize(result.length);
+    for (int64_t i = 0; i < result.length; ++i)
+      output.sequence[i] = tokens.aligned[tokens.offset + i * tokens.stride];
+    output.acceptedHistogram.resize(histogram.size);
+    for (int64_t i = 0; i < histogram.size; ++i)
+      output.acceptedHistogram[i] =
+          histogram.aligned[histogram.offset + i * histogram.stride];
+    output.targetForwards = result.target_forwards;
+  }
+  _mlir_memref_to_llvm_free(tokens.allocated);
+  _mlir_memref_to_llvm_free(histogram.allocated);
+  if (!wellFormed) {
     error = "the decode loop returned a malformed sequence (length " +
             std::to_string(result.length) + ")";
-    _mlir_memref_to_llvm_free(tokens.allocated);
     return SPECRT_ERROR_FORMAT;
   }
-  output.sequence.resize(result.length);
-  for (int64_t i = 0; i < result.length; ++i)
-    output.sequence[i] = tokens.aligned[tokens.offset + i * tokens.stride];
-  output.targetForwards = result.target_forwards;
-  _mlir_memref_to_llvm_free(tokens.allocated);
   return SPECRT_OK;
 }
 

@@ -22,6 +22,8 @@ namespace specrt {
 struct DecodeOutput {
   std::vector<int64_t> sequence; // the prompt, then generated tokens
   int64_t targetForwards = 0;
+  /// Verify rounds by the number of proposals they accepted.
+  std::vector<int64_t> acceptedHistogram;
 };
 
 class Device {

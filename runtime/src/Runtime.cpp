@@ -238,6 +238,25 @@ specrt_status specrt_generate(specrt_model *model, const int64_t *prompt,
                           static_cast<double>(m.proposals));
   if (seconds > 0)
     result->tokens_per_second = generated.size() / seconds;
+  const std::vector<int64_t> &histogram = output.acceptedHistogram;
+  for (int64_t count : histogram)
+    result->rounds += count;
+  if (options->speculative && histogram.size() > 1 && result->rounds > 0) {
+    result->num_positions = histogram.size() - 1;
+    result->accepted_per_position = static_cast<double *>(
+        std::malloc(result->num_positions * sizeof(double)));
+    if (!result->accepted_per_position) {
+      specrt_result_free(result);
+      return fail(SPECRT_ERROR_INVALID_ARGUMENT, "out of memory");
+    }
+    // Position i was accepted in every round that accepted more than i.
+    int64_t atLeast = result->rounds;
+    for (size_t i = 0; i < result->num_positions; ++i) {
+      atLeast -= histogram[i];
+      result->accepted_per_position[i] =
+          static_cast<double>(atLeast) / static_cast<double>(result->rounds);
+    }
+  }
   return SPECRT_OK;
 }
 
@@ -245,8 +264,11 @@ void specrt_result_free(specrt_result *result) {
   if (!result)
     return;
   std::free(result->tokens);
+  std::free(result->accepted_per_position);
   result->tokens = nullptr;
   result->num_tokens = 0;
+  result->accepted_per_position = nullptr;
+  result->num_positions = 0;
 }
 
 specrt_status specrt_tokenize(const specrt_model *model, const char *text,

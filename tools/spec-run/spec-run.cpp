@@ -224,8 +224,20 @@ int parseOptions(int argc, char **argv, Options &o) {
 
 struct Run {
   std::vector<int64_t> tokens;
+  std::vector<double> acceptedPerPosition;
   specrt_result stats{};
 };
+
+std::string formatList(const std::vector<double> &values, const char *format,
+                       const char *separator) {
+  std::string out;
+  for (size_t i = 0; i < values.size(); ++i) {
+    char buffer[32];
+    std::snprintf(buffer, sizeof(buffer), format, values[i]);
+    out += (i ? separator : "") + std::string(buffer);
+  }
+  return out;
+}
 
 std::string jsonString(const std::string &s) {
   std::string out = "\"";
@@ -325,6 +337,9 @@ int main(int argc, char **argv) {
     }
     run.tokens.assign(run.stats.tokens,
                       run.stats.tokens + run.stats.num_tokens);
+    run.acceptedPerPosition.assign(run.stats.accepted_per_position,
+                                   run.stats.accepted_per_position +
+                                       run.stats.num_positions);
     specrt_result_free(&run.stats); // the statistics stay; tokens are copied
     run.stats.num_tokens = run.tokens.size();
     return true;
@@ -367,11 +382,14 @@ int main(int argc, char **argv) {
                "  \"new_tokens\": %zu,\n  \"target_forwards\": %lld,\n"
                "  \"mean_accepted_length\": %.6f,\n"
                "  \"acceptance_rate\": %.6f,\n"
+               "  \"accepted_per_position\": [%s],\n"
                "  \"per_token_acceptance\": %.6f\n}\n",
                jsonString(info.proposer).c_str(),
                static_cast<long long>(info.proposals), s.num_tokens,
                static_cast<long long>(s.target_forwards),
                s.mean_accepted_length, s.acceptance_rate,
+               formatList(speculative->acceptedPerPosition, "%.6f", ", ")
+                   .c_str(),
                perTokenAcceptance(s.mean_accepted_length, info.proposals)) >
            0;
       ok = std::fclose(f) == 0 && ok;
@@ -405,6 +423,8 @@ int main(int argc, char **argv) {
         std::snprintf(buffer, sizeof(buffer),
                       ",\n    \"acceptance_rate\": %.6f", s.acceptance_rate);
         out += buffer;
+        out += ",\n    \"accepted_per_position\": [" +
+               formatList(run.acceptedPerPosition, "%.6f", ", ") + "]";
       }
       return out + "\n  }";
     };
@@ -437,6 +457,9 @@ int main(int argc, char **argv) {
     if (withAcceptance)
       std::printf(", acceptance rate %.2f", s.acceptance_rate);
     std::printf("), %.3f s, %.0f tokens/s\n", s.seconds, s.tokens_per_second);
+    if (withAcceptance && !run.acceptedPerPosition.empty())
+      std::printf("  accepted per position: %s\n",
+                  formatList(run.acceptedPerPosition, "%.2f", " ").c_str());
   };
   if (speculative)
     report("speculative", *speculative, true);

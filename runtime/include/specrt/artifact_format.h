@@ -17,8 +17,9 @@
  *   void entry(specrt_entry_result *result, specrt_memref_i64 *prompt,
  *              int64_t max_new_tokens, int64_t seed);
  *
- * The result's token buffer is allocated with malloc by the compiled code
- * and freed by the caller (its `allocated` pointer).
+ * The result's buffers are allocated by the compiled code through
+ * _mlir_memref_to_llvm_alloc (which the runtime provides) and freed by the
+ * caller with _mlir_memref_to_llvm_free (their `allocated` pointers).
  *
  *===----------------------------------------------------------------------===*/
 
@@ -46,11 +47,14 @@ typedef struct {
 } specrt_memref_i64;
 
 /* What an entry point returns: the sequence buffer (prompt, then generated
- * tokens), the sequence's length, and how many target forwards ran. */
+ * tokens), the sequence's length, how many target forwards ran, and how
+ * many verify rounds accepted 0, 1, ... proposals (proposals + 1 entries;
+ * one entry, always 0, for the target-only loop). */
 typedef struct {
   specrt_memref_i64 tokens;
   int64_t length;
   int64_t target_forwards;
+  specrt_memref_i64 accepted_histogram;
 } specrt_entry_result;
 
 typedef void (*specrt_entry_fn)(specrt_entry_result *result,

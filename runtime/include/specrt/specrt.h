@@ -122,6 +122,13 @@ typedef struct specrt_result {
   double mean_accepted_length;
   /* Accepted proposals / proposed tokens (0 without speculation). */
   double acceptance_rate;
+  /* Verify rounds (target forwards after the prompt's), and for each
+   * proposal position i < num_positions the fraction of rounds that
+   * accepted it (and so every position before it); NULL and 0 without
+   * speculation. */
+  int64_t rounds;
+  double *accepted_per_position;
+  size_t num_positions;
   double seconds;
   double tokens_per_second;
 } specrt_result;

@@ -103,6 +103,8 @@ protected:
       llvm::sys::fs::remove_directories(artifactDirectory);
   }
 
+  /// The generated tokens and the target forwards; checks that the
+  /// per-position acceptance accounts for the tokens.
   std::pair<std::vector<int64_t>, int64_t>
   generate(specrt_model *model, StringRef prompt, bool speculative) {
     std::vector<int64_t> ids{kBos};
@@ -118,6 +120,20 @@ protected:
         << specrt_last_error();
     std::vector<int64_t> tokens(result.tokens,
                                 result.tokens + result.num_tokens);
+    // One token from the prefill, then per round the accepted proposals and
+    // the target's own token; the last round may overshoot max_new_tokens.
+    EXPECT_EQ(result.rounds, result.target_forwards - 1);
+    double counted = 1.0 + static_cast<double>(result.rounds);
+    for (size_t i = 0; i < result.num_positions; ++i) {
+      EXPECT_GE(result.accepted_per_position[i], 0.0);
+      EXPECT_LE(result.accepted_per_position[i],
+                i ? result.accepted_per_position[i - 1] : 1.0);
+      counted += result.accepted_per_position[i] * result.rounds;
+    }
+    EXPECT_EQ(result.num_positions > 0, speculative);
+    EXPECT_GE(counted + 1e-6, static_cast<double>(result.num_tokens));
+    EXPECT_LT(counted, static_cast<double>(result.num_tokens) +
+                           static_cast<double>(result.num_positions) + 1.0);
     int64_t forwards = result.target_forwards;
     specrt_result_free(&result);
     return {tokens, forwards};
