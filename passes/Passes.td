@@ -263,6 +263,34 @@ def SpecInterchangeContractions
   let dependentDialects = ["::mlir::linalg::LinalgDialect"];
 }
 
+def SpecApproximateMath : Pass<"spec-approximate-math"> {
+  let summary = "Replace calls of math functions with polynomial "
+                "approximations that vectorize";
+  let description = [{
+    Rewrites the `math` ops named in `ops` (without the `math.` prefix) into
+    upstream MLIR's polynomial approximations: plain `arith` and `math.fma`
+    operations instead of a call into libm. Loops that apply them to every
+    element (softmax's `exp`, SiLU's sigmoid) then vectorize, where a libm
+    call per element does not. The approximations are accurate to a few
+    ulp of float32 (upstream's tests). `exp` clamps its input to
+    [-87.8, 88.8]: exp(-inf), a masked attention score, gives about 7e-39
+    instead of 0, and overflow gives about 3.4e38 instead of inf.
+
+    Every element goes through the same instructions wherever it sits in a
+    vector (the approximations use `math.fma`, which rounds once whether
+    scalar or vector), so results still do not depend on how many rows are
+    computed together.
+
+    Example: `spec-opt --spec-approximate-math='ops=exp,tanh'`
+  }];
+  let options = [
+    ListOption<"ops", "ops", "std::string",
+               "The math ops to approximate, e.g. exp,tanh,erf,log">
+  ];
+  let dependentDialects = ["::mlir::arith::ArithDialect",
+                           "::mlir::math::MathDialect"];
+}
+
 def SpecExternalizeWeights
     : Pass<"spec-externalize-weights", "::mlir::ModuleOp"> {
   let summary = "Move large constants of LLVM-dialect code into a weights "

@@ -40,14 +40,22 @@ void specula::buildGraphToLLVMPipeline(OpPassManager &pm,
 
   if (options.interchangeContractions)
     pm.addNestedPass<func::FuncOp>(createSpecInterchangeContractions());
+  if (options.approximateExp) {
+    SpecApproximateMathOptions approximate;
+    approximate.ops = {"exp"};
+    pm.addNestedPass<func::FuncOp>(createSpecApproximateMath(approximate));
+  }
   pm.addNestedPass<func::FuncOp>(createConvertLinalgToLoopsPass());
   pm.addPass(memref::createExpandStridedMetadataPass());
   pm.addPass(createLowerAffinePass());
   pm.addPass(createSCFToControlFlowPass());
   pm.addPass(createConvertMathToFuncs());
+  // LLVM intrinsics first: math.fma and math.floor (from the approximations)
+  // must stay instructions, not become libm calls; what LLVM has no
+  // intrinsic for (erf, tanh, ...) goes to libm.
+  pm.addPass(createConvertMathToLLVMPass());
   pm.addPass(createConvertMathToLibmPass());
   pm.addPass(arith::createArithExpandOpsPass());
-  pm.addPass(createConvertMathToLLVMPass());
   FinalizeMemRefToLLVMConversionPassOptions memrefToLLVM;
   memrefToLLVM.useGenericFunctions = options.runtimeAllocator;
   pm.addPass(createFinalizeMemRefToLLVMConversionPass(memrefToLLVM));

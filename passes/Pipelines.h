@@ -21,6 +21,11 @@ struct GraphToLLVMOptions : public mlir::PassPipelineOptions<GraphToLLVMOptions>
       llvm::cl::desc("Move reduction loops of matmul-like ops outside the "
                      "innermost output loop (spec-interchange-contractions)"),
       llvm::cl::init(true)};
+  Option<bool> approximateExp{
+      *this, "approximate-exp",
+      llvm::cl::desc("Replace math.exp with a polynomial approximation that "
+                     "vectorizes (spec-approximate-math{ops=exp})"),
+      llvm::cl::init(true)};
   Option<bool> runtimeAllocator{
       *this, "runtime-allocator",
       llvm::cl::desc("Allocate buffers with _mlir_memref_to_llvm_alloc and "
