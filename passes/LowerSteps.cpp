@@ -182,6 +182,159 @@ static Value softmaxRows(OpBuilder &b, Location loc, Value rows,
       .getResult(0);
 }
 
+/// Keeps in each row of the probabilities `probs` (R x V) the entries at or
+/// above the row's threshold, and renormalizes. Top-k (`byMass` false,
+/// `limit` = k): the threshold is the k-th largest entry, so the k largest
+/// stay (and ties with the k-th). Top-p (`byMass` true, `limit` = p): the
+/// largest threshold whose entries at or above it hold mass >= p, so the
+/// smallest set of largest entries reaching p stays. The threshold is found
+/// by bisection over the bit patterns of non-negative floats, which order
+/// like their values: 32 exact steps of one pass over the row each.
+static Value keepTop(OpBuilder &b, Location loc, Value probs, bool byMass,
+                     double limit) {
+  MLIRContext *context = b.getContext();
+  auto type = cast<RankedTensorType>(probs.getType());
+  auto floatType = cast<FloatType>(type.getElementType());
+  int64_t numRows = type.getDimSize(0), vocab = type.getDimSize(1);
+  Type f64 = b.getF64Type();
+  auto index = [&](int64_t v) -> Value {
+    return arith::ConstantIndexOp::create(b, loc, v);
+  };
+  Value limitValue =
+      byMass ? Value(arith::ConstantOp::create(b, loc, b.getF64FloatAttr(limit)))
+             : Value(arith::ConstantOp::create(
+                   b, loc, b.getI64IntegerAttr(static_cast<int64_t>(limit))));
+  SmallVector<Value> thresholds;
+  for (int64_t r = 0; r < numRows; ++r) {
+    Value row = index(r);
+    // cond(0) holds (everything is >= 0); cond(just above 1.0) does not.
+    Value lo0 = arith::ConstantOp::create(b, loc, b.getI32IntegerAttr(0));
+    Value hi0 = arith::ConstantOp::create(b, loc,
+                                          b.getI32IntegerAttr(0x3F800001));
+    auto bisect = scf::ForOp::create(
+        b, loc, index(0), index(32), index(1), ValueRange{lo0, hi0},
+        [&](OpBuilder &nb, Location l, Value, ValueRange bounds) {
+          Value lo = bounds[0], hi = bounds[1];
+          Value mid = arith::AddIOp::create(
+              nb, l, lo,
+              arith::ShRUIOp::create(
+                  nb, l, arith::SubIOp::create(nb, l, hi, lo),
+                  arith::ConstantOp::create(nb, l, nb.getI32IntegerAttr(1))));
+          Value t = arith::BitcastOp::create(nb, l, floatType, mid);
+          Value zero = byMass ? Value(arith::ConstantOp::create(
+                                    nb, l, nb.getF64FloatAttr(0.0)))
+                              : Value(arith::ConstantOp::create(
+                                    nb, l, nb.getI64IntegerAttr(0)));
+          auto total = scf::ForOp::create(
+              nb, l, index(0), index(vocab), index(1), ValueRange{zero},
+              [&](OpBuilder &ib, Location il, Value v, ValueRange acc) {
+                Value x = tensor::ExtractOp::create(ib, il, probs,
+                                                    ValueRange{row, v});
+                Value at = arith::CmpFOp::create(
+                    ib, il, arith::CmpFPredicate::OGE, x, t);
+                Value add =
+                    byMass ? Value(arith::ExtFOp::create(ib, il, f64, x))
+                           : Value(arith::ConstantOp::create(
+                                 ib, il, ib.getI64IntegerAttr(1)));
+                Value none = byMass ? Value(arith::ConstantOp::create(
+                                          ib, il, ib.getF64FloatAttr(0.0)))
+                                    : Value(arith::ConstantOp::create(
+                                          ib, il, ib.getI64IntegerAttr(0)));
+                Value sum = byMass
+                                ? Value(arith::AddFOp::create(
+                                      ib, il, acc[0],
+                                      arith::SelectOp::create(ib, il, at, add,
+                                                              none)))
+                                : Value(arith::AddIOp::create(
+                                      ib, il, acc[0],
+                                      arith::SelectOp::create(ib, il, at, add,
+                                                              none)));
+                scf::YieldOp::create(ib, il, sum);
+              });
+          Value holds =
+              byMass ? Value(arith::CmpFOp::create(nb, l,
+                                                   arith::CmpFPredicate::OGE,
+                                                   total.getResult(0),
+                                                   limitValue))
+                     : Value(arith::CmpIOp::create(nb, l,
+                                                   arith::CmpIPredicate::sge,
+                                                   total.getResult(0),
+                                                   limitValue));
+          scf::YieldOp::create(
+              nb, l,
+              ValueRange{arith::SelectOp::create(nb, l, holds, mid, lo),
+                         arith::SelectOp::create(nb, l, holds, hi, mid)});
+        });
+    thresholds.push_back(
+        arith::BitcastOp::create(b, loc, floatType, bisect.getResult(0)));
+  }
+  auto rowType = RankedTensorType::get({numRows}, floatType);
+  Value threshold = tensor::FromElementsOp::create(b, loc, rowType, thresholds);
+  AffineMap identity = AffineMap::getMultiDimIdentityMap(2, context);
+  AffineMap perRow =
+      AffineMap::get(2, 0, {getAffineDimExpr(0, context)}, context);
+  SmallVector<utils::IteratorType> map{utils::IteratorType::parallel,
+                                       utils::IteratorType::parallel};
+  SmallVector<utils::IteratorType> reduce{utils::IteratorType::parallel,
+                                          utils::IteratorType::reduction};
+  Value fzero = arith::ConstantOp::create(b, loc, b.getFloatAttr(floatType, 0.0));
+  Value kept =
+      linalg::GenericOp::create(
+          b, loc, TypeRange{type}, ValueRange{probs, threshold},
+          ValueRange{tensor::EmptyOp::create(b, loc, type.getShape(),
+                                             floatType)},
+          SmallVector<AffineMap>{identity, perRow, identity}, map,
+          [&](OpBuilder &nb, Location l, ValueRange args) {
+            Value at = arith::CmpFOp::create(nb, l, arith::CmpFPredicate::OGE,
+                                             args[0], args[1]);
+            linalg::YieldOp::create(
+                nb, l, arith::SelectOp::create(nb, l, at, args[0], fzero)
+                           .getResult());
+          })
+          .getResult(0);
+  Value sums =
+      linalg::GenericOp::create(
+          b, loc, TypeRange{rowType}, ValueRange{kept},
+          ValueRange{linalg::FillOp::create(
+                         b, loc, ValueRange{fzero},
+                         ValueRange{tensor::EmptyOp::create(
+                             b, loc, rowType.getShape(), floatType)})
+                         .getResult(0)},
+          SmallVector<AffineMap>{identity, perRow}, reduce,
+          [&](OpBuilder &nb, Location l, ValueRange args) {
+            linalg::YieldOp::create(
+                nb, l, arith::AddFOp::create(nb, l, args[1], args[0]).getResult());
+          })
+          .getResult(0);
+  return linalg::GenericOp::create(
+             b, loc, TypeRange{type}, ValueRange{kept, sums},
+             ValueRange{tensor::EmptyOp::create(b, loc, type.getShape(),
+                                                floatType)},
+             SmallVector<AffineMap>{identity, perRow, identity}, map,
+             [&](OpBuilder &nb, Location l, ValueRange args) {
+               linalg::YieldOp::create(
+                   nb, l,
+                   arith::DivFOp::create(nb, l, args[0], args[1]).getResult());
+             })
+      .getResult(0);
+}
+
+/// The distribution a rejection rule samples from: softmax(logits / T),
+/// then top-k, then top-p on what top-k kept (as Hugging Face applies them).
+static Value samplingDistribution(OpBuilder &b, Location loc, Value logits,
+                                  RejectionAttr rule) {
+  Value probs =
+      softmaxRows(b, loc, logits, rule.getTemperature().convertToDouble());
+  int64_t vocab = cast<RankedTensorType>(logits.getType()).getDimSize(1);
+  if (rule.getTopK() > 0 && rule.getTopK() < vocab)
+    probs = keepTop(b, loc, probs, /*byMass=*/false,
+                    static_cast<double>(rule.getTopK()));
+  if (rule.getTopP().convertToDouble() < 1.0)
+    probs = keepTop(b, loc, probs, /*byMass=*/true,
+                    rule.getTopP().convertToDouble());
+  return probs;
+}
+
 /// Draws an index in [0, V) with probability proportional to weight(v) >= 0,
 /// by inverting the cumulative sum at u * total (u uniform in [0, 1)).
 static Value sampleIndex(OpBuilder &b, Location loc, int64_t vocab,
@@ -337,9 +490,10 @@ struct LowerPropose : OpConversionPattern<ProposeOp> {
     auto logitsType = cast<RankedTensorType>(op.getLogits().getType());
     Location loc = op.getLoc();
     if (auto rejection = dyn_cast<RejectionAttr>(op.getRule())) {
-      // Sample each row from q = softmax(logits / temperature).
-      Value q = softmaxRows(rewriter, loc, adaptor.getLogits(),
-                            rejection.getTemperature().convertToDouble());
+      // Sample each row from q = softmax(logits / temperature), filtered
+      // by top-k and top-p.
+      Value q = samplingDistribution(rewriter, loc, adaptor.getLogits(),
+                                     rejection);
       SmallVector<Value> tokens;
       for (int64_t r = 0; r < logitsType.getDimSize(0); ++r) {
         Value row = arith::ConstantIndexOp::create(rewriter, loc, r);
@@ -406,8 +560,8 @@ struct LowerAccept : OpConversionPattern<AcceptOp> {
     Location loc = op.getLoc();
     auto rowsType = cast<RankedTensorType>(op.getTargetLogits().getType());
     int64_t gamma = rowsType.getDimSize(0) - 1, vocab = rowsType.getDimSize(1);
-    Value p = softmaxRows(rewriter, loc, adaptor.getTargetLogits(),
-                          rule.getTemperature().convertToDouble());
+    Value p = samplingDistribution(rewriter, loc, adaptor.getTargetLogits(),
+                                   rule);
     Value q = adaptor.getProbs(), key = adaptor.getKey();
     Value proposals = adaptor.getProposals();
     Type i64 = rewriter.getI64Type(), f64 = rewriter.getF64Type();
@@ -530,23 +684,14 @@ static LogicalResult checkSupported(ModuleOp module) {
     ok = false;
   };
   module.walk([&](Operation *op) {
-    auto filtered = [](Attribute rule) {
-      auto rejection = dyn_cast<RejectionAttr>(rule);
-      return rejection && (rejection.getTopK() != 0 ||
-                           rejection.getTopP().convertToDouble() != 1.0);
-    };
     if (auto propose = dyn_cast<ProposeOp>(op)) {
       auto logits = cast<RankedTensorType>(propose.getLogits().getType());
-      if (filtered(propose.getRule()))
-        refuse(op, "top-k and top-p filtering are not lowered yet");
-      else if (logits.getRank() != 2 || !logits.hasStaticShape())
+      if (logits.getRank() != 2 || !logits.hasStaticShape())
         refuse(op, "expects rows x vocabulary logits of static shape");
     } else if (auto accept = dyn_cast<AcceptOp>(op)) {
-      if (filtered(accept.getRule()))
-        refuse(op, "top-k and top-p filtering are not lowered yet");
-      else if (!accept.getProposals().getType().hasStaticShape() ||
-               !cast<RankedTensorType>(accept.getTargetLogits().getType())
-                    .hasStaticShape())
+      if (!accept.getProposals().getType().hasStaticShape() ||
+          !cast<RankedTensorType>(accept.getTargetLogits().getType())
+               .hasStaticShape())
         refuse(op, "expects proposals and target logits of static shape");
     } else if (isa<CacheAppendOp, CacheViewOp, CacheCommitOp,
                    CacheRollbackOp, CacheLengthOp>(op)) {

@@ -249,8 +249,8 @@ void PairDraftPass::runOnOperation() {
   if (sampling) {
     auto rejection = RejectionAttr::getChecked(
         [&] { return module.emitError() << "spec-pair-draft: "; },
-        &getContext(), APFloat(static_cast<double>(temperature)), int64_t(0),
-        APFloat(1.0));
+        &getContext(), APFloat(static_cast<double>(temperature)),
+        static_cast<int64_t>(topK), APFloat(static_cast<double>(topP)));
     if (!rejection)
       return signalPassFailure();
     rule = rejection;

@@ -80,7 +80,13 @@ def SpecPairDraft : Pass<"spec-pair-draft", "::mlir::ModuleOp"> {
     Option<"sampling", "sampling", "bool", "false",
            "Verify by lossless rejection sampling instead of greedy">,
     Option<"temperature", "temperature", "double", "1.0",
-           "Sampling temperature (with sampling)">
+           "Sampling temperature (with sampling)">,
+    Option<"topK", "top-k", "int64_t", "0",
+           "Sample among the k most likely tokens only (with sampling; 0: "
+           "off)">,
+    Option<"topP", "top-p", "double", "1.0",
+           "Sample among the smallest set of most likely tokens holding this "
+           "probability mass (with sampling; 1: off)">
   ];
   let dependentDialects = ["::specula::spec::SpecDialect",
                            "::mlir::tensor::TensorDialect"];
@@ -225,9 +231,15 @@ def SpecLowerSteps : Pass<"spec-lower-steps", "::mlir::ModuleOp"> {
       row's p. Uniform numbers come from splitmix64 of the op's key and a
       counter, so a seeded run is reproducible.
 
+    * `top_k` / `top_p` of `#spec.rejection`: both p and q are filtered
+      before the steps above (top-k, then top-p on what top-k kept, then
+      renormalized), so rejection sampling reproduces the filtered target
+      distribution. Each row's threshold is found by 32 bisection steps over
+      the bit patterns of the probabilities, one pass over the row each.
+
     The `spec.decoder` compositions are erased: after `spec-lower-generate`
-    their generate functions are what remains to compile. Top-k and top-p
-    filtering and the loop-level cache ops (`append`, `commit`, `rollback`,
+    their generate functions are what remains to compile. The loop-level
+    cache ops (`append`, `commit`, `rollback`,
     `view`, `length`) are refused for now.
   }];
   let dependentDialects = ["::mlir::arith::ArithDialect",

@@ -124,23 +124,23 @@ static specrt_status checkSampling(const Manifest &m,
       greedy ? std::string("greedy decoding")
              : "sampling at temperature " + std::to_string(m.temperature);
   std::string recompile = " (sampling is compiled in: recompile with specc "
-                          "--sampling --temperature T";
+                          "--sampling --temperature T --top-k K --top-p P)";
   if (o.temperature >= 0 &&
       (greedy ? o.temperature != 0 : o.temperature != m.temperature))
     return fail(SPECRT_ERROR_UNSUPPORTED,
                 "temperature " + std::to_string(o.temperature) +
                     " requested; the artifact was compiled for " + compiled +
-                    recompile + ")");
+                    recompile);
   if (o.top_k >= 0 && o.top_k != m.topK)
     return fail(SPECRT_ERROR_UNSUPPORTED,
                 "top-k " + std::to_string(o.top_k) +
-                    " requested; the artifact was compiled without top-k "
-                    "filtering (specc does not compile top-k yet)");
+                    " requested; the artifact was compiled with top-k " +
+                    std::to_string(m.topK) + recompile);
   if (o.top_p >= 0 && o.top_p != m.topP)
     return fail(SPECRT_ERROR_UNSUPPORTED,
                 "top-p " + std::to_string(o.top_p) +
-                    " requested; the artifact was compiled without nucleus "
-                    "filtering (specc does not compile top-p yet)");
+                    " requested; the artifact was compiled with top-p " +
+                    std::to_string(m.topP) + recompile);
   return SPECRT_OK;
 }
 

@@ -1,14 +1,5 @@
 // RUN: spec-opt %s --spec-lower-steps -split-input-file -verify-diagnostics
 
-func.func @f(%logits: tensor<2x8xf32>, %key: i64) -> tensor<2xi64> {
-  // expected-error @below {{spec-lower-steps: top-k and top-p filtering are not lowered yet}}
-  %t, %q = spec.propose %logits key(%key) rule(#spec.rejection<temperature = 0.7, top_k = 2>)
-      : tensor<2x8xf32> -> tensor<2xi64>, tensor<2x8xf32>
-  return %t : tensor<2xi64>
-}
-
-// -----
-
 func.func @f(%logits: tensor<?x8xf32>) -> tensor<?xi64> {
   // expected-error @below {{spec-lower-steps: expects rows x vocabulary logits of static shape}}
   %t, %q = spec.propose %logits rule(#spec.greedy)

@@ -79,3 +79,27 @@ func.func @sampling(%logits: tensor<2x8xf32>, %rows: tensor<3x8xf32>,
       rule(#spec.rejection<temperature = 0.5>) : tensor<2xi64>, tensor<3x8xf32>
   return %n, %next : index, i64
 }
+
+// Top-k, then top-p: per row, 32 bisection steps over the probabilities'
+// bit patterns (counting entries, then summing their mass, at or above the
+// candidate threshold); entries below the threshold become 0 and the rest
+// is renormalized before sampling.
+// CHECK-LABEL: func.func @filtered(
+func.func @filtered(%logits: tensor<1x8xf32>, %key: i64) -> tensor<1xi64> {
+  // CHECK: math.exp
+  // CHECK: %[[HI:.*]] = arith.constant 1065353217 : i32
+  // CHECK: scf.for %{{.*}} = %{{.*}} to %c32 step %{{.*}} iter_args(%{{.*}} = %c0_i32, %{{.*}} = %[[HI]]) -> (i32, i32)
+  // CHECK: arith.bitcast %{{.*}} : i32 to f32
+  // CHECK: scf.for {{.*}} -> (i64)
+  // CHECK: arith.cmpf oge
+  // CHECK: arith.cmpi sge, %{{.*}}, %c3_i64 : i64
+  // CHECK: arith.bitcast %{{.*}}#0 : i32 to f32
+  // CHECK: arith.divf
+  // CHECK: scf.for %{{.*}} = %{{.*}} to %{{.*}} step %{{.*}} iter_args({{.*}}) -> (i32, i32)
+  // CHECK: scf.for {{.*}} -> (f64)
+  // CHECK: arith.cmpf oge, %{{.*}}, %{{.*}} : f64
+  // CHECK: arith.divf
+  %t, %q = spec.propose %logits key(%key) rule(#spec.rejection<temperature = 1.0, top_k = 3, top_p = 0.9>)
+      : tensor<1x8xf32> -> tensor<1xi64>, tensor<1x8xf32>
+  return %t : tensor<1xi64>
+}

@@ -71,6 +71,15 @@ static cl::opt<bool> sampling(
 static cl::opt<double> temperature("temperature",
                                    cl::desc("Sampling temperature"),
                                    cl::init(1.0), cl::cat(category));
+static cl::opt<int64_t> topK(
+    "top-k", cl::desc("With --sampling: sample among the k most likely "
+                      "tokens only (0: off)"),
+    cl::init(0), cl::cat(category));
+static cl::opt<double> topP(
+    "top-p",
+    cl::desc("With --sampling: sample among the smallest set of most likely "
+             "tokens holding this probability mass (1: off)"),
+    cl::init(1.0), cl::cat(category));
 static cl::opt<bool> fuseHeads(
     "fuse-heads",
     cl::desc("Fuse Medusa heads into the target (spec-fuse-mtp-heads); "
@@ -151,6 +160,11 @@ int main(int argc, char **argv) {
     llvm::errs() << "error: give either --draft or --mtp-head (see --help)\n";
     return 1;
   }
+  if ((topK.getNumOccurrences() || topP.getNumOccurrences()) && !sampling) {
+    llvm::errs() << "error: --top-k and --top-p filter sampling; add "
+                    "--sampling\n";
+    return 1;
+  }
   if (!profilePath.empty()) {
     if (acceptanceRate.getNumOccurrences()) {
       llvm::errs() << "error: give --acceptance-rate or --profile, not both\n";
@@ -185,6 +199,8 @@ int main(int argc, char **argv) {
     pairOptions.gamma = proposalCount;
     pairOptions.sampling = sampling;
     pairOptions.temperature = temperature;
+    pairOptions.topK = topK;
+    pairOptions.topP = topP;
     pm.addPass(createSpecPairDraft(pairOptions));
     if (acceptanceRate >= 0) {
       SpecChooseGammaOptions gammaOptions;
@@ -204,9 +220,14 @@ int main(int argc, char **argv) {
     for (Attribute head : heads)
       refs.push_back(cast<FlatSymbolRefAttr>(head));
     Attribute rule = b.getAttr<spec::GreedyAttr>();
-    if (sampling)
-      rule = spec::RejectionAttr::get(&context, APFloat(temperature.getValue()),
-                                      int64_t(0), APFloat(1.0));
+    if (sampling) {
+      rule = spec::RejectionAttr::getChecked(
+          [&] { return emitError(module->getLoc()); }, &context,
+          APFloat(temperature.getValue()), topK.getValue(),
+          APFloat(topP.getValue()));
+      if (!rule)
+        return 1;
+    }
     spec::DecoderOp::create(b, module->getLoc(), b.getStringAttr("decoder"),
                             FlatSymbolRefAttr::get(&context, "target"),
                             spec::MTPProposerAttr::get(&context, refs), rule,

@@ -21,6 +21,7 @@
 
 #include <array>
 #include <cmath>
+#include <cstdio>
 #include <cstring>
 
 using namespace mlir;
@@ -70,6 +71,36 @@ std::array<double, 4> softmax(const std::array<double, 4> &logits) {
   return p;
 }
 
+/// p restricted to its k largest entries (top-k), then to the smallest set
+/// of largest entries reaching mass topP (top-p), renormalized each time.
+std::array<double, 4> filtered(std::array<double, 4> p, int k, double topP) {
+  auto keep = [&](auto keepIndex) {
+    double total = 0;
+    for (int v = 0; v < 4; ++v)
+      total += p[v] = keepIndex(v) ? p[v] : 0.0;
+    for (double &x : p)
+      x /= total;
+  };
+  auto rank = [&](int v) {
+    int larger = 0;
+    for (int w = 0; w < 4; ++w)
+      larger += p[w] > p[v];
+    return larger;
+  };
+  if (k > 0)
+    keep([&](int v) { return rank(v) < k; });
+  if (topP < 1.0)
+    keep([&](int v) {
+      double before = 0; // mass of the entries larger than p[v]
+      for (int w = 0; w < 4; ++w)
+        before += p[w] > p[v] ? p[w] : 0.0;
+      return p[v] > 0 && before < topP;
+    });
+  return p;
+}
+
+/// Pearson's statistic over the tokens p allows; infinite when a token p
+/// excludes was drawn.
 double chiSquare(const std::array<int64_t, 4> &counts,
                  const std::array<double, 4> &p) {
   int64_t n = 0;
@@ -77,6 +108,11 @@ double chiSquare(const std::array<int64_t, 4> &counts,
     n += c;
   double statistic = 0;
   for (int v = 0; v < 4; ++v) {
+    if (p[v] == 0) {
+      if (counts[v] != 0)
+        return INFINITY;
+      continue;
+    }
     double expected = p[v] * n;
     statistic += (counts[v] - expected) * (counts[v] - expected) / expected;
   }
@@ -94,15 +130,17 @@ protected:
   }
 
   /// Compiles `function` of a module with a sampling decoder over `target`
-  /// and `draft` logits.
+  /// and `draft` logits; `filters` are extra #spec.rejection parameters.
   std::unique_ptr<GraphExecutor> compile(StringRef function,
                                          const std::array<double, 4> &target,
-                                         const std::array<double, 4> &draft) {
+                                         const std::array<double, 4> &draft,
+                                         StringRef filters = "") {
     std::string source =
         modelFunction("target", "target", target) +
         modelFunction("draft", "draft", draft) +
         "spec.decoder @decoder target(@target) proposer(#spec.draft<@draft, "
-        "gamma = 3>) verify(#spec.rejection<temperature = 1.0>)\n";
+        "gamma = 3>) verify(#spec.rejection<temperature = 1.0" +
+        filters.str() + ">)\n";
     modules.push_back(parseSourceString<ModuleOp>(source, &context));
     ModuleOp module = *modules.back();
     EXPECT_TRUE(module);
@@ -131,42 +169,69 @@ protected:
     return tokens;
   }
 
+  /// Samples with the speculative decoder under `filters` and checks the
+  /// tokens against the filtered target distribution with a chi-square
+  /// bound (`bound`: the 99.9th percentile for the allowed tokens' degrees
+  /// of freedom), which tokens from the filtered draft alone must fail.
+  void expectTargetDistribution(StringRef filters, int k, double topP,
+                                double bound) {
+    std::unique_ptr<GraphExecutor> speculative =
+        compile("decoder_generate", kTargetLogits, kDraftLogits, filters);
+    // The biased control: tokens drawn from the draft's distribution alone
+    // (a "decoder" whose target is the draft, run without speculation).
+    std::unique_ptr<GraphExecutor> draftOnly =
+        compile("decoder_target_only", kDraftLogits, kDraftLogits, filters);
+    ASSERT_TRUE(speculative && draftOnly);
+
+    constexpr int64_t kRuns = 3000, kNewTokens = 8;
+    std::array<int64_t, 4> counts{}, controlCounts{};
+    for (int64_t key = 0; key < kRuns; ++key) {
+      for (int64_t token : generate(*speculative, kNewTokens, key)) {
+        ASSERT_TRUE(token >= 0 && token < 4) << token;
+        ++counts[token];
+      }
+      for (int64_t token : generate(*draftOnly, kNewTokens, key))
+        ++controlCounts[token];
+    }
+    std::array<double, 4> p = filtered(softmax(kTargetLogits), k, topP);
+    double statistic = chiSquare(counts, p);
+    EXPECT_LT(statistic, bound) << "speculative samples deviate from p: "
+                                << counts[0] << " " << counts[1] << " "
+                                << counts[2] << " " << counts[3];
+    double control = chiSquare(controlCounts, p);
+    EXPECT_GT(control, bound) << "the bound does not reject the biased control";
+    RecordProperty("chi_square", std::to_string(statistic));
+    RecordProperty("chi_square_biased_control", std::to_string(control));
+    std::printf("chi-square %.2f (bound %.2f), biased control %.2f\n",
+                statistic, bound, control);
+  }
+
   MLIRContext context;
   std::vector<OwningOpRef<ModuleOp>> modules;
 };
 } // namespace
 
+// Chi-square bounds: 99.9th percentiles with 3, 2 and 1 degrees of freedom.
 TEST_F(LosslessSamplingTest, SpeculativeSamplesFollowTheTargetDistribution) {
-  std::unique_ptr<GraphExecutor> speculative =
-      compile("decoder_generate", kTargetLogits, kDraftLogits);
-  // The biased control: tokens drawn from the draft's distribution alone
-  // (a "decoder" whose target is the draft, run without speculation).
-  std::unique_ptr<GraphExecutor> draftOnly =
-      compile("decoder_target_only", kDraftLogits, kDraftLogits);
-  ASSERT_TRUE(speculative && draftOnly);
-
-  constexpr int64_t kRuns = 3000, kNewTokens = 8;
-  std::array<int64_t, 4> counts{}, controlCounts{};
-  for (int64_t key = 0; key < kRuns; ++key) {
-    for (int64_t token : generate(*speculative, kNewTokens, key)) {
-      ASSERT_TRUE(token >= 0 && token < 4) << token;
-      ++counts[token];
-    }
-    for (int64_t token : generate(*draftOnly, kNewTokens, key))
-      ++controlCounts[token];
-  }
-  std::array<double, 4> p = softmax(kTargetLogits);
-  // Chi-square with 3 degrees of freedom: 16.27 is its 99.9th percentile.
-  constexpr double kBound = 16.27;
-  double statistic = chiSquare(counts, p);
-  EXPECT_LT(statistic, kBound) << "speculative samples deviate from p: "
-                               << counts[0] << " " << counts[1] << " "
-                               << counts[2] << " " << counts[3];
-  double control = chiSquare(controlCounts, p);
-  EXPECT_GT(control, kBound) << "the bound does not reject the biased control";
-  RecordProperty("chi_square", std::to_string(statistic));
-  RecordProperty("chi_square_biased_control", std::to_string(control));
+  expectTargetDistribution("", 0, 1.0, 16.27);
 }
+
+// p keeps tokens 2 and 0; the draft's top-2 are tokens 1 and 2.
+TEST_F(LosslessSamplingTest, TopKSamplesFollowTheFilteredTarget) {
+  expectTargetDistribution(", top_k = 2", 2, 1.0, 10.83);
+}
+
+// Mass 0.9 needs tokens 2, 0 and 1 of p (0.64 + 0.24 + 0.09).
+TEST_F(LosslessSamplingTest, TopPSamplesFollowTheFilteredTarget) {
+  expectTargetDistribution(", top_p = 0.9", 0, 0.9, 13.82);
+}
+
+// Top-k 3 then top-p 0.8 of the renormalized top 3: tokens 2 and 0.
+TEST_F(LosslessSamplingTest, TopKThenTopPSamplesFollowTheFilteredTarget) {
+  expectTargetDistribution(", top_k = 3, top_p = 0.8", 3, 0.8, 10.83);
+}
+
+
 
 TEST_F(LosslessSamplingTest, SeededRunsReproduce) {
   std::unique_ptr<GraphExecutor> speculative =
