@@ -46,36 +46,37 @@ namespace cl = llvm::cl;
 /// Exit status of a conformance child whose model the importer refused.
 static constexpr int kRefused = 2;
 
+static cl::OptionCategory category("spec-run-graph options");
 static cl::opt<std::string> modelPath(
-    cl::Positional, cl::desc("<model.onnx | module.mlir>"));
+    cl::Positional, cl::desc("<model.onnx | module.mlir>"), cl::cat(category));
 static cl::opt<std::string> functionName(
     "function",
     cl::desc("With an .mlir module: the function to run (spec step and cache "
              "ops are lowered first, with spec-lower-steps)"),
-    cl::init("main"));
+    cl::init("main"), cl::cat(category));
 static cl::list<std::string> inputPaths("i", cl::desc("Input tensor (.pb)"),
-                                        cl::value_desc("file"));
+                                        cl::value_desc("file"), cl::cat(category));
 static cl::list<std::string> expectPaths(
     "expect", cl::desc("Expected output tensor (.pb), in output order"),
-    cl::value_desc("file"));
+    cl::value_desc("file"), cl::cat(category));
 static cl::opt<std::string> outputDir(
     "output-dir", cl::desc("Write output_N.pb files here"),
-    cl::value_desc("dir"));
+    cl::value_desc("dir"), cl::cat(category));
 static cl::opt<double> relativeTolerance("rtol", cl::desc("Relative tolerance"),
-                            cl::init(1e-3));
+                            cl::init(1e-3), cl::cat(category));
 static cl::opt<double> absoluteTolerance("atol", cl::desc("Absolute tolerance"),
-                            cl::init(1e-7));
+                            cl::init(1e-7), cl::cat(category));
 static cl::opt<std::string> conformanceDir(
     "conformance",
     cl::desc("Run the ONNX node tests in this directory (one test_* folder "
              "each, with model.onnx and test_data_set_*)"),
-    cl::value_desc("dir"));
+    cl::value_desc("dir"), cl::cat(category));
 static cl::opt<std::string> filter(
     "filter", cl::desc("With --conformance: only tests matching this regex"),
-    cl::value_desc("regex"));
-static cl::opt<bool> verbose("v", cl::desc("Print every test's outcome"));
+    cl::value_desc("regex"), cl::cat(category));
+static cl::opt<bool> verbose("v", cl::desc("Print every test's outcome"), cl::cat(category));
 static cl::opt<bool> listOps("list-supported-ops",
-                             cl::desc("Print the supported ONNX operators"));
+                             cl::desc("Print the supported ONNX operators"), cl::cat(category));
 
 /// Compares one output; on mismatch returns a description.
 static std::optional<std::string> compare(const HostTensor &actual,
@@ -326,6 +327,7 @@ static int runConformance(MLIRContext &context) {
 
 int main(int argc, char **argv) {
   llvm::InitLLVM init(argc, argv);
+  cl::HideUnrelatedOptions(category);
   cl::ParseCommandLineOptions(
       argc, argv,
       "Run imported ONNX graphs on the CPU (compiled with "
