@@ -12,7 +12,7 @@
  * Shared by the compiler (which writes artifacts) and the runtime (which
  * reads them); it has no dependencies.
  *
- * Entry points (ABI "mlir-ciface-1"), one per decode loop:
+ * Entry points (ABI "mlir-ciface-2"), one per decode loop:
  *
  *   void entry(specrt_entry_result *result, specrt_memref_i64 *prompt,
  *              int64_t max_new_tokens, int64_t seed);
@@ -31,7 +31,7 @@
 
 #define SPECRT_ARTIFACT_FORMAT "specula-artifact"
 #define SPECRT_ARTIFACT_FORMAT_VERSION 1
-#define SPECRT_ARTIFACT_ABI "mlir-ciface-1"
+#define SPECRT_ARTIFACT_ABI "mlir-ciface-2"
 #define SPECRT_MANIFEST_FILE "manifest.json"
 #define SPECRT_LIBRARY_FILE "decoder.so"
 #define SPECRT_WEIGHTS_FILE "weights.bin"
