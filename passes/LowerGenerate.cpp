@@ -218,6 +218,10 @@ public:
   Location loc;
 };
 
+/// The runtime's monotonic clock in nanoseconds, which decode loops read to
+/// split their time between proposing and verifying.
+static constexpr llvm::StringLiteral kClockFunction = "specrt_clock_ns";
+
 /// What every generate function starts with: its signature, the prompt in
 /// the sequence buffer, and the target's prefill.
 struct Prologue {
@@ -240,6 +244,15 @@ struct Prologue {
         b.getFunctionType({promptType, indexType, i64},
                           {seqType, indexType, indexType}));
     symbols.insert(func, Block::iterator(decoder->getNextNode()));
+    clock = symbols.lookup<func::FuncOp>(kClockFunction);
+    if (!clock) {
+      OpBuilder::InsertionGuard guard(b);
+      b.setInsertionPoint(func);
+      clock = func::FuncOp::create(b, loc, kClockFunction,
+                                   b.getFunctionType({}, {i64}));
+      clock.setPrivate();
+      symbols.insert(clock);
+    }
     func.setArgAttr(0, "spec.name", b.getStringAttr("prompt"));
     Block *entry = func.addEntryBlock();
     b.setInsertionPointToStart(entry);
@@ -284,14 +297,17 @@ struct Prologue {
   }
 
   /// Returns the sequence, its length (at most the prompt plus
-  /// max_new_tokens: a round may produce more), the target forwards and the
-  /// histogram of accepted proposals per round.
+  /// max_new_tokens: a round may produce more), the target forwards, and
+  /// `counters` (the histogram of accepted proposals per round and the
+  /// nanoseconds spent proposing and verifying).
   void finish(OpBuilder &b, Value seq, Value lengthT, Value steps,
-              Value histogram) {
+              ValueRange counters) {
     Value length = arith::MinUIOp::create(
         b, loc, arith::AddIOp::create(b, loc, lengthT, lb.index(1)),
         arith::AddIOp::create(b, loc, promptLength, maxNew));
-    func::ReturnOp::create(b, loc, ValueRange{seq, length, steps, histogram});
+    SmallVector<Value> results{seq, length, steps};
+    llvm::append_range(results, counters);
+    func::ReturnOp::create(b, loc, results);
   }
 
   /// Where the loop state keeps what the loop condition and finish() read.
@@ -302,15 +318,20 @@ struct Prologue {
   /// Builds the decode loop over `inits` and the function's return: rounds
   /// of at most `round` positions run while shouldContinue holds; `body`
   /// builds one round at `b`'s insertion point and returns the next state
-  /// followed by the number of proposals the round accepted. The loop counts
-  /// rounds by accepted proposals in a histogram of `round` entries, the
-  /// function's fourth result.
+  /// followed by the number of proposals the round accepted and the
+  /// nanoseconds it spent proposing (readClock). The loop counts rounds by
+  /// accepted proposals in a histogram of `round` entries and sums the time
+  /// spent proposing and, the rest of each round, verifying: the function's
+  /// fourth, fifth and sixth results.
   void loop(OpBuilder &b, ValueRange inits, StateLayout layout, int64_t round,
             function_ref<SmallVector<Value>(Location, ValueRange)> body) {
-    auto histogramType = RankedTensorType::get({round}, b.getI64Type());
+    Type i64 = b.getI64Type();
+    auto histogramType = RankedTensorType::get({round}, i64);
     SmallVector<Value> state0(inits);
     state0.push_back(arith::ConstantOp::create(
         b, loc, DenseElementsAttr::get(histogramType, b.getI64IntegerAttr(0))));
+    state0.push_back(lb.i64(0)); // nanoseconds proposing
+    state0.push_back(lb.i64(0)); // nanoseconds verifying
     auto whileOp = scf::WhileOp::create(
         b, loc, llvm::to_vector(ValueRange(state0).getTypes()), state0,
         [&](OpBuilder &nb, Location l, ValueRange state) {
@@ -323,21 +344,35 @@ struct Prologue {
         [&](OpBuilder &nb, Location l, ValueRange state) {
           OpBuilder::InsertionGuard guard(b);
           b.setInsertionPoint(nb.getInsertionBlock(), nb.getInsertionPoint());
-          SmallVector<Value> next = body(l, state.drop_back());
+          Value start = readClock(b, l);
+          SmallVector<Value> next = body(l, state.drop_back(3));
+          Value proposing = next.pop_back_val();
           Value accepted = next.pop_back_val();
-          Value histogram = state.back();
+          Value total = arith::SubIOp::create(b, l, readClock(b, l), start);
+          Value histogram = state[state.size() - 3];
           Value count = tensor::ExtractOp::create(b, l, histogram, accepted);
           next.push_back(tensor::InsertOp::create(
               b, l, arith::AddIOp::create(b, l, count, lb.i64(1)), histogram,
               accepted));
+          next.push_back(arith::AddIOp::create(b, l, state[state.size() - 2],
+                                               proposing));
+          next.push_back(arith::AddIOp::create(
+              b, l, state.back(),
+              arith::SubIOp::create(b, l, total, proposing)));
           scf::YieldOp::create(b, l, next);
         });
     func.setFunctionType(FunctionType::get(
         b.getContext(), func.getArgumentTypes(),
         {func.getResultTypes()[0], b.getIndexType(), b.getIndexType(),
-         histogramType}));
-    finish(b, whileOp.getResult(layout.seq), whileOp.getResult(layout.length),
-           whileOp.getResult(layout.steps), whileOp.getResults().back());
+         histogramType, i64, i64}));
+    ValueRange results = whileOp.getResults();
+    finish(b, results[layout.seq], results[layout.length],
+           results[layout.steps], results.take_back(3));
+  }
+
+  /// The runtime clock, in nanoseconds.
+  Value readClock(OpBuilder &b, Location l) {
+    return func::CallOp::create(b, l, clock, ValueRange{}).getResult(0);
   }
 
   /// The sampling key of the round after `steps` target forwards: each round
@@ -355,7 +390,7 @@ struct Prologue {
   int64_t capacity;
   std::optional<int64_t> eos;
   Type floatType;
-  func::FuncOp func;
+  func::FuncOp func, clock;
   Value maxNew, key, promptLength, seq, ids, positions;
   func::CallOp prefill;
 };
@@ -448,7 +483,8 @@ void LowerGeneratePass::emitTargetOnly(DecoderOp decoder,
                 arith::AddIOp::create(b, l, generated, one),
                 arith::AddIOp::create(b, l, steps, one),
                 next,
-                lb.index(0)};
+                lb.index(0),
+                lb.i64(0)};
       });
 }
 
@@ -505,6 +541,7 @@ LogicalResult LowerGeneratePass::lowerDraft(DecoderOp decoder,
               lengthT = state[3], lengthD = state[4], generated = state[5],
               steps = state[6], last = state[7];
         Value roundKey = pro.roundKey(b, l, steps);
+        Value proposeStart = pro.readClock(b, l);
 
         // Propose: gamma draft forwards. The first one feeds every token the
         // draft has not cached: seq[lengthD .. lengthT].
@@ -558,6 +595,8 @@ LogicalResult LowerGeneratePass::lowerDraft(DecoderOp decoder,
         Value draftCacheOut = proposeLoop.getResult(0);
         Value proposals = proposeLoop.getResult(2);
         Value probs = proposeLoop.getResult(3);
+        Value proposing =
+            arith::SubIOp::create(b, l, pro.readClock(b, l), proposeStart);
 
         // Verify, accept and commit in one target forward.
         LoopBuilder::Round round = lb.verifyAndCommit(
@@ -578,7 +617,8 @@ LogicalResult LowerGeneratePass::lowerDraft(DecoderOp decoder,
                 arith::AddIOp::create(b, l, generated, produced),
                 arith::AddIOp::create(b, l, steps, one),
                 nextToken,
-                accepted};
+                accepted,
+                proposing};
       });
   return success();
 }
@@ -702,7 +742,9 @@ LogicalResult LowerGeneratePass::lowerMedusa(DecoderOp decoder,
             nextToken,
             nextProposals,
             nextProbs,
-            accepted};
+            accepted,
+            // The heads run inside the verify forward: no separate proposing.
+            lb.i64(0)};
       });
   return success();
 }
@@ -810,9 +852,12 @@ LogicalResult LowerGeneratePass::lowerMTPModule(DecoderOp decoder,
             *target, pro.floatType, rule, seq, cache, lengthT, last, proposals,
             probs, roundKey);
         Value count = arith::AddIOp::create(b, l, round.accepted, one);
+        Value proposeStart = pro.readClock(b, l);
         auto [nextProposals, nextProbs, nextModuleCache] = runModule(
             round.verify.getResult(*hiddenIndex), round.seq, lengthT, count,
             moduleCache, arith::AddIOp::create(b, l, roundKey, lb.i64(1)));
+        Value proposing =
+            arith::SubIOp::create(b, l, pro.readClock(b, l), proposeStart);
         return {round.seq,
                 round.verify.getResults().back(),
                 nextModuleCache,
@@ -822,7 +867,8 @@ LogicalResult LowerGeneratePass::lowerMTPModule(DecoderOp decoder,
                 round.next,
                 nextProposals,
                 nextProbs,
-                round.accepted};
+                round.accepted,
+                proposing};
       });
   return success();
 }

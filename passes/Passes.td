@@ -163,12 +163,14 @@ def SpecLowerGenerate : Pass<"spec-lower-generate", "::mlir::ModuleOp"> {
     draft take preallocated caches (run `spec-kv-cache-inplace` first), or
     with Medusa heads fused into the target for every position
     (`spec-fuse-mtp-heads{last-position-only=false}`), creates `@<decoder>_generate(%prompt: tensor<?xi64>, %max_new_tokens:
-    index, %key: i64) -> (tensor<Cxi64>, index, index, tensor<Rxi64>)`: the
-    prompt followed by the generated tokens in a buffer of the caches'
-    capacity C, its length, the number of target forwards, and how many
+    index, %key: i64) -> (tensor<Cxi64>, index, index, tensor<Rxi64>, i64,
+    i64)`: the prompt followed by the generated tokens in a buffer of the
+    caches' capacity C, its length, the number of target forwards, how many
     verify rounds accepted 0, 1, ..., R - 1 proposals (R is the round's
     width, proposals + 1; the runtime derives acceptance per position from
-    it).
+    it), and the nanoseconds the rounds spent proposing and verifying, read
+    from `@specrt_clock_ns() -> i64` (declared here; the runtime and
+    `GraphExecutor` provide it).
 
     The function prefills both caches with the prompt, takes the first token
     from the target's last logits, then loops (`scf.while`) until

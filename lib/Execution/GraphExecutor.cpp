@@ -19,6 +19,7 @@
 
 #include "llvm/ADT/SmallPtrSet.h"
 
+#include <chrono>
 #include <cstdlib>
 #include <cstring>
 
@@ -136,6 +137,14 @@ bool specula::sameElementStorage(int32_t a, int32_t b) {
   return canonical(a) == canonical(b);
 }
 
+/// What decode loops call to time their phases (the runtime's
+/// specrt_clock_ns, for the JIT).
+static int64_t clockNanoseconds() {
+  return std::chrono::duration_cast<std::chrono::nanoseconds>(
+             std::chrono::steady_clock::now().time_since_epoch())
+      .count();
+}
+
 GraphExecutor::~GraphExecutor() = default;
 
 FailureOr<std::unique_ptr<GraphExecutor>>
@@ -218,6 +227,15 @@ GraphExecutor::compile(ModuleOp module, StringRef function) {
     std::string message = llvm::toString(engine.takeError());
     return module.emitError() << "JIT compilation failed: " << message;
   }
+  // Decode loops read the runtime's clock (specrt_clock_ns), which the JIT
+  // provides itself.
+  (*engine)->registerSymbols([](llvm::orc::MangleAndInterner interner) {
+    llvm::orc::SymbolMap symbols;
+    symbols[interner("specrt_clock_ns")] = {
+        llvm::orc::ExecutorAddr::fromPtr(&clockNanoseconds),
+        llvm::JITSymbolFlags::Exported};
+    return symbols;
+  });
   executor->engine = std::move(*engine);
   return executor;
 }

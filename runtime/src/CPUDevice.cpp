@@ -122,6 +122,8 @@ specrt_status CPUDevice::decode(bool speculative, const int64_t *prompt,
       output.acceptedHistogram[i] =
           histogram.aligned[histogram.offset + i * histogram.stride];
     output.targetForwards = result.target_forwards;
+    output.proposeNanoseconds = result.propose_ns;
+    output.verifyNanoseconds = result.verify_ns;
   }
   _mlir_memref_to_llvm_free(tokens.allocated);
   _mlir_memref_to_llvm_free(histogram.allocated);

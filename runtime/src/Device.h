@@ -24,6 +24,8 @@ struct DecodeOutput {
   int64_t targetForwards = 0;
   /// Verify rounds by the number of proposals they accepted.
   std::vector<int64_t> acceptedHistogram;
+  /// Time the rounds spent proposing and verifying.
+  int64_t proposeNanoseconds = 0, verifyNanoseconds = 0;
 };
 
 class Device {

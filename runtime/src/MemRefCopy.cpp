@@ -1,14 +1,15 @@
-//===- MemRefCopy.cpp - the memref copy that compiled code calls ----------===//
+//===- MemRefCopy.cpp - functions compiled code calls ---------------------===//
 //
 // MLIR lowers a `memref.copy` between buffers that are not both contiguous to
 // a call of `memrefCopy` (upstream's C runner utilities provide it to the
 // JIT). The runtime provides it to artifacts so that they need nothing from
-// MLIR at run time.
+// MLIR at run time, and the clock that decode loops time their phases with.
 //
 //===----------------------------------------------------------------------===//
 
 #include "specrt/specrt.h"
 
+#include <chrono>
 #include <cstdint>
 #include <cstring>
 #include <vector>
@@ -74,4 +75,10 @@ extern "C" SPECRT_API void memrefCopy(int64_t elementSize,
       index[d] = 0;
     }
   }
+}
+
+extern "C" SPECRT_API int64_t specrt_clock_ns(void) {
+  return std::chrono::duration_cast<std::chrono::nanoseconds>(
+             std::chrono::steady_clock::now().time_since_epoch())
+      .count();
 }

@@ -238,6 +238,8 @@ specrt_status specrt_generate(specrt_model *model, const int64_t *prompt,
                           static_cast<double>(m.proposals));
   if (seconds > 0)
     result->tokens_per_second = generated.size() / seconds;
+  result->propose_seconds = output.proposeNanoseconds * 1e-9;
+  result->verify_seconds = output.verifyNanoseconds * 1e-9;
   const std::vector<int64_t> &histogram = output.acceptedHistogram;
   for (int64_t count : histogram)
     result->rounds += count;

@@ -64,7 +64,7 @@ spec.decoder @sampled target(@target) proposer(#spec.draft<@draft, gamma = 2>) v
 // The sequence buffer has the smaller cache's capacity (32).
 // CHECK-LABEL: func.func @greedy_generate(
 // CHECK-SAME: %[[PROMPT:[^:]*]]: tensor<?xi64> {spec.name = "prompt"}, %[[MAX:[^:]*]]: index, %[[KEY:[^:]*]]: i64)
-// CHECK-SAME: -> (tensor<32xi64>, index, index, tensor<3xi64>)
+// CHECK-SAME: -> (tensor<32xi64>, index, index, tensor<3xi64>, i64, i64)
 
 // Prefill both caches with the prompt; the first token from the target.
 // CHECK: %[[TC:.*]] = spec.cache.alloc : !spec.kv_cache<2x2x64x8xf32>
@@ -75,15 +75,18 @@ spec.decoder @sampled target(@target) proposer(#spec.draft<@draft, gamma = 2>) v
 
 // The loop runs while tokens are wanted, a round fits the context, and the
 // last token is not EOS (15).
-// The last loop value counts rounds by accepted proposals (0, 1 or 2).
+// The last loop values count rounds by accepted proposals (0, 1 or 2) and
+// sum the nanoseconds spent proposing and verifying.
 // CHECK: %[[HIST0:.*]] = arith.constant dense<0> : tensor<3xi64>
-// CHECK: %[[LOOP:.*]]:9 = scf.while {{.*}}, %{{.*}} = %[[HIST0]])
+// CHECK: %[[LOOP:.*]]:11 = scf.while {{.*}}, %{{.*}} = %[[HIST0]], %{{.*}} = %c0_i64{{.*}}, %{{.*}} = %c0_i64{{.*}})
 // CHECK: arith.cmpi ult, %{{.*}}, %[[MAX]] : index
 // CHECK: arith.constant 31 : index
 // CHECK: arith.cmpi ne, %{{.*}}, %c15_i64 : i64
 // CHECK: scf.condition
 
-// Propose: gamma draft forwards, each choosing with spec.propose.
+// Propose: gamma draft forwards, each choosing with spec.propose, timed.
+// CHECK: %[[START:.*]] = func.call @specrt_clock_ns() : () -> i64
+// CHECK: %[[PSTART:.*]] = func.call @specrt_clock_ns() : () -> i64
 // CHECK: %[[PROPOSE:.*]]:5 = scf.for %{{.*}} = %{{.*}} to %c2
 // CHECK: func.call @draft(
 // CHECK: spec.propose %{{.*}} rule(#spec.greedy)
@@ -100,19 +103,24 @@ spec.decoder @sampled target(@target) proposer(#spec.draft<@draft, gamma = 2>) v
 // CHECK: %[[NEWT:.*]] = arith.addi %{{.*}}, %[[N]] : index
 // CHECK: tensor.insert %[[NEXT]] into %{{.*}}[%[[NEWT]]]
 // CHECK: %[[NEWD:.*]] = arith.minui %[[NEWT]], %[[PROPOSE]]#1 : index
+// CHECK: %[[END:.*]] = func.call @specrt_clock_ns() : () -> i64
+// CHECK: %[[TOTAL:.*]] = arith.subi %[[END]], %[[START]] : i64
 // CHECK: %[[COUNT:.*]] = tensor.extract %[[HIST:.*]][%[[N]]] : tensor<3xi64>
 // CHECK: %[[INC:.*]] = arith.addi %[[COUNT]], %c1_i64 : i64
 // CHECK: %[[NEWHIST:.*]] = tensor.insert %[[INC]] into %[[HIST]][%[[N]]] : tensor<3xi64>
-// CHECK: scf.yield %{{.*}}, %[[V]]#1, %[[PROPOSE]]#0, %[[NEWT]], %[[NEWD]], {{.*}}, %[[NEWHIST]]
-// CHECK: return %[[LOOP]]#0, %{{.*}}, %[[LOOP]]#6, %[[LOOP]]#8
+// CHECK: %[[PROPOSING:.*]] = arith.addi %{{.*}}, %[[PTIME:.*]] : i64
+// CHECK: %[[VTIME:.*]] = arith.subi %[[TOTAL]], %[[PTIME]] : i64
+// CHECK: %[[VERIFYING:.*]] = arith.addi %{{.*}}, %[[VTIME]] : i64
+// CHECK: scf.yield %{{.*}}, %[[V]]#1, %[[PROPOSE]]#0, %[[NEWT]], %[[NEWD]], {{.*}}, %[[NEWHIST]], %[[PROPOSING]], %[[VERIFYING]]
+// CHECK: return %[[LOOP]]#0, %{{.*}}, %[[LOOP]]#6, %[[LOOP]]#8, %[[LOOP]]#9, %[[LOOP]]#10
 
 // Medusa: the fused forward verifies the last token and the heads'
 // proposals; the next proposals come from the heads at the row of the last
 // accepted token.
 // CHECK-LABEL: func.func @medusa_generate(
-// CHECK-SAME: -> (tensor<64xi64>, index, index, tensor<3xi64>)
+// CHECK-SAME: -> (tensor<64xi64>, index, index, tensor<3xi64>, i64, i64)
 // CHECK: %[[P:.*]]:4 = call @fused(
-// CHECK: %[[W:.*]]:9 = scf.while
+// CHECK: %[[W:.*]]:11 = scf.while
 // CHECK: arith.constant 63 : index
 // CHECK: } do {
 // CHECK: %[[FV:.*]]:4 = spec.verify @fused(

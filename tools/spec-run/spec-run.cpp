@@ -414,10 +414,12 @@ int main(int argc, char **argv) {
           ",\n    \"new_tokens\": %zu,\n    \"stop_reason\": \"%s\",\n"
           "    \"target_forwards\": %lld,\n"
           "    \"tokens_per_target_forward\": %.6f,\n"
-          "    \"seconds\": %.6f,\n    \"tokens_per_second\": %.3f",
+          "    \"seconds\": %.6f,\n    \"propose_seconds\": %.6f,\n"
+          "    \"verify_seconds\": %.6f,\n    \"tokens_per_second\": %.3f",
           s.num_tokens, kStopReasons[s.stop_reason],
           static_cast<long long>(s.target_forwards), s.mean_accepted_length,
-          s.seconds, s.tokens_per_second);
+          s.seconds, s.propose_seconds, s.verify_seconds,
+          s.tokens_per_second);
       out += buffer;
       if (withAcceptance) {
         std::snprintf(buffer, sizeof(buffer),
@@ -460,6 +462,11 @@ int main(int argc, char **argv) {
     if (withAcceptance && !run.acceptedPerPosition.empty())
       std::printf("  accepted per position: %s\n",
                   formatList(run.acceptedPerPosition, "%.2f", " ").c_str());
+    if (withAcceptance)
+      std::printf("  time: propose %.3f s, verify %.3f s, prefill and "
+                  "other %.3f s\n",
+                  s.propose_seconds, s.verify_seconds,
+                  s.seconds - s.propose_seconds - s.verify_seconds);
   };
   if (speculative)
     report("speculative", *speculative, true);

@@ -12,10 +12,14 @@
  * Shared by the compiler (which writes artifacts) and the runtime (which
  * reads them); it has no dependencies.
  *
- * Entry points (ABI "mlir-ciface-2"), one per decode loop:
+ * Entry points (ABI "mlir-ciface-3"), one per decode loop:
  *
  *   void entry(specrt_entry_result *result, specrt_memref_i64 *prompt,
  *              int64_t max_new_tokens, int64_t seed);
+ *
+ * Compiled code calls back into the runtime for its buffers
+ * (_mlir_memref_to_llvm_alloc / _free), strided copies (memrefCopy) and the
+ * time (int64_t specrt_clock_ns(void), a monotonic clock).
  *
  * The result's buffers are allocated by the compiled code through
  * _mlir_memref_to_llvm_alloc (which the runtime provides) and freed by the
@@ -31,7 +35,7 @@
 
 #define SPECRT_ARTIFACT_FORMAT "specula-artifact"
 #define SPECRT_ARTIFACT_FORMAT_VERSION 1
-#define SPECRT_ARTIFACT_ABI "mlir-ciface-2"
+#define SPECRT_ARTIFACT_ABI "mlir-ciface-3"
 #define SPECRT_MANIFEST_FILE "manifest.json"
 #define SPECRT_LIBRARY_FILE "decoder.so"
 #define SPECRT_WEIGHTS_FILE "weights.bin"
@@ -47,14 +51,17 @@ typedef struct {
 } specrt_memref_i64;
 
 /* What an entry point returns: the sequence buffer (prompt, then generated
- * tokens), the sequence's length, how many target forwards ran, and how
- * many verify rounds accepted 0, 1, ... proposals (proposals + 1 entries;
- * one entry, always 0, for the target-only loop). */
+ * tokens), the sequence's length, how many target forwards ran, how many
+ * verify rounds accepted 0, 1, ... proposals (proposals + 1 entries; one
+ * entry for the target-only loop), and the nanoseconds the rounds spent
+ * proposing and verifying (by specrt_clock_ns). */
 typedef struct {
   specrt_memref_i64 tokens;
   int64_t length;
   int64_t target_forwards;
   specrt_memref_i64 accepted_histogram;
+  int64_t propose_ns;
+  int64_t verify_ns;
 } specrt_entry_result;
 
 typedef void (*specrt_entry_fn)(specrt_entry_result *result,

@@ -131,6 +131,12 @@ typedef struct specrt_result {
   size_t num_positions;
   double seconds;
   double tokens_per_second;
+  /* Of `seconds`, the time the decode rounds spent proposing (draft
+   * forwards, the MTP module; 0 for Medusa heads, which run inside the
+   * verify forward) and verifying (target forwards, acceptance); the rest is
+   * the prompt's prefill and the runtime's own work. */
+  double propose_seconds;
+  double verify_seconds;
 } specrt_result;
 
 /* Generates from the token ids `prompt` (0 <= id < vocab_size; the prompt

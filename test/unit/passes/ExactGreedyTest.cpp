@@ -131,6 +131,13 @@ protected:
       counted += result.accepted_per_position[i] * result.rounds;
     }
     EXPECT_EQ(result.num_positions > 0, speculative);
+    // The rounds' time is part of the whole; only the draft and the MTP
+    // module propose outside the verify forward.
+    EXPECT_GT(result.verify_seconds, 0.0);
+    EXPECT_GE(result.propose_seconds, 0.0);
+    EXPECT_LE(result.propose_seconds + result.verify_seconds, result.seconds);
+    if (!speculative)
+      EXPECT_EQ(result.propose_seconds, 0.0);
     EXPECT_GE(counted + 1e-6, static_cast<double>(result.num_tokens));
     EXPECT_LT(counted, static_cast<double>(result.num_tokens) +
                            static_cast<double>(result.num_positions) + 1.0);
