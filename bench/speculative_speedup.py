@@ -58,29 +58,40 @@ def decoders(reference):
     ]
 
 
-def run(command):
-    result = subprocess.run(command, capture_output=True, text=True)
+def run(command, env=None):
+    result = subprocess.run(command, capture_output=True, text=True, env=env)
     if result.returncode != 0:
         sys.exit(f"error: {' '.join(command)} failed:\n{result.stderr}")
     return result.stdout
 
 
-def main():
-    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+def find_tools(build):
+    """The paths of specc and spec-run in the build folder `build`."""
+    tools = [os.path.join(build, "bin", name) for name in ("specc", "spec-run")]
+    for tool in tools:
+        if not os.access(tool, os.X_OK):
+            sys.exit(f"error: {tool} not found; run `ninja -C {build} "
+                     "specc spec-run` first")
+    return tools
+
+
+def parse_arguments(description, default_prompts):
+    """The benchmarks' common command line, checked."""
+    parser = argparse.ArgumentParser(description=description)
     parser.add_argument("--build", default=os.path.join(ROOT, "build"))
-    parser.add_argument("--prompts", type=int, default=5,
+    parser.add_argument("--prompts", type=int, default=default_prompts,
                         help=f"how many of the {len(PROMPTS)} prompts to run")
     parser.add_argument("--max-new-tokens", type=int, default=128)
     parser.add_argument("--json", help="also write the results here")
     args = parser.parse_args()
     if not 1 <= args.prompts <= len(PROMPTS):
         sys.exit(f"error: --prompts must be between 1 and {len(PROMPTS)}")
-    specc = os.path.join(args.build, "bin", "specc")
-    spec_run = os.path.join(args.build, "bin", "spec-run")
-    for tool in (specc, spec_run):
-        if not os.access(tool, os.X_OK):
-            sys.exit(f"error: {tool} not found; run `ninja -C {args.build} "
-                     "specc spec-run` first")
+    return args
+
+
+def main():
+    args = parse_arguments(__doc__.split("\n")[0], default_prompts=5)
+    specc, spec_run = find_tools(args.build)
     with open(os.path.join(MODELS, "metrics.json")) as f:
         reference = json.load(f)["acceptance"]
 

@@ -18,44 +18,24 @@ Needs node and onnxruntime-node (.ci/setup installs it into build/ort).
 Not a test: nothing here asserts on time.
 """
 
-import argparse
 import json
 import os
-import subprocess
 import sys
 import tempfile
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 MODELS = os.path.join(ROOT, "models")
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from speculative_speedup import PROMPTS  # noqa: E402  the same prompts
+# The same prompts and helpers as the speedup benchmark.
+from speculative_speedup import (PROMPTS, find_tools,  # noqa: E402
+                                 parse_arguments, run)
 
 BOS = 256
 
 
-def run(command, env=None):
-    result = subprocess.run(command, capture_output=True, text=True, env=env)
-    if result.returncode != 0:
-        sys.exit(f"error: {' '.join(command)} failed:\n{result.stderr}")
-    return result.stdout
-
-
 def main():
-    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    parser.add_argument("--build", default=os.path.join(ROOT, "build"))
-    parser.add_argument("--prompts", type=int, default=8,
-                        help=f"how many of the {len(PROMPTS)} prompts to run")
-    parser.add_argument("--max-new-tokens", type=int, default=128)
-    parser.add_argument("--json", help="also write the results here")
-    args = parser.parse_args()
-    if not 1 <= args.prompts <= len(PROMPTS):
-        sys.exit(f"error: --prompts must be between 1 and {len(PROMPTS)}")
-    specc = os.path.join(args.build, "bin", "specc")
-    spec_run = os.path.join(args.build, "bin", "spec-run")
-    for tool in (specc, spec_run):
-        if not os.access(tool, os.X_OK):
-            sys.exit(f"error: {tool} not found; run `ninja -C {args.build} "
-                     "specc spec-run` first")
+    args = parse_arguments(__doc__.split("\n")[0], default_prompts=8)
+    specc, spec_run = find_tools(args.build)
     ort = os.path.join(os.path.abspath(args.build), "ort", "node_modules",
                        "onnxruntime-node")
     if not os.path.isdir(ort):

@@ -112,6 +112,48 @@ static Value uniform(OpBuilder &b, Location loc, Value key, Value counter) {
       arith::ConstantOp::create(b, loc, b.getF64FloatAttr(0x1.0p-53)));
 }
 
+/// Each row of the non-negative `rows` (R x V) divided by its sum.
+static Value normalizeRows(OpBuilder &b, Location loc, Value rows) {
+  MLIRContext *context = b.getContext();
+  auto type = cast<RankedTensorType>(rows.getType());
+  auto floatType = cast<FloatType>(type.getElementType());
+  auto rowType = RankedTensorType::get({type.getDimSize(0)}, floatType);
+  AffineMap identity = AffineMap::getMultiDimIdentityMap(2, context);
+  AffineMap perRow =
+      AffineMap::get(2, 0, {getAffineDimExpr(0, context)}, context);
+  Value zero =
+      arith::ConstantOp::create(b, loc, b.getFloatAttr(floatType, 0.0));
+  Value sums =
+      linalg::GenericOp::create(
+          b, loc, TypeRange{rowType}, ValueRange{rows},
+          ValueRange{linalg::FillOp::create(
+                         b, loc, ValueRange{zero},
+                         ValueRange{tensor::EmptyOp::create(
+                             b, loc, rowType.getShape(), floatType)})
+                         .getResult(0)},
+          SmallVector<AffineMap>{identity, perRow},
+          SmallVector<utils::IteratorType>{utils::IteratorType::parallel,
+                                           utils::IteratorType::reduction},
+          [&](OpBuilder &nb, Location l, ValueRange args) {
+            linalg::YieldOp::create(
+                nb, l, arith::AddFOp::create(nb, l, args[1], args[0]).getResult());
+          })
+          .getResult(0);
+  return linalg::GenericOp::create(
+             b, loc, TypeRange{type}, ValueRange{rows, sums},
+             ValueRange{tensor::EmptyOp::create(b, loc, type.getShape(),
+                                                floatType)},
+             SmallVector<AffineMap>{identity, perRow, identity},
+             SmallVector<utils::IteratorType>{utils::IteratorType::parallel,
+                                              utils::IteratorType::parallel},
+             [&](OpBuilder &nb, Location l, ValueRange args) {
+               linalg::YieldOp::create(
+                   nb, l,
+                   arith::DivFOp::create(nb, l, args[0], args[1]).getResult());
+             })
+      .getResult(0);
+}
+
 /// softmax(rows / temperature) of each row of `rows` (R x V).
 static Value softmaxRows(OpBuilder &b, Location loc, Value rows,
                          double temperature) {
@@ -159,27 +201,7 @@ static Value softmaxRows(OpBuilder &b, Location loc, Value rows,
                 nb, l, math::ExpOp::create(nb, l, shifted).getResult());
           })
           .getResult(0);
-  Value sums =
-      linalg::GenericOp::create(
-          b, loc, TypeRange{rowType}, ValueRange{exps},
-          ValueRange{filled(0.0, rowType)},
-          SmallVector<AffineMap>{identity, perRow}, reduce,
-          [&](OpBuilder &nb, Location l, ValueRange args) {
-            linalg::YieldOp::create(
-                nb, l, arith::AddFOp::create(nb, l, args[1], args[0]).getResult());
-          })
-          .getResult(0);
-  return linalg::GenericOp::create(
-             b, loc, TypeRange{type}, ValueRange{exps, sums},
-             ValueRange{tensor::EmptyOp::create(b, loc, type.getShape(),
-                                                floatType)},
-             SmallVector<AffineMap>{identity, perRow, identity}, map,
-             [&](OpBuilder &nb, Location l, ValueRange args) {
-               linalg::YieldOp::create(
-                   nb, l,
-                   arith::DivFOp::create(nb, l, args[0], args[1]).getResult());
-             })
-      .getResult(0);
+  return normalizeRows(b, loc, exps);
 }
 
 /// Keeps in each row of the probabilities `probs` (R x V) the entries at or
@@ -275,8 +297,6 @@ static Value keepTop(OpBuilder &b, Location loc, Value probs, bool byMass,
       AffineMap::get(2, 0, {getAffineDimExpr(0, context)}, context);
   SmallVector<utils::IteratorType> map{utils::IteratorType::parallel,
                                        utils::IteratorType::parallel};
-  SmallVector<utils::IteratorType> reduce{utils::IteratorType::parallel,
-                                          utils::IteratorType::reduction};
   Value fzero = arith::ConstantOp::create(b, loc, b.getFloatAttr(floatType, 0.0));
   Value kept =
       linalg::GenericOp::create(
@@ -292,31 +312,7 @@ static Value keepTop(OpBuilder &b, Location loc, Value probs, bool byMass,
                            .getResult());
           })
           .getResult(0);
-  Value sums =
-      linalg::GenericOp::create(
-          b, loc, TypeRange{rowType}, ValueRange{kept},
-          ValueRange{linalg::FillOp::create(
-                         b, loc, ValueRange{fzero},
-                         ValueRange{tensor::EmptyOp::create(
-                             b, loc, rowType.getShape(), floatType)})
-                         .getResult(0)},
-          SmallVector<AffineMap>{identity, perRow}, reduce,
-          [&](OpBuilder &nb, Location l, ValueRange args) {
-            linalg::YieldOp::create(
-                nb, l, arith::AddFOp::create(nb, l, args[1], args[0]).getResult());
-          })
-          .getResult(0);
-  return linalg::GenericOp::create(
-             b, loc, TypeRange{type}, ValueRange{kept, sums},
-             ValueRange{tensor::EmptyOp::create(b, loc, type.getShape(),
-                                                floatType)},
-             SmallVector<AffineMap>{identity, perRow, identity}, map,
-             [&](OpBuilder &nb, Location l, ValueRange args) {
-               linalg::YieldOp::create(
-                   nb, l,
-                   arith::DivFOp::create(nb, l, args[0], args[1]).getResult());
-             })
-      .getResult(0);
+  return normalizeRows(b, loc, kept);
 }
 
 /// The distribution a rejection rule samples from: softmax(logits / T),
