@@ -40,6 +40,7 @@ const char *specrt_status_name(specrt_status status) {
   case SPECRT_ERROR_CORRUPT: return "corrupt artifact";
   case SPECRT_ERROR_DEVICE: return "device error";
   case SPECRT_ERROR_UNSUPPORTED: return "unsupported";
+  case SPECRT_ERROR_OUT_OF_MEMORY: return "out of memory";
   }
   return "unknown status";
 }
@@ -224,7 +225,7 @@ specrt_status specrt_generate(specrt_model *model, const int64_t *prompt,
   result->tokens = static_cast<int64_t *>(
       std::malloc(std::max<size_t>(1, generated.size()) * sizeof(int64_t)));
   if (!result->tokens)
-    return fail(SPECRT_ERROR_INVALID_ARGUMENT, "out of memory");
+    return fail(SPECRT_ERROR_OUT_OF_MEMORY, "out of memory");
   std::copy(generated.begin(), generated.end(), result->tokens);
   result->target_forwards = output.targetForwards;
   result->seconds = seconds;
@@ -249,7 +250,7 @@ specrt_status specrt_generate(specrt_model *model, const int64_t *prompt,
         std::malloc(result->num_positions * sizeof(double)));
     if (!result->accepted_per_position) {
       specrt_result_free(result);
-      return fail(SPECRT_ERROR_INVALID_ARGUMENT, "out of memory");
+      return fail(SPECRT_ERROR_OUT_OF_MEMORY, "out of memory");
     }
     // Position i was accepted in every round that accepted more than i.
     int64_t atLeast = result->rounds;

@@ -41,6 +41,7 @@ typedef enum specrt_status {
   SPECRT_ERROR_CORRUPT = 5,     /* a file's size or checksum is wrong */
   SPECRT_ERROR_DEVICE = 6,      /* the device is missing or not the artifact's */
   SPECRT_ERROR_UNSUPPORTED = 7, /* the artifact was not compiled for this */
+  SPECRT_ERROR_OUT_OF_MEMORY = 8,
 } specrt_status;
 
 /* "ok", "invalid argument", ... */
