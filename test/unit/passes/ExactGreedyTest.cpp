@@ -136,8 +136,9 @@ protected:
     EXPECT_GT(result.verify_seconds, 0.0);
     EXPECT_GE(result.propose_seconds, 0.0);
     EXPECT_LE(result.propose_seconds + result.verify_seconds, result.seconds);
-    if (!speculative)
+    if (!speculative) {
       EXPECT_EQ(result.propose_seconds, 0.0);
+    }
     EXPECT_GE(counted + 1e-6, static_cast<double>(result.num_tokens));
     EXPECT_LT(counted, static_cast<double>(result.num_tokens) +
                            static_cast<double>(result.num_positions) + 1.0);
