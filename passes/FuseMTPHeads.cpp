@@ -147,6 +147,10 @@ LogicalResult FuseMTPHeadsPass::fuse(DecoderOp decoder,
   auto fused = cast<func::FuncOp>(b.clone(*target));
   fused.setSymName((target.getSymName() + "_fused").str());
   symbols.insert(fused);
+  // Decode loops that need the target alone (the no-speculation baseline)
+  // find it here.
+  fused->setAttr(SpecDialect::kFusedFromAttrName,
+                 FlatSymbolRefAttr::get(target.getSymNameAttr()));
   auto ret = cast<func::ReturnOp>(fused.getBody().back().getTerminator());
   b.setInsertionPoint(ret);
   Location loc = ret.getLoc();

@@ -427,11 +427,17 @@ LogicalResult LowerGeneratePass::lower(DecoderOp decoder,
                    : lowerMedusa(decoder, mtp, symbols)))
       return failure();
   }
-  emitTargetOnly(decoder,
-                 *CachedModel::get(symbols.lookup<func::FuncOp>(
-                                       decoder.getTarget()),
-                                   decoder),
-                 symbols);
+  // The baseline runs the target alone: for fused Medusa heads, the target
+  // they were fused into, so that it does not compute the heads.
+  auto target = symbols.lookup<func::FuncOp>(decoder.getTarget());
+  if (auto source = target->getAttrOfType<FlatSymbolRefAttr>(
+          SpecDialect::kFusedFromAttrName))
+    if (auto unfused = symbols.lookup<func::FuncOp>(source.getValue()))
+      target = unfused;
+  FailureOr<CachedModel> baseline = CachedModel::get(target, decoder);
+  if (failed(baseline))
+    return failure();
+  emitTargetOnly(decoder, *baseline, symbols);
   return success();
 }
 

@@ -29,7 +29,9 @@ def Spec_Dialect : Dialect {
       `#spec.role<mtp_module, depth = k>`) and the **model configuration** it
       carries (`#spec.model_config<...>`: vocabulary size, special token ids,
       maximum context, tokenizer fingerprint), both as discardable attributes
-      `spec.role` and `spec.config` on `func.func`;
+      `spec.role` and `spec.config` on `func.func`; a target that
+      `spec-fuse-mtp-heads` extended with its heads names the target it was
+      made from with `spec.fused_from = @target`;
     * the **decoder composition** `spec.decoder`: a target, a proposer
       (`#spec.mtp<...>` heads fused into the target, or `#spec.draft<...>` an
       external draft model proposing gamma tokens) and a verification rule
@@ -47,6 +49,9 @@ def Spec_Dialect : Dialect {
     static constexpr ::llvm::StringLiteral kRoleAttrName = "spec.role";
     /// Discardable attribute carrying a model function's configuration.
     static constexpr ::llvm::StringLiteral kConfigAttrName = "spec.config";
+    /// Discardable attribute of a fused target: the target it extends.
+    static constexpr ::llvm::StringLiteral kFusedFromAttrName =
+        "spec.fused_from";
 
   private:
     void registerAttributes();

@@ -19,15 +19,18 @@ void SpecDialect::initialize() {
   registerTypes();
 }
 
-/// Checks the discardable attributes `spec.role` and `spec.config`: they
-/// describe model functions, so they belong on function-like operations.
+/// Checks the discardable attributes `spec.role`, `spec.config` and
+/// `spec.fused_from`: they describe model functions, so they belong on
+/// function-like operations.
 LogicalResult SpecDialect::verifyOperationAttribute(Operation *op,
                                                     NamedAttribute attr) {
   StringRef name = attr.getName().getValue();
-  if (name != kRoleAttrName && name != kConfigAttrName)
+  if (name != kRoleAttrName && name != kConfigAttrName &&
+      name != kFusedFromAttrName)
     return op->emitError() << "unknown spec dialect attribute '" << name
-                           << "'; expected '" << kRoleAttrName << "' or '"
-                           << kConfigAttrName << "'";
+                           << "'; expected '" << kRoleAttrName << "', '"
+                           << kConfigAttrName << "' or '" << kFusedFromAttrName
+                           << "'";
   if (!isa<FunctionOpInterface>(op))
     return op->emitError() << "'" << name
                            << "' is only valid on function operations";
@@ -39,5 +42,20 @@ LogicalResult SpecDialect::verifyOperationAttribute(Operation *op,
     return op->emitError() << "'" << name
                            << "' must be a #spec.model_config attribute, got "
                            << attr.getValue();
+  if (name == kFusedFromAttrName) {
+    auto source = dyn_cast<FlatSymbolRefAttr>(attr.getValue());
+    if (!source)
+      return op->emitError() << "'" << name
+                             << "' must name a function (@symbol), got "
+                             << attr.getValue();
+    Operation *table = SymbolTable::getNearestSymbolTable(op->getParentOp());
+    auto function = dyn_cast_or_null<FunctionOpInterface>(
+        table ? SymbolTable::lookupSymbolIn(table, source) : nullptr);
+    auto role = function ? function->getAttrOfType<RoleAttr>(kRoleAttrName)
+                         : RoleAttr();
+    if (!role || role.getKind() != FunctionRole::Target)
+      return op->emitError() << "'" << name << "' names " << source
+                             << ", which is not a function of role target";
+  }
   return success();
 }

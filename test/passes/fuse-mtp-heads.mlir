@@ -56,6 +56,7 @@ spec.decoder @decoder target(@target) proposer(#spec.mtp<[@head1, @head2]>) veri
 // CHECK-LABEL: func.func @target(
 // CHECK-LABEL: func.func @target_fused(
 // CHECK-SAME: -> (tensor<?x?x8xf32> {onnx.name = "logits"}, tensor<?x?x4xf32> {onnx.name = "hidden_states"}, tensor<?x?x8xf32> {onnx.name = "medusa_logits.1"}, tensor<?x?x8xf32> {onnx.name = "medusa_logits.2"})
+// CHECK-SAME: spec.fused_from = @target
 // CHECK-SAME: spec.role = #spec.role<target>
 // The shared output projection is one constant, used by the target and both
 // heads; each head keeps its own weights.

@@ -31,7 +31,7 @@ func.func private @fused(tensor<?x?xi64> {onnx.name = "input_ids"},
         tensor<?x?x16xf32> {onnx.name = "medusa_logits.1"},
         tensor<?x?x16xf32> {onnx.name = "medusa_logits.2"},
         !spec.kv_cache<2x2x64x8xf32> {onnx.name = "kv_cache"})
-    attributes {spec.role = #spec.role<target>,
+    attributes {spec.role = #spec.role<target>, spec.fused_from = @target,
                 spec.config = #spec.model_config<vocab_size = 16, eos_token_id = 15>}
 func.func private @head1(tensor<?x?x4xf32>) -> tensor<?x?x16xf32>
     attributes {spec.role = #spec.role<medusa_head, depth = 1>}
@@ -113,6 +113,14 @@ spec.decoder @sampled target(@target) proposer(#spec.draft<@draft, gamma = 2>) v
 // CHECK: %[[VERIFYING:.*]] = arith.addi %{{.*}}, %[[VTIME]] : i64
 // CHECK: scf.yield %{{.*}}, %[[V]]#1, %[[PROPOSE]]#0, %[[NEWT]], %[[NEWD]], {{.*}}, %[[NEWHIST]], %[[PROPOSING]], %[[VERIFYING]]
 // CHECK: return %[[LOOP]]#0, %{{.*}}, %[[LOOP]]#6, %[[LOOP]]#8, %[[LOOP]]#9, %[[LOOP]]#10
+
+// The Medusa decoder's target-only baseline runs the target the heads were
+// fused into (spec.fused_from), so it does not compute the heads.
+// CHECK-LABEL: func.func @medusa_target_only(
+// CHECK: call @target(
+// CHECK-NOT: @fused
+// CHECK: func.call @target(
+// CHECK-NOT: @fused
 
 // Medusa: the fused forward verifies the last token and the heads'
 // proposals; the next proposals come from the heads at the row of the last

@@ -134,8 +134,25 @@ func.func private @f() attributes {spec.config = 259}
 
 // -----
 
-// expected-error @below {{unknown spec dialect attribute 'spec.vocab'; expected 'spec.role' or 'spec.config'}}
+// expected-error @below {{unknown spec dialect attribute 'spec.vocab'; expected 'spec.role', 'spec.config' or 'spec.fused_from'}}
 func.func private @f() attributes {spec.vocab = 259}
+
+// -----
+
+// expected-error @below {{'spec.fused_from' must name a function (@symbol), got "target"}}
+func.func private @f() attributes {spec.fused_from = "target"}
+
+// -----
+
+func.func private @head(tensor<?x?x4xf32>) -> tensor<?x?x8xf32>
+    attributes {spec.role = #spec.role<medusa_head, depth = 1>}
+// expected-error @below {{'spec.fused_from' names @head, which is not a function of role target}}
+func.func private @f() attributes {spec.fused_from = @head}
+
+// -----
+
+// expected-error @below {{'spec.fused_from' names @missing, which is not a function of role target}}
+func.func private @f() attributes {spec.fused_from = @missing}
 
 //===----------------------------------------------------------------------===//
 // spec.decoder
