@@ -92,6 +92,12 @@ void ChooseGammaPass::runOnOperation() {
                        << static_cast<double>(costRatio);
     return signalPassFailure();
   }
+  if (verifyCost < 0.0) {
+    module.emitError() << "spec-choose-gamma: verify-cost must not be "
+                          "negative, got "
+                       << static_cast<double>(verifyCost);
+    return signalPassFailure();
+  }
   if (maxGamma < 1) {
     module.emitError() << "spec-choose-gamma: max-gamma must be at least 1, "
                           "got "
@@ -148,10 +154,13 @@ LogicalResult ChooseGammaPass::chooseFor(DecoderOp decoder,
                  " of weights";
   }
 
-  GammaChoice choice = chooseGamma(alpha, ratio, maxGamma);
+  GammaChoice choice = chooseGamma(alpha, ratio, maxGamma, verifyCost);
   std::string numbers = llvm::formatv(
       "acceptance rate {0:F2}, draft/target cost {1:F3} ({2})", alpha, ratio,
       costReason);
+  if (verifyCost > 0.0)
+    numbers += llvm::formatv(", verify cost {0:F3} per extra position",
+                             static_cast<double>(verifyCost));
   if (choice.speedup <= 1.0) {
     decoder.emitWarning() << "draft " << draft.getModel()
                           << " does not pay: the best gamma (" << choice.gamma

@@ -18,19 +18,20 @@ double specula::expectedTokensPerStep(double alpha, int64_t gamma) {
 }
 
 double specula::predictedSpeedup(double alpha, int64_t gamma,
-                                 double costRatio) {
+                                 double costRatio, double verifyCost) {
   assert(costRatio > 0.0 && "a draft step has a positive cost");
+  assert(verifyCost >= 0.0 && "verifying more positions costs no less");
   return expectedTokensPerStep(alpha, gamma) /
-         (static_cast<double>(gamma) * costRatio + 1.0);
+         (static_cast<double>(gamma) * (costRatio + verifyCost) + 1.0);
 }
 
 GammaChoice specula::chooseGamma(double alpha, double costRatio,
-                                 int64_t maxGamma) {
+                                 int64_t maxGamma, double verifyCost) {
   assert(maxGamma >= 1 && "at least one proposal per step");
   GammaChoice best{1, expectedTokensPerStep(alpha, 1),
-                   predictedSpeedup(alpha, 1, costRatio)};
+                   predictedSpeedup(alpha, 1, costRatio, verifyCost)};
   for (int64_t gamma = 2; gamma <= maxGamma; ++gamma) {
-    double speedup = predictedSpeedup(alpha, gamma, costRatio);
+    double speedup = predictedSpeedup(alpha, gamma, costRatio, verifyCost);
     if (speedup > best.speedup)
       best = {gamma, expectedTokensPerStep(alpha, gamma), speedup};
   }

@@ -18,8 +18,12 @@ namespace specula {
 double expectedTokensPerStep(double alpha, int64_t gamma);
 
 /// Speedup over target-only decoding when a draft step costs `costRatio`
-/// target steps and verifying gamma + 1 positions costs one target step.
-double predictedSpeedup(double alpha, int64_t gamma, double costRatio);
+/// target steps and verifying gamma + 1 positions costs 1 + gamma *
+/// `verifyCost` target steps. Leviathan et al. take verifyCost = 0 (a
+/// memory-bound target reads its weights once for all positions); compute-
+/// bound targets (small models on a CPU) pay for every position.
+double predictedSpeedup(double alpha, int64_t gamma, double costRatio,
+                        double verifyCost = 0.0);
 
 struct GammaChoice {
   int64_t gamma;
@@ -29,7 +33,8 @@ struct GammaChoice {
 
 /// The gamma in [1, maxGamma] with the highest predicted speedup; ties go to
 /// the smaller gamma (less wasted draft work).
-GammaChoice chooseGamma(double alpha, double costRatio, int64_t maxGamma);
+GammaChoice chooseGamma(double alpha, double costRatio, int64_t maxGamma,
+                        double verifyCost = 0.0);
 
 } // namespace specula
 

@@ -13,7 +13,7 @@ def SpecChooseGamma : Pass<"spec-choose-gamma", "::mlir::ModuleOp"> {
     speedup over running the target alone (Leviathan et al., 2023):
 
       E[tokens per target step] = (1 - a^(gamma+1)) / (1 - a)
-      speedup(gamma)            = E / (gamma * c + 1)
+      speedup(gamma)            = E / (gamma * (c + v) + 1)
 
     where `a` is the per-token acceptance rate and `c` the cost of one draft
     step relative to one target step. `a` comes from the `acceptance-rate`
@@ -21,7 +21,11 @@ def SpecChooseGamma : Pass<"spec-choose-gamma", "::mlir::ModuleOp"> {
     the `cost-ratio` option or else from the graphs: decoding is bound by
     memory traffic, so a step costs the bytes of weights it reads, and `c` is
     the ratio of the draft's to the target's constant weight bytes (constants
-    in each function and the functions it calls).
+    in each function and the functions it calls). `v` is what verifying one
+    more position adds to a target step (`verify-cost`, default 0 as in
+    Leviathan et al.: a memory-bound target reads its weights once for all
+    positions; a compute-bound one, such as a small model on a CPU, pays for
+    each). `spec-run --compare --profile` measures a, c and v.
 
     The chosen gamma is written into the decoder's `#spec.draft` proposer and
     reported as a remark with its reasoning. When no gamma predicts a speedup
@@ -38,6 +42,8 @@ def SpecChooseGamma : Pass<"spec-choose-gamma", "::mlir::ModuleOp"> {
     Option<"costRatio", "cost-ratio", "double", "-1.0",
            "Cost of one draft step relative to one target step (> 0); "
            "default: the ratio of their weight bytes">,
+    Option<"verifyCost", "verify-cost", "double", "0.0",
+           "Cost of verifying one more position, in target steps (>= 0)">,
     Option<"maxGamma", "max-gamma", "int64_t", "8",
            "Largest gamma considered (>= 1)">
   ];

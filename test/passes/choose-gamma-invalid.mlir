@@ -2,10 +2,12 @@
 // RUN: not spec-opt %s --spec-choose-gamma='acceptance-rate=1.5' -split-input-file 2>&1 | FileCheck %s --check-prefix=RATE
 // RUN: not spec-opt %s --spec-choose-gamma='cost-ratio=0' -split-input-file 2>&1 | FileCheck %s --check-prefix=COST
 // RUN: not spec-opt %s --spec-choose-gamma='max-gamma=0' -split-input-file 2>&1 | FileCheck %s --check-prefix=MAXGAMMA
+// RUN: not spec-opt %s --spec-choose-gamma='verify-cost=-1' -split-input-file 2>&1 | FileCheck %s --check-prefix=VERIFY
 
 // RATE: error: spec-choose-gamma: acceptance-rate must lie in [0, 1], got 1.5
 // COST: error: spec-choose-gamma: cost-ratio must be positive, got 0
 // MAXGAMMA: error: spec-choose-gamma: max-gamma must be at least 1, got 0
+// VERIFY: error: spec-choose-gamma: verify-cost must not be negative, got -1
 
 func.func @target(%ids: tensor<?xi64>) -> tensor<?x8xf32>
     attributes {spec.role = #spec.role<target>} {

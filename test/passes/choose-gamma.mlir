@@ -1,6 +1,7 @@
 // RUN: spec-opt %s --spec-choose-gamma -split-input-file -verify-diagnostics | FileCheck %s
 // RUN: spec-opt %s --spec-choose-gamma='acceptance-rate=0.5' -split-input-file 2>&1 | FileCheck %s --check-prefix=ALPHA
 // RUN: spec-opt %s --spec-choose-gamma='cost-ratio=0.01 max-gamma=3' -split-input-file 2>&1 | FileCheck %s --check-prefix=BOUNDED
+// RUN: spec-opt %s --spec-choose-gamma='verify-cost=0.3' -split-input-file 2>&1 | FileCheck %s --check-prefix=VERIFY
 
 // The target reads 256 KiB of weights per step (the constant here and the
 // one in the layer it calls); the draft 25.6 KiB: a cost ratio of 0.1.
@@ -36,6 +37,9 @@ spec.decoder @decoder target(@target) proposer(#spec.draft<@draft, gamma = 1>)
 // The option overrides the attribute: alpha = 0.5 pays for 2 tokens only.
 // ALPHA: remark: gamma = 2: 1.75 expected tokens per target step, predicted speedup 1.46x (acceptance rate 0.50, draft/target cost 0.100 (25.5 KiB / 256.0 KiB of weights))
 // ALPHA: spec.decoder @decoder target(@target) proposer(#spec.draft<@draft, gamma = 2>)
+// When each verified position costs 0.3 target steps, long proposals stop
+// paying: (1 + 0.8 + 0.64) / (1 + 2 * (0.1 + 0.3)).
+// VERIFY: remark: gamma = 2: 2.44 expected tokens per target step, predicted speedup 1.36x (acceptance rate 0.80, draft/target cost 0.100 (25.5 KiB / 256.0 KiB of weights), verify cost 0.300 per extra position)
 // A nearly free draft is bounded by max-gamma.
 // BOUNDED: remark: gamma = 3: 2.95 expected tokens per target step, predicted speedup 2.87x (acceptance rate 0.80, draft/target cost 0.010 (given))
 // BOUNDED: spec.decoder @decoder target(@target) proposer(#spec.draft<@draft, gamma = 3>)

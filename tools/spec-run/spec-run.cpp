@@ -11,6 +11,7 @@
 
 #include "specrt/specrt.h"
 
+#include <algorithm>
 #include <cerrno>
 #include <cmath>
 #include <cstdio>
@@ -47,7 +48,10 @@ const char *kUsage =
     "                         neither mode pays the first run's page faults)\n"
     "  --json                 print JSON instead of text\n"
     "  --profile FILE         write the measured acceptance as JSON, for\n"
-    "                         specc --profile (gamma from the cost model)\n"
+    "                         specc --profile (gamma from the cost model);\n"
+    "                         with --compare and a draft, also the cost of a\n"
+    "                         draft step and of each verified position in\n"
+    "                         target steps\n"
     "  --device cpu|cuda      the device to run on (default cpu)\n"
     "  --help                 this text\n";
 
@@ -372,6 +376,23 @@ int main(int argc, char **argv) {
       return 1;
     }
     const specrt_result &s = speculative->stats;
+    // With --compare, the draft's steps and the verify steps are measured
+    // against a plain target step: spec-choose-gamma's c and v.
+    std::string costs;
+    if (plain && std::string(info.proposer) == "draft" && s.rounds > 0 &&
+        plain->stats.rounds > 0 && s.propose_seconds > 0) {
+      double step = plain->stats.verify_seconds / plain->stats.rounds;
+      double draftStep =
+          s.propose_seconds / (s.rounds * static_cast<double>(info.proposals));
+      double verifyStep = s.verify_seconds / s.rounds;
+      char buffer[128];
+      std::snprintf(buffer, sizeof(buffer),
+                    ",\n  \"cost_ratio\": %.6f,\n  \"verify_cost\": %.6f",
+                    draftStep / step,
+                    std::max(0.0, (verifyStep / step - 1.0) /
+                                      static_cast<double>(info.proposals)));
+      costs = buffer;
+    }
     std::string path = o.profile + ".partial";
     FILE *f = std::fopen(path.c_str(), "w");
     bool ok = f != nullptr;
@@ -383,15 +404,15 @@ int main(int argc, char **argv) {
                "  \"mean_accepted_length\": %.6f,\n"
                "  \"acceptance_rate\": %.6f,\n"
                "  \"accepted_per_position\": [%s],\n"
-               "  \"per_token_acceptance\": %.6f\n}\n",
+               "  \"per_token_acceptance\": %.6f%s\n}\n",
                jsonString(info.proposer).c_str(),
                static_cast<long long>(info.proposals), s.num_tokens,
                static_cast<long long>(s.target_forwards),
                s.mean_accepted_length, s.acceptance_rate,
                formatList(speculative->acceptedPerPosition, "%.6f", ", ")
                    .c_str(),
-               perTokenAcceptance(s.mean_accepted_length, info.proposals)) >
-           0;
+               perTokenAcceptance(s.mean_accepted_length, info.proposals),
+               costs.c_str()) > 0;
       ok = std::fclose(f) == 0 && ok;
     }
     if (!ok || std::rename(path.c_str(), o.profile.c_str()) != 0) {

@@ -62,8 +62,9 @@ static cl::opt<double> acceptanceRate(
     cl::init(-1.0), cl::cat(category));
 static cl::opt<std::string> profilePath(
     "profile",
-    cl::desc("Acceptance measured by `spec-run --profile`; picks gamma with "
-             "the cost model like --acceptance-rate"),
+    cl::desc("Acceptance (and a draft step's cost) measured by `spec-run "
+             "--profile`; picks gamma with the cost model like "
+             "--acceptance-rate"),
     cl::value_desc("profile.json"), cl::cat(category));
 static cl::opt<bool> sampling(
     "sampling", cl::desc("Verify by lossless rejection sampling"),
@@ -112,8 +113,15 @@ static cl::opt<std::string> linker(
              "(default: cc)"),
     cl::value_desc("program"), cl::cat(category));
 
-/// The per-token acceptance rate a `spec-run --profile` file measured.
-static FailureOr<double> readProfile(StringRef path) {
+/// What a `spec-run --profile` file measured: the per-token acceptance
+/// rate and, with --compare, the costs of a draft step and of each verified
+/// position relative to a target step.
+struct Profile {
+  double acceptanceRate;
+  std::optional<double> costRatio, verifyCost;
+};
+
+static FailureOr<Profile> readProfile(StringRef path) {
   auto buffer = llvm::MemoryBuffer::getFile(path);
   if (!buffer) {
     llvm::errs() << "error: cannot read the profile '" << path
@@ -128,16 +136,25 @@ static FailureOr<double> readProfile(StringRef path) {
                  << "\n";
     return failure();
   }
-  std::optional<double> rate;
-  if (auto *object = json->getAsObject())
+  std::optional<double> rate, cost, verify;
+  if (auto *object = json->getAsObject()) {
     rate = object->getNumber("per_token_acceptance");
+    cost = object->getNumber("cost_ratio");
+    verify = object->getNumber("verify_cost");
+  }
   if (!rate || *rate < 0 || *rate > 1) {
     llvm::errs() << "error: the profile '" << path
                  << "' has no per_token_acceptance in [0, 1]; write it with "
                     "spec-run --profile\n";
     return failure();
   }
-  return *rate;
+  if ((cost && !(*cost > 0)) || (verify && !(*verify >= 0))) {
+    llvm::errs() << "error: the profile '" << path
+                 << "' has a cost_ratio that is not positive or a negative "
+                    "verify_cost\n";
+    return failure();
+  }
+  return Profile{*rate, cost, verify};
 }
 
 static LogicalResult importInto(ModuleOp module, StringRef path,
@@ -165,15 +182,18 @@ int main(int argc, char **argv) {
                     "--sampling\n";
     return 1;
   }
+  std::optional<double> measuredCostRatio, measuredVerifyCost;
   if (!profilePath.empty()) {
     if (acceptanceRate.getNumOccurrences()) {
       llvm::errs() << "error: give --acceptance-rate or --profile, not both\n";
       return 1;
     }
-    FailureOr<double> rate = readProfile(profilePath);
-    if (failed(rate))
+    FailureOr<Profile> profile = readProfile(profilePath);
+    if (failed(profile))
       return 1;
-    acceptanceRate = *rate;
+    acceptanceRate = profile->acceptanceRate;
+    measuredCostRatio = profile->costRatio;
+    measuredVerifyCost = profile->verifyCost;
   }
 
   DialectRegistry registry;
@@ -205,6 +225,10 @@ int main(int argc, char **argv) {
     if (acceptanceRate >= 0) {
       SpecChooseGammaOptions gammaOptions;
       gammaOptions.acceptanceRate = acceptanceRate;
+      if (measuredCostRatio)
+        gammaOptions.costRatio = *measuredCostRatio;
+      if (measuredVerifyCost)
+        gammaOptions.verifyCost = *measuredVerifyCost;
       pm.addPass(createSpecChooseGamma(gammaOptions));
     }
   } else {

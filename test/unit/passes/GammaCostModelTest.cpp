@@ -30,6 +30,16 @@ TEST(GammaCostModel, SpeedupChargesEachDraftStep) {
   EXPECT_NEAR(predictedSpeedup(0.8, 4, 0.05), 3.3616 / 1.2, 1e-12);
 }
 
+TEST(GammaCostModel, SpeedupChargesEachVerifiedPosition) {
+  // The same, with each of the 4 extra verified positions costing 0.5 steps.
+  EXPECT_NEAR(predictedSpeedup(0.8, 4, 0.05, 0.5), 3.3616 / 3.2, 1e-12);
+  // A compute-bound target (verify cost near a full step per position)
+  // makes even a free, good draft barely pay, and picks a short gamma.
+  GammaChoice choice = chooseGamma(0.86, 0.3, 8, 0.5);
+  EXPECT_EQ(choice.gamma, 1);
+  EXPECT_NEAR(choice.speedup, (1 + 0.86) / 1.8, 1e-12);
+}
+
 TEST(GammaCostModel, ChoosesTheBestGammaAndPrefersTheSmallerOnTies) {
   GammaChoice choice = chooseGamma(0.8, 0.1, 8);
   for (int64_t gamma = 1; gamma <= 8; ++gamma)
