@@ -26,6 +26,9 @@ struct CPUArtifactOptions {
   /// The C compiler driver that links the shared object; empty: `cc` from
   /// PATH.
   std::string linker;
+  /// The CPU to generate code for: "native" (this host, with all its
+  /// features) or an LLVM CPU name such as "x86-64-v3".
+  std::string cpu = "native";
 };
 
 /// Lowers `module` (consumed: it is lowered in place) for this host's CPU and

@@ -29,6 +29,8 @@
 #include "llvm/ExecutionEngine/Orc/JITTargetMachineBuilder.h"
 #include "llvm/IR/LegacyPassManager.h"
 #include "llvm/IR/Module.h"
+#include "llvm/MC/MCSubtargetInfo.h"
+#include "llvm/MC/TargetRegistry.h"
 #include "llvm/Support/FileSystem.h"
 #include "llvm/Support/Format.h"
 #include "llvm/Support/JSON.h"
@@ -127,9 +129,17 @@ static FailureOr<llvm::json::Object> describeDecoder(ModuleOp module,
                             {"decoder", std::move(strategy)}};
 }
 
-/// A target machine for this host, producing position-independent code.
+/// The CPU features the manifest lists and the runtime checks before it
+/// loads code (names as both LLVM and __builtin_cpu_supports spell them).
+static constexpr llvm::StringLiteral kCheckedFeatures[] = {
+    "sse4.2",   "avx",      "avx2",     "fma",        "f16c",
+    "bmi",      "bmi2",     "avx512f",  "avx512bw",   "avx512dq",
+    "avx512vl", "avx512vnni", "avx512bf16"};
+
+/// A target machine for `cpu` ("native": this host and its features) on
+/// this host's architecture, producing position-independent code.
 static FailureOr<std::unique_ptr<llvm::TargetMachine>>
-hostTargetMachine(ModuleOp module) {
+targetMachine(ModuleOp module, StringRef cpu) {
   static bool initialized = [] {
     llvm::InitializeNativeTarget();
     llvm::InitializeNativeTargetAsmPrinter();
@@ -141,6 +151,24 @@ hostTargetMachine(ModuleOp module) {
     return module.emitError()
            << "cannot describe this host for code generation: "
            << llvm::toString(builder.takeError());
+  if (cpu != "native") {
+    std::string error;
+    const llvm::Target *target =
+        llvm::TargetRegistry::lookupTarget(builder->getTargetTriple(), error);
+    // A generic subtarget knows the CPU table; one made for an unknown CPU
+    // would print LLVM's own warning.
+    std::unique_ptr<llvm::MCSubtargetInfo> subtarget(
+        target ? target->createMCSubtargetInfo(builder->getTargetTriple(),
+                                               "generic", "")
+               : nullptr);
+    if (!subtarget || !subtarget->isCPUStringValid(cpu))
+      return module.emitError()
+             << "unknown CPU '" << cpu << "' for "
+             << builder->getTargetTriple().str()
+             << " (use native, or an LLVM CPU name such as x86-64-v3)";
+    builder->setCPU(cpu.str());
+    builder->setFeatures("");
+  }
   builder->setCodeGenOptLevel(llvm::CodeGenOptLevel::Aggressive);
   builder->setRelocationModel(llvm::Reloc::PIC_);
   auto machine = builder->createTargetMachine();
@@ -148,6 +176,16 @@ hostTargetMachine(ModuleOp module) {
     return module.emitError() << "no code generator for this host: "
                               << llvm::toString(machine.takeError());
   return std::move(*machine);
+}
+
+/// The checked features the code for `machine` may use.
+static llvm::json::Array usedFeatures(llvm::TargetMachine &machine) {
+  llvm::json::Array features;
+  const llvm::MCSubtargetInfo *subtarget = machine.getMCSubtargetInfo();
+  for (StringRef feature : kCheckedFeatures)
+    if (subtarget->checkFeatures(("+" + feature).str()))
+      features.push_back(feature);
+  return features;
 }
 
 /// Emits the LLVM-dialect `module` as an optimized object file.
@@ -265,6 +303,10 @@ LogicalResult specula::writeCPUArtifact(ModuleOp module, StringRef path,
       describeDecoder(module, decoder, entries[0]);
   if (failed(description))
     return failure();
+  FailureOr<std::unique_ptr<llvm::TargetMachine>> machine =
+      targetMachine(module, options.cpu);
+  if (failed(machine))
+    return failure();
 
   // Stage everything in a fresh directory beside the destination.
   // (createUniqueDirectory puts relative names in the temp directory, from
@@ -300,10 +342,6 @@ LogicalResult specula::writeCPUArtifact(ModuleOp module, StringRef path,
   if (failed(pm.run(module)))
     return failure();
 
-  FailureOr<std::unique_ptr<llvm::TargetMachine>> machine =
-      hostTargetMachine(module);
-  if (failed(machine))
-    return failure();
   std::string object = inStaging("decoder.o");
   if (failed(emitObject(module, **machine, object)) ||
       failed(linkSharedObject(module, object, inStaging(SPECRT_LIBRARY_FILE),
@@ -330,7 +368,8 @@ LogicalResult specula::writeCPUArtifact(ModuleOp module, StringRef path,
        llvm::json::Object{
            {"device", "cpu"},
            {"triple", (*machine)->getTargetTriple().str()},
-           {"cpu", (*machine)->getTargetCPU().str()}}},
+           {"cpu", (*machine)->getTargetCPU().str()},
+           {"features", usedFeatures(**machine)}}},
       {"abi", SPECRT_ARTIFACT_ABI},
       {"entry_points",
        llvm::json::Object{{"generate", "_mlir_ciface_" + entryNames[0]},

@@ -6,6 +6,7 @@
 #include "specrt/artifact_format.h"
 
 #include <cstdlib>
+#include <optional>
 
 #include <dlfcn.h>
 
@@ -25,6 +26,32 @@ constexpr const char *hostArchitecture() {
 #else
   return "unknown";
 #endif
+}
+
+/// Whether this CPU has `feature` (a name from the manifest's
+/// target.features); nullopt when the runtime cannot tell.
+std::optional<bool> cpuSupports(const std::string &feature) {
+#if defined(__x86_64__)
+  // __builtin_cpu_supports takes string literals only.
+#define SPECRT_FEATURE(name)                                                   \
+  if (feature == name)                                                         \
+    return __builtin_cpu_supports(name) != 0;
+  SPECRT_FEATURE("sse4.2")
+  SPECRT_FEATURE("avx")
+  SPECRT_FEATURE("avx2")
+  SPECRT_FEATURE("fma")
+  SPECRT_FEATURE("f16c")
+  SPECRT_FEATURE("bmi")
+  SPECRT_FEATURE("bmi2")
+  SPECRT_FEATURE("avx512f")
+  SPECRT_FEATURE("avx512bw")
+  SPECRT_FEATURE("avx512dq")
+  SPECRT_FEATURE("avx512vl")
+  SPECRT_FEATURE("avx512vnni")
+  SPECRT_FEATURE("avx512bf16")
+#undef SPECRT_FEATURE
+#endif
+  return std::nullopt;
 }
 
 class CPUDevice : public Device {
@@ -57,6 +84,23 @@ specrt_status CPUDevice::open(const std::string &directory,
     error = "the artifact was compiled for " + triple + "; this machine is " +
             hostArchitecture();
     return SPECRT_ERROR_DEVICE;
+  }
+
+  // Code for features this CPU lacks would die of an illegal instruction.
+  for (const std::string &feature : manifest.cpuFeatures) {
+    std::optional<bool> supported = cpuSupports(feature);
+    if (!supported) {
+      error = "the artifact's code uses the CPU feature '" + feature +
+              "', which this runtime cannot check";
+      return SPECRT_ERROR_DEVICE;
+    }
+    if (!*supported) {
+      error = "the artifact was compiled for " + manifest.cpu +
+              " and uses " + feature +
+              ", which this CPU lacks; recompile on this machine or with "
+              "specc --cpu for an older CPU (e.g. x86-64-v2)";
+      return SPECRT_ERROR_DEVICE;
+    }
   }
 
   std::string weightsPath = directory + "/" + manifest.weights.name;

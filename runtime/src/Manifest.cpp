@@ -135,6 +135,17 @@ specrt_status specrt::readManifest(const std::string &directory,
   m.device = fields.string("target.device");
   m.triple = fields.string("target.triple");
   m.cpu = fields.string("target.cpu");
+  if (const JsonValue *features = fields.find("target.features", false)) {
+    if (features->kind != JsonValue::Kind::Array)
+      fields.problem("target.features", "is not an array");
+    else
+      for (const JsonValue &feature : features->array) {
+        if (feature.kind != JsonValue::Kind::String)
+          fields.problem("target.features", "has an entry that is not a string");
+        else
+          m.cpuFeatures.push_back(feature.string);
+      }
+  }
   m.generateEntry = fields.string("entry_points.generate");
   m.targetOnlyEntry = fields.string("entry_points.target_only");
   for (auto [key, file] : {std::make_pair("library", &m.library),

@@ -7,6 +7,7 @@
 
 #include <cstdint>
 #include <string>
+#include <vector>
 
 namespace specrt {
 
@@ -18,6 +19,8 @@ struct ArtifactFile {
 
 struct Manifest {
   std::string device, triple, cpu, producer;
+  /// CPU features the code may use (target.features).
+  std::vector<std::string> cpuFeatures;
   std::string generateEntry, targetOnlyEntry;
   ArtifactFile library, weights;
   int64_t vocabSize = 0, bosTokenId = -1, eosTokenId = -1, padTokenId = -1;

@@ -107,6 +107,12 @@ static cl::opt<Emit> emit(
 static cl::opt<std::string> outputPath("o", cl::desc("Output file"),
                                        cl::value_desc("file"), cl::init("-"),
                                        cl::cat(category));
+static cl::opt<std::string> cpu(
+    "cpu",
+    cl::desc("CPU the artifact's code is for: native (this host, all its "
+             "features; the default) or an LLVM CPU name, e.g. x86-64-v3 "
+             "to run on any AVX2 machine"),
+    cl::init("native"), cl::cat(category));
 static cl::opt<std::string> linker(
     "linker",
     cl::desc("C compiler driver that links the artifact's shared object "
@@ -292,6 +298,7 @@ int main(int argc, char **argv) {
     }
     CPUArtifactOptions options;
     options.linker = linker;
+    options.cpu = cpu;
     return failed(writeCPUArtifact(*module, outputPath, options)) ? 1 : 0;
   }
 
