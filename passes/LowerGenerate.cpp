@@ -277,9 +277,12 @@ struct Prologue {
   }
 
   /// Whether another round of at most `round` positions may run: tokens are
-  /// still wanted, the round fits the context, the last token is not EOS.
+  /// still wanted, the round fits the context, the last token is not EOS
+  /// (the first token; later rounds set `ended` when any token they
+  /// committed is EOS).
   Value shouldContinue(OpBuilder &b, Location l, Value generated,
-                       Value lengthT, Value last, int64_t round) {
+                       Value lengthT, Value last, Value ended,
+                       int64_t round) {
     Value wanted = arith::CmpIOp::create(b, l, arith::CmpIPredicate::ult,
                                          generated, maxNew);
     Value room = arith::CmpIOp::create(
@@ -293,7 +296,33 @@ struct Prologue {
     Value notEos = arith::CmpIOp::create(
         b, l, arith::CmpIPredicate::ne, last,
         arith::ConstantOp::create(b, l, b.getI64IntegerAttr(*eos)));
-    return arith::AndIOp::create(b, l, go, notEos);
+    Value notEnded = arith::XOrIOp::create(
+        b, l, ended, arith::ConstantOp::create(b, l, b.getBoolAttr(true)));
+    return arith::AndIOp::create(
+        b, l, go, arith::AndIOp::create(b, l, notEos, notEnded));
+  }
+
+  /// Whether `seq` holds EOS at a position in (from, to]: the tokens a round
+  /// committed, of which EOS ends the generation even before the last.
+  Value committedEos(OpBuilder &b, Location l, Value seq, Value from,
+                     Value to) {
+    Value no = arith::ConstantOp::create(b, l, b.getBoolAttr(false));
+    if (!eos)
+      return no;
+    Value eosToken = lb.i64(*eos);
+    auto scan = scf::ForOp::create(
+        b, l, arith::AddIOp::create(b, l, from, lb.index(1)),
+        arith::AddIOp::create(b, l, to, lb.index(1)), lb.index(1),
+        ValueRange{no},
+        [&](OpBuilder &nb, Location nl, Value position, ValueRange found) {
+          Value token = tensor::ExtractOp::create(nb, nl, seq, position);
+          Value isEos = arith::CmpIOp::create(
+              nb, nl, arith::CmpIPredicate::eq, token, eosToken);
+          scf::YieldOp::create(
+              nb, nl, ValueRange{arith::OrIOp::create(nb, nl, found[0], isEos)
+                                     .getResult()});
+        });
+    return scan.getResult(0);
   }
 
   /// Returns the sequence, its length (at most the prompt plus
@@ -332,33 +361,41 @@ struct Prologue {
         b, loc, DenseElementsAttr::get(histogramType, b.getI64IntegerAttr(0))));
     state0.push_back(lb.i64(0)); // nanoseconds proposing
     state0.push_back(lb.i64(0)); // nanoseconds verifying
+    // Whether a round committed EOS (before its last token, too).
+    state0.push_back(arith::ConstantOp::create(b, loc, b.getBoolAttr(false)));
+    constexpr unsigned kCounters = 4;
     auto whileOp = scf::WhileOp::create(
         b, loc, llvm::to_vector(ValueRange(state0).getTypes()), state0,
         [&](OpBuilder &nb, Location l, ValueRange state) {
           scf::ConditionOp::create(
               nb, l,
               shouldContinue(nb, l, state[layout.generated],
-                             state[layout.length], state[layout.last], round),
+                             state[layout.length], state[layout.last],
+                             state.back(), round),
               state);
         },
         [&](OpBuilder &nb, Location l, ValueRange state) {
           OpBuilder::InsertionGuard guard(b);
           b.setInsertionPoint(nb.getInsertionBlock(), nb.getInsertionPoint());
           Value start = readClock(b, l);
-          SmallVector<Value> next = body(l, state.drop_back(3));
+          SmallVector<Value> next = body(l, state.drop_back(kCounters));
           Value proposing = next.pop_back_val();
           Value accepted = next.pop_back_val();
           Value total = arith::SubIOp::create(b, l, readClock(b, l), start);
-          Value histogram = state[state.size() - 3];
+          Value ended = committedEos(b, l, next[layout.seq],
+                                     state[layout.length],
+                                     next[layout.length]);
+          ValueRange counters = state.take_back(kCounters);
+          Value histogram = counters[0];
           Value count = tensor::ExtractOp::create(b, l, histogram, accepted);
           next.push_back(tensor::InsertOp::create(
               b, l, arith::AddIOp::create(b, l, count, lb.i64(1)), histogram,
               accepted));
-          next.push_back(arith::AddIOp::create(b, l, state[state.size() - 2],
-                                               proposing));
+          next.push_back(arith::AddIOp::create(b, l, counters[1], proposing));
           next.push_back(arith::AddIOp::create(
-              b, l, state.back(),
+              b, l, counters[2],
               arith::SubIOp::create(b, l, total, proposing)));
+          next.push_back(ended);
           scf::YieldOp::create(b, l, next);
         });
     func.setFunctionType(FunctionType::get(
@@ -367,7 +404,7 @@ struct Prologue {
          histogramType, i64, i64}));
     ValueRange results = whileOp.getResults();
     finish(b, results[layout.seq], results[layout.length],
-           results[layout.steps], results.take_back(3));
+           results[layout.steps], results.take_back(kCounters).drop_back());
   }
 
   /// The runtime clock, in nanoseconds.

@@ -181,7 +181,8 @@ def SpecLowerGenerate : Pass<"spec-lower-generate", "::mlir::ModuleOp"> {
     The function prefills both caches with the prompt, takes the first token
     from the target's last logits, then loops (`scf.while`) until
     `max_new_tokens` tokens are generated, EOS (the target's
-    `eos_token_id`) is produced, or the context is full:
+    `eos_token_id`) is committed (anywhere in a round, not only as its last
+    token), or the context is full:
 
     * propose: gamma draft forwards (`scf.for`); the first feeds the draft
       every token it has not cached yet (the last token, and the previous

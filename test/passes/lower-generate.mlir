@@ -75,13 +75,15 @@ spec.decoder @sampled target(@target) proposer(#spec.draft<@draft, gamma = 2>) v
 
 // The loop runs while tokens are wanted, a round fits the context, and the
 // last token is not EOS (15).
-// The last loop values count rounds by accepted proposals (0, 1 or 2) and
-// sum the nanoseconds spent proposing and verifying.
+// The last loop values count rounds by accepted proposals (0, 1 or 2), sum
+// the nanoseconds spent proposing and verifying, and say whether a round
+// committed EOS (which ends the loop even when it is not the last token).
 // CHECK: %[[HIST0:.*]] = arith.constant dense<0> : tensor<3xi64>
-// CHECK: %[[LOOP:.*]]:11 = scf.while {{.*}}, %{{.*}} = %[[HIST0]], %{{.*}} = %c0_i64{{.*}}, %{{.*}} = %c0_i64{{.*}})
+// CHECK: %[[LOOP:.*]]:12 = scf.while {{.*}}, %{{.*}} = %[[HIST0]], %{{.*}} = %c0_i64{{.*}}, %{{.*}} = %c0_i64{{.*}}, %[[ENDED:.*]] = %false)
 // CHECK: arith.cmpi ult, %{{.*}}, %[[MAX]] : index
 // CHECK: arith.constant 31 : index
 // CHECK: arith.cmpi ne, %{{.*}}, %c15_i64 : i64
+// CHECK: arith.xori %[[ENDED]], %true : i1
 // CHECK: scf.condition
 
 // Propose: gamma draft forwards, each choosing with spec.propose, timed.
@@ -105,13 +107,15 @@ spec.decoder @sampled target(@target) proposer(#spec.draft<@draft, gamma = 2>) v
 // CHECK: %[[NEWD:.*]] = arith.minui %[[NEWT]], %[[PROPOSE]]#1 : index
 // CHECK: %[[END:.*]] = func.call @specrt_clock_ns() : () -> i64
 // CHECK: %[[TOTAL:.*]] = arith.subi %[[END]], %[[START]] : i64
+// CHECK: %[[SAWEOS:.*]] = scf.for {{.*}} -> (i1)
+// CHECK: arith.cmpi eq, %{{.*}}, %c15_i64 : i64
 // CHECK: %[[COUNT:.*]] = tensor.extract %[[HIST:.*]][%[[N]]] : tensor<3xi64>
 // CHECK: %[[INC:.*]] = arith.addi %[[COUNT]], %c1_i64 : i64
 // CHECK: %[[NEWHIST:.*]] = tensor.insert %[[INC]] into %[[HIST]][%[[N]]] : tensor<3xi64>
 // CHECK: %[[PROPOSING:.*]] = arith.addi %{{.*}}, %[[PTIME:.*]] : i64
 // CHECK: %[[VTIME:.*]] = arith.subi %[[TOTAL]], %[[PTIME]] : i64
 // CHECK: %[[VERIFYING:.*]] = arith.addi %{{.*}}, %[[VTIME]] : i64
-// CHECK: scf.yield %{{.*}}, %[[V]]#1, %[[PROPOSE]]#0, %[[NEWT]], %[[NEWD]], {{.*}}, %[[NEWHIST]], %[[PROPOSING]], %[[VERIFYING]]
+// CHECK: scf.yield %{{.*}}, %[[V]]#1, %[[PROPOSE]]#0, %[[NEWT]], %[[NEWD]], {{.*}}, %[[NEWHIST]], %[[PROPOSING]], %[[VERIFYING]], %[[SAWEOS]]
 // CHECK: return %[[LOOP]]#0, %{{.*}}, %[[LOOP]]#6, %[[LOOP]]#8, %[[LOOP]]#9, %[[LOOP]]#10
 
 // The Medusa decoder's target-only baseline runs the target the heads were
@@ -128,7 +132,7 @@ spec.decoder @sampled target(@target) proposer(#spec.draft<@draft, gamma = 2>) v
 // CHECK-LABEL: func.func @medusa_generate(
 // CHECK-SAME: -> (tensor<64xi64>, index, index, tensor<3xi64>, i64, i64)
 // CHECK: %[[P:.*]]:4 = call @fused(
-// CHECK: %[[W:.*]]:11 = scf.while
+// CHECK: %[[W:.*]]:12 = scf.while
 // CHECK: arith.constant 63 : index
 // CHECK: } do {
 // CHECK: %[[FV:.*]]:4 = spec.verify @fused(
