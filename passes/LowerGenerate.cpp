@@ -241,7 +241,7 @@ struct Prologue {
     b.setInsertionPointAfter(decoder);
     func = func::FuncOp::create(
         loc, (decoder.getSymName() + suffix).str(),
-        b.getFunctionType({promptType, indexType, i64},
+        b.getFunctionType({promptType, indexType, i64, promptType},
                           {seqType, indexType, indexType}));
     symbols.insert(func, Block::iterator(decoder->getNextNode()));
     clock = symbols.lookup<func::FuncOp>(kClockFunction);
@@ -254,8 +254,10 @@ struct Prologue {
       symbols.insert(clock);
     }
     func.setArgAttr(0, "spec.name", b.getStringAttr("prompt"));
+    func.setArgAttr(3, "spec.name", b.getStringAttr("stop_tokens"));
     Block *entry = func.addEntryBlock();
     b.setInsertionPointToStart(entry);
+    stopTokens = entry->getArgument(3);
     Value prompt = entry->getArgument(0);
     maxNew = entry->getArgument(1);
     key = entry->getArgument(2);
@@ -277,12 +279,10 @@ struct Prologue {
   }
 
   /// Whether another round of at most `round` positions may run: tokens are
-  /// still wanted, the round fits the context, the last token is not EOS
-  /// (the first token; later rounds set `ended` when any token they
-  /// committed is EOS).
+  /// still wanted, the round fits the context, and no token committed so far
+  /// ends the generation (`ended`).
   Value shouldContinue(OpBuilder &b, Location l, Value generated,
-                       Value lengthT, Value last, Value ended,
-                       int64_t round) {
+                       Value lengthT, Value ended, int64_t round) {
     Value wanted = arith::CmpIOp::create(b, l, arith::CmpIPredicate::ult,
                                          generated, maxNew);
     Value room = arith::CmpIOp::create(
@@ -290,37 +290,53 @@ struct Prologue {
         arith::AddIOp::create(b, l, lengthT,
                               arith::ConstantIndexOp::create(b, l, round)),
         arith::ConstantIndexOp::create(b, l, capacity - 1));
-    Value go = arith::AndIOp::create(b, l, wanted, room);
-    if (!eos)
-      return go;
-    Value notEos = arith::CmpIOp::create(
-        b, l, arith::CmpIPredicate::ne, last,
-        arith::ConstantOp::create(b, l, b.getI64IntegerAttr(*eos)));
     Value notEnded = arith::XOrIOp::create(
         b, l, ended, arith::ConstantOp::create(b, l, b.getBoolAttr(true)));
     return arith::AndIOp::create(
-        b, l, go, arith::AndIOp::create(b, l, notEos, notEnded));
+        b, l, arith::AndIOp::create(b, l, wanted, room), notEnded);
   }
 
-  /// Whether `seq` holds EOS at a position in (from, to]: the tokens a round
-  /// committed, of which EOS ends the generation even before the last.
-  Value committedEos(OpBuilder &b, Location l, Value seq, Value from,
-                     Value to) {
+  /// Whether `token` ends the generation: the target's EOS or one of the
+  /// caller's stop tokens.
+  Value isStop(OpBuilder &b, Location l, Value token) {
+    Value stop =
+        eos ? Value(arith::CmpIOp::create(b, l, arith::CmpIPredicate::eq,
+                                          token, lb.i64(*eos)))
+            : Value(arith::ConstantOp::create(b, l, b.getBoolAttr(false)));
+    Value count = tensor::DimOp::create(b, l, stopTokens, 0);
+    auto scan = scf::ForOp::create(
+        b, l, lb.index(0), count, lb.index(1), ValueRange{stop},
+        [&](OpBuilder &nb, Location nl, Value i, ValueRange found) {
+          Value candidate = tensor::ExtractOp::create(nb, nl, stopTokens, i);
+          Value hit = arith::CmpIOp::create(nb, nl, arith::CmpIPredicate::eq,
+                                            token, candidate);
+          scf::YieldOp::create(
+              nb, nl,
+              ValueRange{arith::OrIOp::create(nb, nl, found[0], hit)
+                             .getResult()});
+        });
+    return scan.getResult(0);
+  }
+
+  /// Whether `seq` holds a stop token (isStop) at a position in (from, to]:
+  /// the tokens a round committed, any of which ends the generation, not
+  /// only the last.
+  Value committedStop(OpBuilder &b, Location l, Value seq, Value from,
+                      Value to) {
     Value no = arith::ConstantOp::create(b, l, b.getBoolAttr(false));
-    if (!eos)
-      return no;
-    Value eosToken = lb.i64(*eos);
     auto scan = scf::ForOp::create(
         b, l, arith::AddIOp::create(b, l, from, lb.index(1)),
         arith::AddIOp::create(b, l, to, lb.index(1)), lb.index(1),
         ValueRange{no},
         [&](OpBuilder &nb, Location nl, Value position, ValueRange found) {
-          Value token = tensor::ExtractOp::create(nb, nl, seq, position);
-          Value isEos = arith::CmpIOp::create(
-              nb, nl, arith::CmpIPredicate::eq, token, eosToken);
+          OpBuilder::InsertionGuard guard(b);
+          b.setInsertionPoint(nb.getInsertionBlock(), nb.getInsertionPoint());
+          Value token = tensor::ExtractOp::create(b, nl, seq, position);
           scf::YieldOp::create(
-              nb, nl, ValueRange{arith::OrIOp::create(nb, nl, found[0], isEos)
-                                     .getResult()});
+              b, nl,
+              ValueRange{arith::OrIOp::create(b, nl, found[0],
+                                              isStop(b, nl, token))
+                             .getResult()});
         });
     return scan.getResult(0);
   }
@@ -361,8 +377,9 @@ struct Prologue {
         b, loc, DenseElementsAttr::get(histogramType, b.getI64IntegerAttr(0))));
     state0.push_back(lb.i64(0)); // nanoseconds proposing
     state0.push_back(lb.i64(0)); // nanoseconds verifying
-    // Whether a round committed EOS (before its last token, too).
-    state0.push_back(arith::ConstantOp::create(b, loc, b.getBoolAttr(false)));
+    // Whether a committed token ends the generation: the first one (from
+    // the prefill), then any a round commits.
+    state0.push_back(isStop(b, loc, inits[layout.last]));
     constexpr unsigned kCounters = 4;
     auto whileOp = scf::WhileOp::create(
         b, loc, llvm::to_vector(ValueRange(state0).getTypes()), state0,
@@ -370,8 +387,7 @@ struct Prologue {
           scf::ConditionOp::create(
               nb, l,
               shouldContinue(nb, l, state[layout.generated],
-                             state[layout.length], state[layout.last],
-                             state.back(), round),
+                             state[layout.length], state.back(), round),
               state);
         },
         [&](OpBuilder &nb, Location l, ValueRange state) {
@@ -382,9 +398,9 @@ struct Prologue {
           Value proposing = next.pop_back_val();
           Value accepted = next.pop_back_val();
           Value total = arith::SubIOp::create(b, l, readClock(b, l), start);
-          Value ended = committedEos(b, l, next[layout.seq],
-                                     state[layout.length],
-                                     next[layout.length]);
+          Value ended = committedStop(b, l, next[layout.seq],
+                                      state[layout.length],
+                                      next[layout.length]);
           ValueRange counters = state.take_back(kCounters);
           Value histogram = counters[0];
           Value count = tensor::ExtractOp::create(b, l, histogram, accepted);
@@ -428,7 +444,7 @@ struct Prologue {
   std::optional<int64_t> eos;
   Type floatType;
   func::FuncOp func, clock;
-  Value maxNew, key, promptLength, seq, ids, positions;
+  Value maxNew, key, promptLength, seq, ids, positions, stopTokens;
   func::CallOp prefill;
 };
 

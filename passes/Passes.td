@@ -168,9 +168,10 @@ def SpecLowerGenerate : Pass<"spec-lower-generate", "::mlir::ModuleOp"> {
     For every `spec.decoder` with a `#spec.draft` proposer whose target and
     draft take preallocated caches (run `spec-kv-cache-inplace` first), or
     with Medusa heads fused into the target for every position
-    (`spec-fuse-mtp-heads{last-position-only=false}`), creates `@<decoder>_generate(%prompt: tensor<?xi64>, %max_new_tokens:
-    index, %key: i64) -> (tensor<Cxi64>, index, index, tensor<Rxi64>, i64,
-    i64)`: the prompt followed by the generated tokens in a buffer of the
+    (`spec-fuse-mtp-heads{last-position-only=false}`), creates
+    `@<decoder>_generate(%prompt: tensor<?xi64>, %max_new_tokens: index,
+    %key: i64, %stop_tokens: tensor<?xi64>) -> (tensor<Cxi64>, index, index,
+    tensor<Rxi64>, i64, i64)`: the prompt followed by the generated tokens in a buffer of the
     caches' capacity C, its length, the number of target forwards, how many
     verify rounds accepted 0, 1, ..., R - 1 proposals (R is the round's
     width, proposals + 1; the runtime derives acceptance per position from
@@ -181,8 +182,8 @@ def SpecLowerGenerate : Pass<"spec-lower-generate", "::mlir::ModuleOp"> {
     The function prefills both caches with the prompt, takes the first token
     from the target's last logits, then loops (`scf.while`) until
     `max_new_tokens` tokens are generated, EOS (the target's
-    `eos_token_id`) is committed (anywhere in a round, not only as its last
-    token), or the context is full:
+    `eos_token_id`) or one of `%stop_tokens` is committed (anywhere in a
+    round, not only as its last token), or the context is full:
 
     * propose: gamma draft forwards (`scf.for`); the first feeds the draft
       every token it has not cached yet (the last token, and the previous

@@ -66,6 +66,7 @@ public:
 
   specrt_status decode(bool speculative, const int64_t *prompt,
                        size_t promptLength, int64_t maxNewTokens, int64_t seed,
+                       const std::vector<int64_t> &stopTokens,
                        DecodeOutput &output, std::string &error) override;
 
 private:
@@ -146,13 +147,18 @@ specrt_status CPUDevice::open(const std::string &directory,
 
 specrt_status CPUDevice::decode(bool speculative, const int64_t *prompt,
                                 size_t promptLength, int64_t maxNewTokens,
-                                int64_t seed, DecodeOutput &output,
-                                std::string &error) {
-  // The compiled code only reads the prompt.
+                                int64_t seed,
+                                const std::vector<int64_t> &stopTokens,
+                                DecodeOutput &output, std::string &error) {
+  // The compiled code only reads the prompt and the stop tokens.
   auto *ids = const_cast<int64_t *>(prompt);
   specrt_memref_i64 input{ids, ids, 0, static_cast<int64_t>(promptLength), 1};
+  auto *stops = const_cast<int64_t *>(stopTokens.data());
+  specrt_memref_i64 stop{stops, stops, 0,
+                         static_cast<int64_t>(stopTokens.size()), 1};
   specrt_entry_result result{};
-  (speculative ? generate : targetOnly)(&result, &input, maxNewTokens, seed);
+  (speculative ? generate : targetOnly)(&result, &input, maxNewTokens, seed,
+                                        &stop);
   const specrt_memref_i64 &tokens = result.tokens;
   const specrt_memref_i64 &histogram = result.accepted_histogram;
   bool wellFormed = tokens.aligned && histogram.aligned &&

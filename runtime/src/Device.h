@@ -35,8 +35,9 @@ public:
   /// Runs the speculative decode loop, or the target-only loop.
   virtual specrt_status decode(bool speculative, const int64_t *prompt,
                                size_t promptLength, int64_t maxNewTokens,
-                               int64_t seed, DecodeOutput &output,
-                               std::string &error) = 0;
+                               int64_t seed,
+                               const std::vector<int64_t> &stopTokens,
+                               DecodeOutput &output, std::string &error) = 0;
 };
 
 /// Loads the artifact in `directory` for the CPU.

@@ -189,10 +189,12 @@ specrt_status specrt_generate(specrt_model *model, const int64_t *prompt,
   auto start = std::chrono::steady_clock::now();
   {
     std::lock_guard<std::mutex> lock(model->mutex);
+    std::vector<int64_t> stopTokens(
+        options->stop_tokens, options->stop_tokens + options->num_stop_tokens);
     if (specrt_status status = model->device->decode(
             options->speculative != 0, prompt, promptLength,
             options->max_new_tokens, static_cast<int64_t>(options->seed),
-            output, error))
+            stopTokens, output, error))
       return fail(status, error);
   }
   double seconds = std::chrono::duration<double>(

@@ -63,7 +63,7 @@ spec.decoder @sampled target(@target) proposer(#spec.draft<@draft, gamma = 2>) v
 
 // The sequence buffer has the smaller cache's capacity (32).
 // CHECK-LABEL: func.func @greedy_generate(
-// CHECK-SAME: %[[PROMPT:[^:]*]]: tensor<?xi64> {spec.name = "prompt"}, %[[MAX:[^:]*]]: index, %[[KEY:[^:]*]]: i64)
+// CHECK-SAME: %[[PROMPT:[^:]*]]: tensor<?xi64> {spec.name = "prompt"}, %[[MAX:[^:]*]]: index, %[[KEY:[^:]*]]: i64, %[[STOP:[^:]*]]: tensor<?xi64> {spec.name = "stop_tokens"})
 // CHECK-SAME: -> (tensor<32xi64>, index, index, tensor<3xi64>, i64, i64)
 
 // Prefill both caches with the prompt; the first token from the target.
@@ -73,16 +73,20 @@ spec.decoder @sampled target(@target) proposer(#spec.draft<@draft, gamma = 2>) v
 // CHECK: %[[D:.*]]:2 = call @draft(%{{.*}}, %{{.*}}, %[[DC]], %{{.*}})
 // CHECK: spec.propose %{{.*}} rule(#spec.greedy) : tensor<1x16xf32> -> tensor<1xi64>, tensor<1x16xf32>
 
-// The loop runs while tokens are wanted, a round fits the context, and the
-// last token is not EOS (15).
 // The last loop values count rounds by accepted proposals (0, 1 or 2), sum
-// the nanoseconds spent proposing and verifying, and say whether a round
-// committed EOS (which ends the loop even when it is not the last token).
+// the nanoseconds spent proposing and verifying, and say whether a token
+// committed so far ends the generation: EOS or a stop token, starting with
+// the first one; a round sets it when any token it committed does.
 // CHECK: %[[HIST0:.*]] = arith.constant dense<0> : tensor<3xi64>
-// CHECK: %[[LOOP:.*]]:12 = scf.while {{.*}}, %{{.*}} = %[[HIST0]], %{{.*}} = %c0_i64{{.*}}, %{{.*}} = %c0_i64{{.*}}, %[[ENDED:.*]] = %false)
+// CHECK: arith.cmpi eq, %{{.*}}, %c15_i64 : i64
+// CHECK: %[[FIRSTSTOP:.*]] = scf.for {{.*}} -> (i1) {
+// CHECK: tensor.extract %[[STOP]]
+// CHECK: %[[LOOP:.*]]:12 = scf.while {{.*}}, %{{.*}} = %[[HIST0]], %{{.*}} = %c0_i64{{.*}}, %{{.*}} = %c0_i64{{.*}}, %[[ENDED:.*]] = %[[FIRSTSTOP]])
+
+// The loop runs while tokens are wanted, a round fits the context, and
+// nothing has ended it.
 // CHECK: arith.cmpi ult, %{{.*}}, %[[MAX]] : index
 // CHECK: arith.constant 31 : index
-// CHECK: arith.cmpi ne, %{{.*}}, %c15_i64 : i64
 // CHECK: arith.xori %[[ENDED]], %true : i1
 // CHECK: scf.condition
 
@@ -108,7 +112,8 @@ spec.decoder @sampled target(@target) proposer(#spec.draft<@draft, gamma = 2>) v
 // CHECK: %[[END:.*]] = func.call @specrt_clock_ns() : () -> i64
 // CHECK: %[[TOTAL:.*]] = arith.subi %[[END]], %[[START]] : i64
 // CHECK: %[[SAWEOS:.*]] = scf.for {{.*}} -> (i1)
-// CHECK: arith.cmpi eq, %{{.*}}, %c15_i64 : i64
+// CHECK: arith.cmpi eq, %{{.*}}, %c15_i64{{.*}} : i64
+// CHECK: tensor.extract %[[STOP]]
 // CHECK: %[[COUNT:.*]] = tensor.extract %[[HIST:.*]][%[[N]]] : tensor<3xi64>
 // CHECK: %[[INC:.*]] = arith.addi %[[COUNT]], %c1_i64 : i64
 // CHECK: %[[NEWHIST:.*]] = tensor.insert %[[INC]] into %[[HIST]][%[[N]]] : tensor<3xi64>

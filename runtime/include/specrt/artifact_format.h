@@ -12,10 +12,13 @@
  * Shared by the compiler (which writes artifacts) and the runtime (which
  * reads them); it has no dependencies.
  *
- * Entry points (ABI "mlir-ciface-3"), one per decode loop:
+ * Entry points (ABI "mlir-ciface-4"), one per decode loop:
  *
  *   void entry(specrt_entry_result *result, specrt_memref_i64 *prompt,
- *              int64_t max_new_tokens, int64_t seed);
+ *              int64_t max_new_tokens, int64_t seed,
+ *              specrt_memref_i64 *stop_tokens);
+ *
+ * The loop ends after a round that commits EOS or one of `stop_tokens`.
  *
  * Compiled code calls back into the runtime for its buffers
  * (_mlir_memref_to_llvm_alloc / _free), strided copies (memrefCopy) and the
@@ -35,7 +38,7 @@
 
 #define SPECRT_ARTIFACT_FORMAT "specula-artifact"
 #define SPECRT_ARTIFACT_FORMAT_VERSION 1
-#define SPECRT_ARTIFACT_ABI "mlir-ciface-3"
+#define SPECRT_ARTIFACT_ABI "mlir-ciface-4"
 #define SPECRT_MANIFEST_FILE "manifest.json"
 #define SPECRT_LIBRARY_FILE "decoder.so"
 #define SPECRT_WEIGHTS_FILE "weights.bin"
@@ -66,7 +69,8 @@ typedef struct {
 
 typedef void (*specrt_entry_fn)(specrt_entry_result *result,
                                 specrt_memref_i64 *prompt,
-                                int64_t max_new_tokens, int64_t seed);
+                                int64_t max_new_tokens, int64_t seed,
+                                specrt_memref_i64 *stop_tokens);
 
 /* FNV-1a, 64 bits: the manifest's checksum of each file ("fnv1a64:<hex>").
  * Catches truncation and corruption; not a cryptographic signature. */

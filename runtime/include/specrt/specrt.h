@@ -95,7 +95,9 @@ typedef struct specrt_generate_options {
   /* 1 (default): the speculative decode loop; 0: the target alone, with the
    * same kernels, for comparisons. */
   int speculative;
-  /* Generation ends after any of these (besides the model's EOS). */
+  /* Generation ends after any of these (besides the model's EOS): the
+   * compiled loop stops after the round that commits one, and the text ends
+   * with it. */
   const int64_t *stop_tokens;
   size_t num_stop_tokens;
   /* Sampling is compiled into the artifact (specc --sampling

@@ -160,7 +160,7 @@ protected:
     std::string error;
     FailureOr<std::vector<HostTensor>> outputs = executor.run(
         {makeInt64Tensor({1}, {0}), makeInt64Tensor({}, {newTokens}),
-         makeInt64Tensor({}, {key})},
+         makeInt64Tensor({}, {key}), makeInt64Tensor({0}, {})},
         error);
     EXPECT_TRUE(succeeded(outputs)) << error;
     std::vector<int64_t> tokens(newTokens);

@@ -2,9 +2,9 @@
 //
 // A target and a draft that both continue token t with t + 1, so every
 // proposal is accepted: from the prompt [1], the first round commits
-// 3, 4, 5, 6 and 7 at once. With EOS = 5 inside that round, the loop must
-// stop after it (two target forwards: the prefill and the round) instead of
-// generating to max_new_tokens.
+// 3, 4, 5, 6 and 7 at once. With EOS = 5 (or a caller's stop token) inside
+// that round, the loop must stop after it (two target forwards: the prefill
+// and the round) instead of generating to max_new_tokens.
 //
 //===----------------------------------------------------------------------===//
 
@@ -58,7 +58,11 @@ func.func @)" + name + R"((%ids: tensor<?x?xi64> {onnx.name = "input_ids"},
       .str();
 }
 
-TEST(StopAtEos, ARoundThatCommitsEosEndsTheLoop) {
+/// Runs `function` of the successor decoder from the prompt [1] with
+/// `stopTokens`; returns the sequence's first `length` tokens and the target
+/// forwards.
+std::pair<std::vector<int64_t>, int64_t>
+run(StringRef function, ArrayRef<int64_t> stopTokens, size_t length) {
   DialectRegistry registry;
   registerAllDialects(registry);
   registerSpeculaDialects(registry);
@@ -68,36 +72,48 @@ TEST(StopAtEos, ARoundThatCommitsEosEndsTheLoop) {
       successorModel("target", "target") + successorModel("draft", "draft") +
       "spec.decoder @decoder target(@target) proposer(#spec.draft<@draft, "
       "gamma = 4>) verify(#spec.greedy)\n";
-  for (StringRef function : {"decoder_generate", "decoder_target_only"}) {
-    OwningOpRef<ModuleOp> module =
-        parseSourceString<ModuleOp>(source, &context);
-    ASSERT_TRUE(module);
-    PassManager pm(&context);
-    pm.addPass(createSpecLowerGenerate());
-    pm.addPass(createSpecLowerSteps());
-    ASSERT_TRUE(succeeded(pm.run(*module)));
-    FailureOr<std::unique_ptr<GraphExecutor>> executor =
-        GraphExecutor::compile(*module, function);
-    ASSERT_TRUE(succeeded(executor));
-    std::string error;
-    FailureOr<std::vector<HostTensor>> outputs = (*executor)->run(
-        {makeInt64Tensor({1}, {1}), makeInt64Tensor({}, {20}),
-         makeInt64Tensor({}, {0})},
-        error);
-    ASSERT_TRUE(succeeded(outputs)) << error;
-    const auto *seq =
-        reinterpret_cast<const int64_t *>((*outputs)[0].data.data());
-    // The sequence reaches EOS (5) at position 4 either way.
-    EXPECT_EQ(std::vector<int64_t>(seq, seq + 5),
-              (std::vector<int64_t>{1, 2, 3, 4, 5}))
-        << function.str();
-    int64_t forwards = int64Value((*outputs)[2]);
-    if (function == "decoder_generate")
-      // The prefill, then one round committing 3 4 5 6 7.
-      EXPECT_EQ(forwards, 2);
-    else
-      // The prefill gives 2, then one forward per token up to EOS.
-      EXPECT_EQ(forwards, 4);
-  }
+  OwningOpRef<ModuleOp> module = parseSourceString<ModuleOp>(source, &context);
+  EXPECT_TRUE(module);
+  PassManager pm(&context);
+  pm.addPass(createSpecLowerGenerate());
+  pm.addPass(createSpecLowerSteps());
+  EXPECT_TRUE(succeeded(pm.run(*module)));
+  FailureOr<std::unique_ptr<GraphExecutor>> executor =
+      GraphExecutor::compile(*module, function);
+  EXPECT_TRUE(succeeded(executor));
+  if (failed(executor))
+    return {};
+  std::string error;
+  FailureOr<std::vector<HostTensor>> outputs = (*executor)->run(
+      {makeInt64Tensor({1}, {1}), makeInt64Tensor({}, {20}),
+       makeInt64Tensor({}, {0}),
+       makeInt64Tensor({static_cast<int64_t>(stopTokens.size())},
+                       stopTokens)},
+      error);
+  EXPECT_TRUE(succeeded(outputs)) << error;
+  if (failed(outputs))
+    return {};
+  const auto *seq =
+      reinterpret_cast<const int64_t *>((*outputs)[0].data.data());
+  return {std::vector<int64_t>(seq, seq + length), int64Value((*outputs)[2])};
+}
+
+TEST(StopAtEos, ARoundThatCommitsEosEndsTheLoop) {
+  // The prefill, then one round committing 3 4 5 6 7.
+  auto [speculative, rounds] = run("decoder_generate", {}, 5);
+  EXPECT_EQ(speculative, (std::vector<int64_t>{1, 2, 3, 4, 5}));
+  EXPECT_EQ(rounds, 2);
+  // The prefill gives 2, then one forward per token up to EOS.
+  auto [plain, steps] = run("decoder_target_only", {}, 5);
+  EXPECT_EQ(plain, (std::vector<int64_t>{1, 2, 3, 4, 5}));
+  EXPECT_EQ(steps, 4);
+}
+
+TEST(StopAtEos, ARoundThatCommitsAStopTokenEndsTheLoop) {
+  // Stop token 4 sits in the same round; stop token 2 is the prefill's.
+  EXPECT_EQ(run("decoder_generate", {7, 4}, 4).second, 2);
+  EXPECT_EQ(run("decoder_target_only", {7, 4}, 4).second, 3);
+  EXPECT_EQ(run("decoder_generate", {2}, 2).second, 1);
+  EXPECT_EQ(run("decoder_target_only", {2}, 2).second, 1);
 }
 } // namespace
