@@ -7,6 +7,8 @@
 #include "mlir/Dialect/Math/Transforms/Passes.h"
 #include "mlir/IR/PatternMatch.h"
 #include "mlir/Transforms/GreedyPatternRewriteDriver.h"
+#include "llvm/ADT/STLExtras.h"
+#include "llvm/ADT/StringExtras.h"
 #include "llvm/ADT/StringSet.h"
 
 namespace specula {
@@ -17,6 +19,13 @@ namespace specula {
 using namespace mlir;
 using namespace specula;
 
+/// The ops upstream's polynomial approximation patterns rewrite.
+static constexpr llvm::StringLiteral kApproximable[] = {
+    "math.acos", "math.asin", "math.atan",  "math.atan2", "math.cbrt",
+    "math.cos",  "math.erf",  "math.erfc",  "math.exp",   "math.expm1",
+    "math.log",  "math.log1p", "math.log2", "math.rsqrt", "math.sin",
+    "math.tanh"};
+
 namespace {
 struct ApproximateMathPass
     : public specula::impl::SpecApproximateMathBase<ApproximateMathPass> {
@@ -24,13 +33,25 @@ struct ApproximateMathPass
 
   void runOnOperation() override {
     llvm::StringSet<> names;
-    for (const std::string &op : ops)
-      names.insert(StringRef(op).starts_with("math.") ? op : "math." + op);
+    for (const std::string &op : ops) {
+      std::string name =
+          StringRef(op).starts_with("math.") ? op : "math." + op;
+      if (!llvm::is_contained(kApproximable, StringRef(name))) {
+        getOperation()->emitError()
+            << "spec-approximate-math: no polynomial approximation of '"
+            << op << "'; approximable: "
+            << llvm::join(llvm::map_range(kApproximable,
+                                          [](StringRef n) {
+                                            return n.drop_front(5);
+                                          }),
+                          ", ");
+        return signalPassFailure();
+      }
+      names.insert(name);
+    }
     RewritePatternSet patterns(&getContext());
     populateMathPolynomialApproximationPatterns(
-        patterns, [&](StringRef name) {
-          return names.contains(name) || names.contains("math." + name.str());
-        });
+        patterns, [&](StringRef name) { return names.contains(name); });
     if (failed(applyPatternsGreedily(getOperation(), std::move(patterns))))
       signalPassFailure();
   }

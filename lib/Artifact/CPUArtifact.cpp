@@ -232,28 +232,32 @@ static LogicalResult emitObject(ModuleOp module, llvm::TargetMachine &machine,
 
 /// Links `object` into the shared object `library` with a C compiler driver
 /// (it knows where libc and libm are).
-static LogicalResult linkSharedObject(ModuleOp module, StringRef object,
-                                      StringRef library, StringRef linker) {
+/// The C compiler driver `linker` names (default: cc), found on PATH unless
+/// it is a path; checked before any compiling is done.
+static FailureOr<std::string> findLinker(ModuleOp module, StringRef linker) {
   StringRef name = linker.empty() ? StringRef("cc") : linker;
-  std::string driver = name.str();
-  if (!llvm::sys::path::has_parent_path(name)) {
-    auto found = llvm::sys::findProgramByName(name);
-    if (!found)
-      return module.emitError()
-             << "no C compiler driver '" << name
-             << "' on PATH to link the shared object; install gcc or clang, "
-                "or pass --linker";
-    driver = *found;
-  }
-  SmallVector<StringRef> args{driver,  "-shared", "-o", library, object,
-                              "-lm"};
+  if (llvm::sys::path::has_parent_path(name))
+    return name.str();
+  auto found = llvm::sys::findProgramByName(name);
+  if (!found)
+    return module.emitError()
+           << "no C compiler driver '" << name
+           << "' on PATH to link the shared object; install gcc or clang, "
+              "or pass --linker";
+  return *found;
+}
+
+static LogicalResult linkSharedObject(ModuleOp module, StringRef object,
+                                      StringRef library, StringRef driver) {
+  SmallVector<StringRef> args{driver, "-shared", "-o", library, object, "-lm"};
   std::string message;
   int rc = llvm::sys::ExecuteAndWait(driver, args, std::nullopt, {},
                                      /*SecondsToWait=*/0, /*MemoryLimit=*/0,
                                      &message);
   if (rc != 0)
     return module.emitError()
-           << "linking the shared object with '" << name << "' failed"
+           << "linking the shared object with '"
+           << llvm::sys::path::filename(driver) << "' failed"
            << (message.empty() ? "" : ": ") << message << " (exit " << rc
            << ")";
   return success();
@@ -305,7 +309,8 @@ LogicalResult specula::writeCPUArtifact(ModuleOp module, StringRef path,
     return failure();
   FailureOr<std::unique_ptr<llvm::TargetMachine>> machine =
       targetMachine(module, options.cpu);
-  if (failed(machine))
+  FailureOr<std::string> linker = findLinker(module, options.linker);
+  if (failed(machine) || failed(linker))
     return failure();
 
   // Stage everything in a fresh directory beside the destination.
@@ -345,7 +350,7 @@ LogicalResult specula::writeCPUArtifact(ModuleOp module, StringRef path,
   std::string object = inStaging("decoder.o");
   if (failed(emitObject(module, **machine, object)) ||
       failed(linkSharedObject(module, object, inStaging(SPECRT_LIBRARY_FILE),
-                              options.linker)))
+                              *linker)))
     return failure();
   llvm::sys::fs::remove(object);
 

@@ -1,6 +1,10 @@
 // RUN: spec-opt %s --spec-pair-draft -split-input-file -verify-diagnostics
 // RUN: not spec-opt %s --spec-pair-draft=gamma=0 -split-input-file 2>&1 | FileCheck %s --check-prefix=GAMMA
 // GAMMA: error: spec-pair-draft: gamma must be at least 1, got 0
+// RUN: not spec-opt %s --spec-pair-draft='sampling=true top-p=1.5' -split-input-file 2>&1 | FileCheck %s --check-prefix=TOPP
+// TOPP: error: spec-pair-draft: top_p must lie in (0, 1], got 1.5
+// RUN: not spec-opt %s --spec-pair-draft='sampling=true top-k=-1' -split-input-file 2>&1 | FileCheck %s --check-prefix=TOPK
+// TOPK: error: spec-pair-draft: top_k must be non-negative (0 disables it), got -1
 
 // One incompatibility per split, naming both models, with how to fix it;
 // test/tools/specc shows several reported at once.
