@@ -6,6 +6,7 @@
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/Dialect/LLVMIR/LLVMDialect.h"
 #include "mlir/Dialect/SCF/IR/SCF.h"
 #include "mlir/Dialect/Tensor/IR/Tensor.h"
 #include "mlir/IR/Builders.h"
@@ -255,6 +256,11 @@ struct Prologue {
     }
     func.setArgAttr(0, "spec.name", b.getStringAttr("prompt"));
     func.setArgAttr(3, "spec.name", b.getStringAttr("stop_tokens"));
+    // Decode loops are the entry points the runtime calls from C.
+    func->setAttr(LLVM::LLVMDialect::getEmitCWrapperAttrName(),
+                  b.getUnitAttr());
+    func->setAttr(SpecDialect::kContextCapacityAttrName,
+                  b.getI64IntegerAttr(capacity));
     Block *entry = func.addEntryBlock();
     b.setInsertionPointToStart(entry);
     stopTokens = entry->getArgument(3);

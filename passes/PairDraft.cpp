@@ -1,5 +1,6 @@
 //===- PairDraft.cpp - pair a target with a compatible draft --------------===//
 
+#include "passes/Composition.h"
 #include "passes/Passes.h"
 
 #include "dialects/spec/SpecOps.h"
@@ -245,16 +246,11 @@ void PairDraftPass::runOnOperation() {
     return signalPassFailure();
 
   OpBuilder b = OpBuilder::atBlockEnd(module.getBody());
-  Attribute rule = GreedyAttr::get(&getContext());
-  if (sampling) {
-    auto rejection = RejectionAttr::getChecked(
-        [&] { return module.emitError() << "spec-pair-draft: "; },
-        &getContext(), APFloat(static_cast<double>(temperature)),
-        static_cast<int64_t>(topK), APFloat(static_cast<double>(topP)));
-    if (!rejection)
-      return signalPassFailure();
-    rule = rejection;
-  }
+  FailureOr<Attribute> rule = getVerificationRule(
+      &getContext(), [&] { return module.emitError() << "spec-pair-draft: "; },
+      sampling, temperature, topK, topP);
+  if (failed(rule))
+    return signalPassFailure();
   if (module.lookupSymbol(decoderName)) {
     module.emitError() << "spec-pair-draft: a symbol named @" << decoderName
                        << " exists already; choose another decoder-name";
@@ -266,5 +262,5 @@ void PairDraftPass::runOnOperation() {
       DraftProposerAttr::get(&getContext(),
                              FlatSymbolRefAttr::get(draft->func.getSymNameAttr()),
                              gamma),
-      rule, /*acceptance_rate=*/FloatAttr());
+      *rule, /*acceptance_rate=*/FloatAttr());
 }

@@ -206,7 +206,17 @@ def SpecLowerGenerate : Pass<"spec-lower-generate", "::mlir::ModuleOp"> {
     With Medusa heads the loop has no draft: the fused forward that verifies
     the last token and the heads' proposals also gives, at the row of the
     last accepted token, the next token's logits and the heads' next
-    proposals. DeepSeek-style MTP-module decoders are refused for now.
+    proposals. With one DeepSeek-style MTP module (depth 1) the module runs
+    beside the target with its own in-place cache: after each verification
+    it processes the new positions (the target's hidden states there and the
+    tokens after them) and its last row proposes. Chains of MTP modules are
+    refused for now.
+
+    It also creates `@<decoder>_target_only`, the same signature with one
+    target forward per token: the reference speculative decoding must
+    reproduce, and the baseline of speedups. Both loops carry
+    `llvm.emit_c_interface` (the runtime calls them from C) and
+    `spec.context_capacity` (C, which the artifact's manifest reports).
   }];
   let options = [
     Option<"decoderName", "decoder", "std::string", "\"\"",
@@ -346,6 +356,30 @@ def SpecExternalizeWeights
            "Constants smaller than this stay in code">
   ];
   let dependentDialects = ["::mlir::LLVM::LLVMDialect"];
+}
+
+def SpecOrderGlobals : Pass<"spec-order-globals", "::mlir::ModuleOp"> {
+  let summary = "Name and order bufferization's constant globals by first "
+                "use, so compilation is reproducible";
+  let description = [{
+    `one-shot-bufferize` with function boundaries turns each constant tensor
+    into a private constant `memref.global` named `__constant_<shape>[_N]`,
+    numbered and placed in the order it visits functions, and MLIR 22 takes
+    that order from a map keyed by operation addresses: two runs of the same
+    pipeline on the same input can give the globals different names and
+    places, hence different LLVM modules and weights-file layouts.
+
+    This pass renames every private constant `memref.global` to
+    `__constant_<i>`, where i is the order of its first `memref.get_global`
+    in the module (walk order), and moves them, in that order, to the start
+    of the module (unused ones after them, by name). Only the names and the
+    order of the globals change. Run it right after bufferization;
+    `spec-graph-to-llvm` does.
+
+    Refused, naming the global and the user: a global referenced by anything
+    but `memref.get_global` (renaming it would break that reference).
+  }];
+  let dependentDialects = ["::mlir::memref::MemRefDialect"];
 }
 
 #endif // SPECULA_PASSES_PASSES_TD

@@ -34,6 +34,7 @@ void specula::buildGraphToLLVMPipeline(OpPassManager &pm,
   // Decode loops carry tensors built anew each iteration (the proposals).
   bufferize.allowReturnAllocsFromLoops = true;
   pm.addPass(bufferization::createOneShotBufferizePass(bufferize));
+  pm.addPass(createSpecOrderGlobals());
   bufferization::buildBufferDeallocationPipeline(pm);
   // Results that alias arguments or constants are returned as clones.
   pm.addPass(createConvertBufferizationToMemRefPass());
@@ -73,7 +74,15 @@ void specula::buildSpecToCPUPipeline(OpPassManager &pm,
   pm.addPass(createSpecKVCacheInplace(cache));
   pm.addPass(createSpecLowerGenerate());
   pm.addPass(createSpecLowerSteps());
-  buildGraphToLLVMPipeline(pm, GraphToLLVMOptions());
+  GraphToLLVMOptions lowering;
+  lowering.runtimeAllocator = options.runtimeAllocator;
+  buildGraphToLLVMPipeline(pm, lowering);
+  if (!options.weightsFile.empty()) {
+    SpecExternalizeWeightsOptions weights;
+    weights.path = options.weightsFile;
+    weights.minBytes = options.minWeightBytes;
+    pm.addPass(createSpecExternalizeWeights(weights));
+  }
 }
 
 void specula::registerSpeculaPipelines() {

@@ -48,13 +48,31 @@ struct SpecToCPUOptions : public mlir::PassPipelineOptions<SpecToCPUOptions> {
       llvm::cl::desc("Positions each KV cache holds (0: the model's "
                      "max_context)"),
       llvm::cl::init(0)};
+  Option<std::string> weightsFile{
+      *this, "weights-file",
+      llvm::cl::desc("Write constants of at least min-weight-bytes into this "
+                     "file and read them at spec_weights_base + offset "
+                     "(spec-externalize-weights); empty: keep them in the "
+                     "module")};
+  Option<int64_t> minWeightBytes{
+      *this, "min-weight-bytes",
+      llvm::cl::desc("Smallest constant moved into the weights file"),
+      llvm::cl::init(1024)};
+  Option<bool> runtimeAllocator{
+      *this, "runtime-allocator",
+      llvm::cl::desc("Allocate through the specrt runtime's reusing allocator "
+                     "(see spec-graph-to-llvm)"),
+      llvm::cl::init(true)};
 };
 
-/// Compiles speculative decoders for the CPU: preallocated caches written in
-/// place (spec-kv-cache-inplace), the decode loops (spec-lower-generate),
-/// the spec ops as tensors (spec-lower-steps), then spec-graph-to-llvm. The
-/// input is what specc builds: models and spec.decoder compositions (with
-/// Medusa heads fused for every position, if any).
+/// The CPU compilation of speculative decoders, from the decoder composition
+/// (models and spec.decoder ops, Medusa heads fused for every position, as
+/// `specc --emit=spec-mlir` prints it) to the LLVM dialect: preallocated
+/// caches written in place (spec-kv-cache-inplace), the decode loops exported
+/// through MLIR's C interface (spec-lower-generate), the spec ops as tensors
+/// (spec-lower-steps), spec-graph-to-llvm, and the weights moved into a file
+/// (spec-externalize-weights). `specc` and `writeCPUArtifact` run exactly
+/// this and only add I/O.
 void buildSpecToCPUPipeline(mlir::OpPassManager &pm,
                             const SpecToCPUOptions &options);
 

@@ -52,6 +52,11 @@ def Spec_Dialect : Dialect {
     /// Discardable attribute of a fused target: the target it extends.
     static constexpr ::llvm::StringLiteral kFusedFromAttrName =
         "spec.fused_from";
+    /// Discardable attribute of a decode loop (`@<decoder>_generate`): the
+    /// positions its sequence buffer holds, prompt included. It survives the
+    /// lowering to LLVM, where the artifact writer reads it for the manifest.
+    static constexpr ::llvm::StringLiteral kContextCapacityAttrName =
+        "spec.context_capacity";
 
   private:
     void registerAttributes();

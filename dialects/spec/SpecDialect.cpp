@@ -26,11 +26,11 @@ LogicalResult SpecDialect::verifyOperationAttribute(Operation *op,
                                                     NamedAttribute attr) {
   StringRef name = attr.getName().getValue();
   if (name != kRoleAttrName && name != kConfigAttrName &&
-      name != kFusedFromAttrName)
+      name != kFusedFromAttrName && name != kContextCapacityAttrName)
     return op->emitError() << "unknown spec dialect attribute '" << name
                            << "'; expected '" << kRoleAttrName << "', '"
-                           << kConfigAttrName << "' or '" << kFusedFromAttrName
-                           << "'";
+                           << kConfigAttrName << "', '" << kFusedFromAttrName
+                           << "' or '" << kContextCapacityAttrName << "'";
   if (!isa<FunctionOpInterface>(op))
     return op->emitError() << "'" << name
                            << "' is only valid on function operations";
@@ -42,6 +42,13 @@ LogicalResult SpecDialect::verifyOperationAttribute(Operation *op,
     return op->emitError() << "'" << name
                            << "' must be a #spec.model_config attribute, got "
                            << attr.getValue();
+  if (name == kContextCapacityAttrName) {
+    auto capacity = dyn_cast<IntegerAttr>(attr.getValue());
+    if (!capacity || capacity.getInt() <= 0)
+      return op->emitError() << "'" << name
+                             << "' must be a positive integer, got "
+                             << attr.getValue();
+  }
   if (name == kFusedFromAttrName) {
     auto source = dyn_cast<FlatSymbolRefAttr>(attr.getValue());
     if (!source)

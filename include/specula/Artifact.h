@@ -1,10 +1,9 @@
 //===- Artifact.h - compile a decoder into a runtime artifact ---*- C++ -*-===//
 //
-// Compiles a module holding a lowered speculative decoder (what specc builds:
-// models, a spec.decoder and its @<decoder>_generate / @<decoder>_target_only
-// decode loops) into an artifact directory the specrt runtime opens: a host
-// shared object, a weights file it maps, and a manifest. The layout is
-// runtime/include/specrt/artifact_format.h.
+// Compiles a decoder composition (what `specc --emit=spec-mlir` prints:
+// models and a spec.decoder) with the spec-to-cpu pipeline into an artifact
+// directory the specrt runtime opens: a host shared object, a weights file it
+// maps, and a manifest. The layout is runtime/include/specrt/artifact_format.h.
 //
 //===----------------------------------------------------------------------===//
 
@@ -21,6 +20,8 @@ namespace specula {
 struct CPUArtifactOptions {
   /// The spec.decoder to compile.
   std::string decoder = "decoder";
+  /// Positions each KV cache holds (0: the models' max_context).
+  int64_t capacity = 0;
   /// Constants of at least this many bytes go into the weights file.
   int64_t minWeightBytes = 1024;
   /// The C compiler driver that links the shared object; empty: `cc` from
@@ -31,8 +32,8 @@ struct CPUArtifactOptions {
   std::string cpu = "native";
 };
 
-/// Lowers `module` (consumed: it is lowered in place) for this host's CPU and
-/// writes the artifact directory `path`. An existing artifact at `path` is
+/// Lowers `module` (consumed: spec-to-cpu lowers it in place) for this host's
+/// CPU and writes the artifact directory `path`. An existing artifact at `path` is
 /// replaced; anything else there is left alone and is an error. On failure
 /// nothing is left behind and a diagnostic says why.
 mlir::LogicalResult writeCPUArtifact(mlir::ModuleOp module,

@@ -18,7 +18,8 @@ namespace specula {
 /// Adds the spec dialect and the upstream dialects its passes create.
 void registerSpeculaDialects(mlir::DialectRegistry &registry);
 
-/// Registers every Specula pass (and, later, pipeline) for textual use.
+/// Registers every Specula pass and pipeline (spec-to-cpu,
+/// spec-graph-to-llvm) for textual use.
 void registerSpeculaPasses();
 
 } // namespace specula

@@ -1,12 +1,11 @@
 //===- CPUArtifact.cpp - compile a decoder into a CPU artifact ------------===//
 //
-// The steps: read what the manifest says from the spec-level module; lower
-// it to the LLVM dialect (spec-lower-steps, spec-graph-to-llvm) with the
-// decode loops exported through MLIR's C interface; move the weights into
-// weights.bin (spec-externalize-weights); optimize and emit an object file
-// for this host; link it into decoder.so with the system's C compiler
-// driver; write manifest.json. Everything is written into a fresh directory
-// beside the destination and renamed into place at the end.
+// The steps: read what the manifest says from the decoder composition; run
+// the spec-to-cpu pipeline (which also moves the weights into weights.bin);
+// optimize and emit an object file for this host; link it into decoder.so
+// with the system's C compiler driver; write manifest.json. Everything is
+// written into a fresh directory beside the destination and renamed into
+// place at the end.
 //
 //===----------------------------------------------------------------------===//
 
@@ -76,8 +75,7 @@ checksumFile(StringRef path) {
 /// The manifest's description of the decoder and its target model, read
 /// before lowering erases the spec ops.
 static FailureOr<llvm::json::Object> describeDecoder(ModuleOp module,
-                                                     DecoderOp decoder,
-                                                     func::FuncOp generate) {
+                                                     DecoderOp decoder) {
   llvm::json::Object model, strategy;
   auto target = module.lookupSymbol<func::FuncOp>(decoder.getTarget());
   auto config = target ? target->getAttrOfType<ModelConfigAttr>(
@@ -121,10 +119,6 @@ static FailureOr<llvm::json::Object> describeDecoder(ModuleOp module,
   } else {
     strategy["verify"] = "greedy";
   }
-  // The sequence buffer holds prompt and generated tokens: its size bounds
-  // the context the decoder can use.
-  strategy["context_capacity"] =
-      cast<RankedTensorType>(generate.getResultTypes()[0]).getDimSize(0);
   return llvm::json::Object{{"model", std::move(model)},
                             {"decoder", std::move(strategy)}};
 }
@@ -291,20 +285,7 @@ LogicalResult specula::writeCPUArtifact(ModuleOp module, StringRef path,
   if (!decoder)
     return module.emitError() << "no spec.decoder @" << options.decoder
                               << " to compile";
-  std::string entryNames[2] = {options.decoder + "_generate",
-                               options.decoder + "_target_only"};
-  func::FuncOp entries[2];
-  for (int i = 0; i < 2; ++i) {
-    entries[i] = module.lookupSymbol<func::FuncOp>(entryNames[i]);
-    if (!entries[i])
-      return decoder.emitError()
-             << "no decode loop @" << entryNames[i]
-             << "; run spec-lower-generate first (specc does)";
-    entries[i]->setAttr("llvm.emit_c_interface",
-                        UnitAttr::get(module.getContext()));
-  }
-  FailureOr<llvm::json::Object> description =
-      describeDecoder(module, decoder, entries[0]);
+  FailureOr<llvm::json::Object> description = describeDecoder(module, decoder);
   if (failed(description))
     return failure();
   FailureOr<std::unique_ptr<llvm::TargetMachine>> machine =
@@ -336,16 +317,31 @@ LogicalResult specula::writeCPUArtifact(ModuleOp module, StringRef path,
   registerAllExtensions(extensions);
   module.getContext()->appendDialectRegistry(extensions);
   PassManager pm(module.getContext());
-  pm.addPass(createSpecLowerSteps());
-  GraphToLLVMOptions lowering;
-  lowering.runtimeAllocator = true;
-  buildGraphToLLVMPipeline(pm, lowering);
-  SpecExternalizeWeightsOptions weights;
-  weights.path = inStaging(SPECRT_WEIGHTS_FILE);
-  weights.minBytes = options.minWeightBytes;
-  pm.addPass(createSpecExternalizeWeights(weights));
+  SpecToCPUOptions pipeline;
+  pipeline.capacity = options.capacity;
+  pipeline.weightsFile = inStaging(SPECRT_WEIGHTS_FILE);
+  pipeline.minWeightBytes = options.minWeightBytes;
+  buildSpecToCPUPipeline(pm, pipeline);
   if (failed(pm.run(module)))
     return failure();
+
+  // The decode loops, now LLVM functions, carry what the manifest needs.
+  std::string entryNames[2] = {options.decoder + "_generate",
+                               options.decoder + "_target_only"};
+  for (const std::string &name : entryNames)
+    if (!module.lookupSymbol<LLVM::LLVMFuncOp>(name))
+      return module.emitError() << "spec-to-cpu produced no decode loop @"
+                                << name;
+  auto capacity =
+      module.lookupSymbol<LLVM::LLVMFuncOp>(entryNames[0])
+          ->getAttrOfType<IntegerAttr>(SpecDialect::kContextCapacityAttrName);
+  if (!capacity)
+    return module.emitError() << "@" << entryNames[0] << " has no "
+                              << SpecDialect::kContextCapacityAttrName;
+  // The sequence buffer holds prompt and generated tokens: its size bounds
+  // the context the decoder can use.
+  (*(*description)["decoder"].getAsObject())["context_capacity"] =
+      capacity.getInt();
 
   std::string object = inStaging("decoder.o");
   if (failed(emitObject(module, **machine, object)) ||

@@ -1,5 +1,8 @@
 // RUN: spec-opt %s --spec-to-cpu | FileCheck %s
+// RUN: spec-opt %s --spec-to-cpu | FileCheck %s --check-prefix=NOSPEC
 // RUN: spec-opt %s --spec-to-cpu=capacity=16 | FileCheck %s --check-prefix=CAPACITY
+// RUN: spec-opt %s --spec-to-cpu='weights-file=%t.bin min-weight-bytes=16' | FileCheck %s --check-prefix=WEIGHTS
+// RUN: spec-opt %s --spec-to-cpu=runtime-allocator=false | FileCheck %s --check-prefix=MALLOC
 
 // The spec-to-cpu pipeline takes a composition as specc builds it (a target
 // and a draft with functional caches) to the LLVM dialect: the models with
@@ -49,9 +52,23 @@ spec.decoder @decoder target(@target) proposer(#spec.draft<@draft, gamma = 3>) v
 
 // CHECK-DAG: llvm.func @target(
 // CHECK-DAG: llvm.func @draft(
-// CHECK-DAG: llvm.func @decoder_generate(
-// CHECK-DAG: llvm.func @decoder_target_only(
-// CHECK-NOT: spec.
-// The sequence buffer holds max_context tokens (64), or the capacity given.
+// The decode loops are exported through MLIR's C interface and say how many
+// positions their sequence buffer holds: max_context (64), or the capacity
+// given.
+// CHECK-DAG: llvm.func @decoder_generate({{.*}} attributes {llvm.emit_c_interface, spec.context_capacity = 64 : i64}
+// CHECK-DAG: llvm.func @decoder_target_only({{.*}} attributes {llvm.emit_c_interface, spec.context_capacity = 64 : i64}
+// CHECK-DAG: llvm.func @_mlir_ciface_decoder_generate(
 // CHECK-DAG: llvm.mlir.constant(64 : index)
+// CAPACITY-DAG: llvm.func @decoder_generate({{.*}}spec.context_capacity = 16 : i64
 // CAPACITY-DAG: llvm.mlir.constant(16 : index)
+// No spec op or type is left.
+// NOSPEC-NOT: {{^ *spec\.|= spec\.|!spec\.}}
+
+// Buffers come from the runtime's allocator unless asked otherwise.
+// CHECK-DAG: llvm.call @_mlir_memref_to_llvm_alloc(
+// MALLOC-NOT: _mlir_memref_to_llvm_alloc
+// MALLOC: llvm.call @malloc(
+
+// With a weights file, large constants are read from it.
+// WEIGHTS: llvm.mlir.global external @spec_weights_base()
+// CHECK-NOT: @spec_weights_base

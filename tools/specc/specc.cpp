@@ -3,17 +3,18 @@
 //   specc target.onnx --draft draft.onnx [--gamma N] -o model.spec
 //   specc target.onnx --mtp-head head1.onnx --mtp-head head2.onnx ...
 //   specc ... --emit=spec-mlir [-o decoder.mlir]
+//   specc ... --emit=llvm-mlir [--weights-file weights.bin] [-o decoder.mlir]
 //
-// Imports the models into one module (functions @target, @draft, @head1...),
-// pairs a draft with the target after checking their compatibility
-// (spec-pair-draft) or composes the target with its heads and fuses Medusa
-// heads into it (spec-fuse-mtp-heads), gives the models preallocated caches
-// written in place (spec-kv-cache-inplace), lowers a draft decoder to its
-// propose / verify / accept loop (spec-lower-generate), optionally picks
-// gamma with the cost model (spec-choose-gamma), and then either compiles
-// it into an artifact the runtime runs (--emit=artifact, the default for an
-// output named *.spec: decoder.so, weights.bin, manifest.json) or prints the
-// spec dialect composition (--emit=spec-mlir).
+// Imports the models into one module (functions @target, @draft, @head1...)
+// and composes the decoder: pairs a draft with the target after checking
+// their compatibility (spec-pair-draft), optionally picking gamma with the
+// cost model (spec-choose-gamma), or composes the target with its heads
+// (createMTPDecoder) and fuses Medusa heads into it (spec-fuse-mtp-heads).
+// That composition is printed (--emit=spec-mlir) or compiled by the
+// spec-to-cpu pipeline, the only compilation there is: into an artifact the
+// runtime runs (--emit=artifact, the default for an output named *.spec:
+// decoder.so, weights.bin, manifest.json) or printed as the LLVM dialect
+// (--emit=llvm-mlir).
 //
 //===----------------------------------------------------------------------===//
 
@@ -22,12 +23,16 @@
 #include "specula/ONNXImport.h"
 
 #include "dialects/spec/SpecOps.h"
+#include "passes/Composition.h"
 #include "passes/Passes.h"
+#include "passes/Pipelines.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/IR/AsmState.h"
 #include "mlir/IR/MLIRContext.h"
 #include "mlir/IR/Verifier.h"
+#include "mlir/InitAllDialects.h"
+#include "mlir/InitAllExtensions.h"
 #include "mlir/Pass/PassManager.h"
 #include "mlir/Support/FileUtilities.h"
 #include "llvm/Support/CommandLine.h"
@@ -86,12 +91,12 @@ static cl::opt<bool> fuseHeads(
     cl::desc("Fuse Medusa heads into the target (spec-fuse-mtp-heads); "
              "DeepSeek-style MTP modules are not fused yet"),
     cl::init(true), cl::cat(category));
-static cl::opt<bool> kvCacheInplace(
-    "kv-cache-inplace",
-    cl::desc("Give the target and draft preallocated caches written in "
-             "place (spec-kv-cache-inplace)"),
-    cl::init(true), cl::cat(category));
-enum class Emit { Artifact, SpecMLIR };
+static cl::opt<int64_t> capacity(
+    "capacity",
+    cl::desc("Positions each KV cache and the sequence hold, prompt "
+             "included (0: the models' max_context)"),
+    cl::init(0), cl::cat(category));
+enum class Emit { Artifact, SpecMLIR, LLVMMLIR };
 static cl::opt<Emit> emit(
     "emit",
     cl::desc("What to produce (default: artifact when -o names a *.spec, "
@@ -101,9 +106,17 @@ static cl::opt<Emit> emit(
                           "decoder.so, weights.bin, manifest.json, for this "
                           "host's CPU"),
                clEnumValN(Emit::SpecMLIR, "spec-mlir",
-                          "the spec dialect composition with the imported "
-                          "models")),
+                          "the decoder composition: the imported models and "
+                          "the spec.decoder (spec-to-cpu's input)"),
+               clEnumValN(Emit::LLVMMLIR, "llvm-mlir",
+                          "the composition compiled by spec-to-cpu, in the "
+                          "LLVM dialect")),
     cl::cat(category));
+static cl::opt<std::string> weightsFile(
+    "weights-file",
+    cl::desc("With --emit=llvm-mlir: move the weights into this file, as "
+             "artifacts do (default: keep them in the module)"),
+    cl::value_desc("file"), cl::cat(category));
 static cl::opt<std::string> outputPath("o", cl::desc("Output file"),
                                        cl::value_desc("file"), cl::init("-"),
                                        cl::cat(category));
@@ -217,7 +230,6 @@ int main(int argc, char **argv) {
     return 1;
 
   PassManager pm(&context);
-  bool medusaFused = false, mtpModule = false;
   if (!draftPath.empty()) {
     if (failed(importInto(*module, draftPath, "draft")))
       return 1;
@@ -238,68 +250,61 @@ int main(int argc, char **argv) {
       pm.addPass(createSpecChooseGamma(gammaOptions));
     }
   } else {
-    SmallVector<Attribute> heads;
+    SmallVector<std::string> heads;
     for (auto [i, path] : llvm::enumerate(headPaths)) {
-      std::string name = "head" + std::to_string(i + 1);
-      if (failed(importInto(*module, path, name)))
-        return 1;
-      heads.push_back(FlatSymbolRefAttr::get(&context, name));
-    }
-    OpBuilder b = OpBuilder::atBlockEnd(module->getBody());
-    SmallVector<FlatSymbolRefAttr> refs;
-    for (Attribute head : heads)
-      refs.push_back(cast<FlatSymbolRefAttr>(head));
-    Attribute rule = b.getAttr<spec::GreedyAttr>();
-    if (sampling) {
-      rule = spec::RejectionAttr::getChecked(
-          [&] { return emitError(module->getLoc()); }, &context,
-          APFloat(temperature.getValue()), topK.getValue(),
-          APFloat(topP.getValue()));
-      if (!rule)
+      heads.push_back("head" + std::to_string(i + 1));
+      if (failed(importInto(*module, path, heads.back())))
         return 1;
     }
-    spec::DecoderOp::create(b, module->getLoc(), b.getStringAttr("decoder"),
-                            FlatSymbolRefAttr::get(&context, "target"),
-                            spec::MTPProposerAttr::get(&context, refs), rule,
-                            FloatAttr());
-    auto firstHead = module->lookupSymbol<func::FuncOp>("head1");
-    auto role = firstHead->getAttrOfType<spec::RoleAttr>(
-        spec::SpecDialect::kRoleAttrName);
+    FailureOr<Attribute> rule = getVerificationRule(
+        &context, [&] { return emitError(module->getLoc()); }, sampling,
+        temperature, topK, topP);
+    if (failed(rule) ||
+        failed(createMTPDecoder(*module, "decoder", "target", heads, *rule)))
+      return 1;
+    auto role = module->lookupSymbol<func::FuncOp>(heads.front())
+                    ->getAttrOfType<spec::RoleAttr>(
+                        spec::SpecDialect::kRoleAttrName);
     if (fuseHeads && role && role.getKind() == spec::FunctionRole::MedusaHead) {
       // The decode loop reads the heads at the last accepted position, so
       // they run on every position.
       SpecFuseMTPHeadsOptions fuseOptions;
       fuseOptions.lastPositionOnly = false;
       pm.addPass(createSpecFuseMTPHeads(fuseOptions));
-      medusaFused = true;
     }
-    // One DeepSeek-style MTP module runs beside the target in the loop.
-    mtpModule = role && role.getKind() == spec::FunctionRole::MTPModule &&
-                headPaths.size() == 1;
-  }
-  if (kvCacheInplace) {
-    pm.addPass(createSpecKVCacheInplace());
-    // The decode loop needs the in-place caches (and fused Medusa heads, or
-    // a single MTP module).
-    if (!draftPath.empty() || medusaFused || mtpModule)
-      pm.addPass(createSpecLowerGenerate());
   }
   if (failed(pm.run(*module)) || failed(verify(*module)))
     return 1;
 
-  bool artifact = emit.getNumOccurrences()
-                      ? emit == Emit::Artifact
-                      : StringRef(outputPath).ends_with(".spec");
-  if (artifact) {
+  Emit what = emit.getNumOccurrences()
+                  ? emit.getValue()
+                  : (StringRef(outputPath).ends_with(".spec") ? Emit::Artifact
+                                                              : Emit::SpecMLIR);
+  if (what == Emit::Artifact) {
     if (outputPath == "-") {
       llvm::errs() << "error: an artifact is a directory; name it with -o "
                       "(e.g. -o model.spec)\n";
       return 1;
     }
     CPUArtifactOptions options;
+    options.capacity = capacity;
     options.linker = linker;
     options.cpu = cpu;
     return failed(writeCPUArtifact(*module, outputPath, options)) ? 1 : 0;
+  }
+  if (what == Emit::LLVMMLIR) {
+    // What writeCPUArtifact compiles, without the object code.
+    DialectRegistry extensions;
+    registerAllDialects(extensions);
+    registerAllExtensions(extensions);
+    context.appendDialectRegistry(extensions);
+    PassManager lowering(&context);
+    SpecToCPUOptions options;
+    options.capacity = capacity;
+    options.weightsFile = weightsFile;
+    buildSpecToCPUPipeline(lowering, options);
+    if (failed(lowering.run(*module)))
+      return 1;
   }
 
   std::string error;

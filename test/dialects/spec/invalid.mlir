@@ -134,7 +134,7 @@ func.func private @f() attributes {spec.config = 259}
 
 // -----
 
-// expected-error @below {{unknown spec dialect attribute 'spec.vocab'; expected 'spec.role', 'spec.config' or 'spec.fused_from'}}
+// expected-error @below {{unknown spec dialect attribute 'spec.vocab'; expected 'spec.role', 'spec.config', 'spec.fused_from' or 'spec.context_capacity'}}
 func.func private @f() attributes {spec.vocab = 259}
 
 // -----
@@ -153,6 +153,11 @@ func.func private @f() attributes {spec.fused_from = @head}
 
 // expected-error @below {{'spec.fused_from' names @missing, which is not a function of role target}}
 func.func private @f() attributes {spec.fused_from = @missing}
+
+// -----
+
+// expected-error @below {{'spec.context_capacity' must be a positive integer, got 0 : i64}}
+func.func private @f() attributes {spec.context_capacity = 0 : i64}
 
 //===----------------------------------------------------------------------===//
 // spec.decoder

@@ -11,6 +11,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "dialects/spec/SpecOps.h"
+#include "passes/Composition.h"
 #include "passes/Passes.h"
 #include "specrt/specrt.h"
 #include "specula/Artifact.h"
@@ -82,8 +83,6 @@ protected:
     OwningOpRef<ModuleOp> module = ModuleOp::create(UnknownLoc::get(&context));
     PassManager pm(&context);
     build(*module, pm);
-    pm.addPass(createSpecKVCacheInplace());
-    pm.addPass(createSpecLowerGenerate());
     EXPECT_TRUE(succeeded(pm.run(*module)));
     SmallString<128> directory;
     EXPECT_FALSE(llvm::sys::fs::createUniqueDirectory("exact-greedy",
@@ -191,17 +190,15 @@ TEST_F(ExactGreedyTest, MedusaDecoder) {
   expectExact(
       [&](ModuleOp module, PassManager &pm) {
         import(module, "target.onnx", "target");
-        SmallVector<FlatSymbolRefAttr> heads;
+        SmallVector<std::string> heads;
         for (int k = 1; k <= 3; ++k) {
-          std::string name = "head" + std::to_string(k);
-          import(module, "medusa_head_" + std::to_string(k) + ".onnx", name);
-          heads.push_back(FlatSymbolRefAttr::get(&context, name));
+          heads.push_back("head" + std::to_string(k));
+          import(module, "medusa_head_" + std::to_string(k) + ".onnx",
+                 heads.back());
         }
-        OpBuilder b = OpBuilder::atBlockEnd(module.getBody());
-        spec::DecoderOp::create(b, module.getLoc(), b.getStringAttr("decoder"),
-                                FlatSymbolRefAttr::get(&context, "target"),
-                                spec::MTPProposerAttr::get(&context, heads),
-                                spec::GreedyAttr::get(&context), FloatAttr());
+        ASSERT_TRUE(succeeded(createMTPDecoder(module, "decoder", "target",
+                                               heads,
+                                               spec::GreedyAttr::get(&context))));
         SpecFuseMTPHeadsOptions options;
         options.lastPositionOnly = false;
         pm.addPass(createSpecFuseMTPHeads(options));
@@ -214,13 +211,9 @@ TEST_F(ExactGreedyTest, MTPModuleDecoder) {
       [&](ModuleOp module, PassManager &pm) {
         import(module, "target.onnx", "target");
         import(module, "mtp_module.onnx", "head1");
-        OpBuilder b = OpBuilder::atBlockEnd(module.getBody());
-        spec::DecoderOp::create(
-            b, module.getLoc(), b.getStringAttr("decoder"),
-            FlatSymbolRefAttr::get(&context, "target"),
-            spec::MTPProposerAttr::get(
-                &context, {FlatSymbolRefAttr::get(&context, "head1")}),
-            spec::GreedyAttr::get(&context), FloatAttr());
+        ASSERT_TRUE(succeeded(createMTPDecoder(module, "decoder", "target",
+                                               {"head1"},
+                                               spec::GreedyAttr::get(&context))));
       },
       1.3);
 }

@@ -1,0 +1,48 @@
+//===- Composition.cpp - build spec.decoder compositions ------------------===//
+
+#include "passes/Composition.h"
+
+#include "mlir/IR/Verifier.h"
+
+using namespace mlir;
+using namespace specula;
+using namespace specula::spec;
+
+FailureOr<Attribute> specula::getVerificationRule(
+    MLIRContext *context, function_ref<InFlightDiagnostic()> emitError,
+    bool sampling, double temperature, int64_t topK, double topP) {
+  if (!sampling)
+    return Attribute(GreedyAttr::get(context));
+  auto rule = RejectionAttr::getChecked(emitError, context,
+                                        APFloat(temperature), topK,
+                                        APFloat(topP));
+  if (!rule)
+    return failure();
+  return Attribute(rule);
+}
+
+FailureOr<DecoderOp> specula::createMTPDecoder(ModuleOp module, StringRef name,
+                                               StringRef target,
+                                               ArrayRef<std::string> heads,
+                                               Attribute rule) {
+  MLIRContext *context = module.getContext();
+  if (Operation *existing = module.lookupSymbol(name))
+    return existing->emitError()
+           << "a symbol named @" << name
+           << " exists already; choose another decoder name";
+  SmallVector<FlatSymbolRefAttr> refs;
+  for (const std::string &head : heads)
+    refs.push_back(FlatSymbolRefAttr::get(context, head));
+  OpBuilder b = OpBuilder::atBlockEnd(module.getBody());
+  auto decoder = DecoderOp::create(
+      b, module.getLoc(), b.getStringAttr(name),
+      FlatSymbolRefAttr::get(context, target),
+      MTPProposerAttr::get(context, refs), rule, FloatAttr());
+  SymbolTableCollection symbols;
+  if (failed(mlir::verify(decoder)) ||
+      failed(decoder.verifySymbolUses(symbols))) {
+    decoder.erase();
+    return failure();
+  }
+  return decoder;
+}

@@ -1,0 +1,37 @@
+//===- Composition.h - build spec.decoder compositions ----------*- C++ -*-===//
+//
+// What comes before the device pipelines: a spec.decoder naming the target,
+// its proposer and the verification rule. Draft decoders are composed by the
+// spec-pair-draft pass (which checks the pair first); decoders over MTP heads
+// or modules by createMTPDecoder.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef SPECULA_PASSES_COMPOSITION_H
+#define SPECULA_PASSES_COMPOSITION_H
+
+#include "dialects/spec/SpecOps.h"
+
+namespace specula {
+
+/// The verification rule: #spec.greedy, or with `sampling`
+/// #spec.rejection<temperature, top_k, top_p>; out-of-range sampling
+/// parameters are reported through `emitError`.
+mlir::FailureOr<mlir::Attribute>
+getVerificationRule(mlir::MLIRContext *context,
+                    llvm::function_ref<mlir::InFlightDiagnostic()> emitError,
+                    bool sampling, double temperature, int64_t topK,
+                    double topP);
+
+/// Creates `spec.decoder @<name> target(@<target>) proposer(#spec.mtp<heads>)
+/// verify(<rule>)` at the end of `module` and verifies it (heads of one kind,
+/// in depth order, matching the target). On failure the decoder is erased and
+/// the diagnostics say why.
+mlir::FailureOr<spec::DecoderOp>
+createMTPDecoder(mlir::ModuleOp module, llvm::StringRef name,
+                 llvm::StringRef target, llvm::ArrayRef<std::string> heads,
+                 mlir::Attribute rule);
+
+} // namespace specula
+
+#endif // SPECULA_PASSES_COMPOSITION_H
