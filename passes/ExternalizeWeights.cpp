@@ -38,17 +38,31 @@ struct Weight {
 } // namespace
 
 /// The bytes of a global's dense initializer as laid out in memory, or
-/// nullopt when it has none worth moving (splats, booleans, other attrs).
-/// Fails on a resource whose data is missing.
+/// nullopt when it has none worth moving (splats unless `splats`, other
+/// attrs). Splats and booleans (a byte each in memory) are expanded into
+/// `storage`. Fails on a resource whose data is missing.
 static FailureOr<std::optional<ArrayRef<char>>>
-initializerBytes(LLVM::GlobalOp global) {
+initializerBytes(LLVM::GlobalOp global, bool splats,
+                 std::vector<std::vector<char>> &storage) {
   Attribute value = global.getValueOrNull();
   auto elements = dyn_cast_or_null<ShapedType>(
       isa_and_nonnull<ElementsAttr>(value)
           ? cast<ElementsAttr>(value).getShapedType()
           : Type());
-  if (!elements || !elements.getElementType().isIntOrFloat() ||
-      elements.getElementTypeBitWidth() % 8 != 0)
+  if (!elements || !elements.getElementType().isIntOrIndexOrFloat())
+    return std::optional<ArrayRef<char>>();
+  // index elements are stored, and laid out by the LLVM lowering, as i64.
+  unsigned bits = elements.getElementType().isIndex()
+                      ? 64
+                      : elements.getElementTypeBitWidth();
+  auto dense = dyn_cast<DenseElementsAttr>(value);
+  if (bits == 1 && dense && (splats || !dense.isSplat())) {
+    std::vector<char> &bytes = storage.emplace_back();
+    for (bool element : dense.getValues<bool>())
+      bytes.push_back(element);
+    return std::optional<ArrayRef<char>>(bytes);
+  }
+  if (bits % 8 != 0)
     return std::optional<ArrayRef<char>>();
   ArrayRef<char> data;
   if (auto resource = dyn_cast<DenseResourceElementsAttr>(value)) {
@@ -58,15 +72,20 @@ initializerBytes(LLVM::GlobalOp global) {
              << "the data of resource '" << resource.getRawHandle().getKey()
              << "' is missing (elided?); cannot write it to the weights file";
     data = blob->getData();
-  } else if (auto dense = dyn_cast<DenseElementsAttr>(value)) {
-    if (dense.isSplat())
+  } else if (dense && dense.isSplat()) {
+    if (!splats)
       return std::optional<ArrayRef<char>>();
+    ArrayRef<char> element = dense.getRawData();
+    std::vector<char> &bytes = storage.emplace_back();
+    for (int64_t i = 0, e = elements.getNumElements(); i < e; ++i)
+      bytes.insert(bytes.end(), element.begin(), element.end());
+    data = bytes;
+  } else if (dense) {
     data = dense.getRawData();
   } else {
     return std::optional<ArrayRef<char>>();
   }
-  int64_t expected =
-      elements.getNumElements() * (elements.getElementTypeBitWidth() / 8);
+  int64_t expected = elements.getNumElements() * (bits / 8);
   if (static_cast<int64_t>(data.size()) != expected)
     return global.emitError() << "initializer holds " << data.size()
                               << " bytes, its type " << expected;
@@ -86,11 +105,12 @@ void ExternalizeWeightsPass::runOnOperation() {
   }
 
   SmallVector<Weight> weights;
+  std::vector<std::vector<char>> expanded;
   uint64_t size = 0;
   for (auto global : module.getOps<LLVM::GlobalOp>()) {
     if (!global.getConstant())
       continue;
-    FailureOr<std::optional<ArrayRef<char>>> bytes = initializerBytes(global);
+    FailureOr<std::optional<ArrayRef<char>>> bytes = initializerBytes(global, splats, expanded);
     if (failed(bytes))
       return signalPassFailure();
     if (!*bytes || static_cast<int64_t>((*bytes)->size()) < minBytes)
@@ -139,7 +159,9 @@ void ExternalizeWeightsPass::runOnOperation() {
     offsets[weight.global.getSymNameAttr()] = weight.offset;
   module.walk([&](LLVM::AddressOfOp address) {
     auto it = offsets.find(address.getGlobalNameAttr().getAttr());
-    if (it == offsets.end())
+    // Device code (gpu.module) has symbols of its own.
+    if (it == offsets.end() ||
+        address->getParentWithTrait<OpTrait::SymbolTable>() != module)
       return;
     OpBuilder b(address);
     Location loc = address.getLoc();

@@ -344,7 +344,10 @@ def SpecExternalizeWeights
     time does not grow with model size, and one shared object can run with
     other weights of the same layout.
 
-    Splat constants and small ones stay in code. Without `path` the pass fails, as it does when the file
+    Splat constants and small ones stay in code (with `splats`, splats and
+    booleans move too, written out element by element, a byte per boolean:
+    `spec-to-cuda` moves every constant, since kernels cannot read the
+    host's globals). Without `path` the pass fails, as it does when the file
     cannot be written or a constant's data is missing (an elided resource).
 
     Example: `spec-opt --spec-externalize-weights='path=weights.bin min-bytes=256'`
@@ -353,7 +356,10 @@ def SpecExternalizeWeights
     Option<"path", "path", "std::string", "\"\"",
            "The weights file to write (required)">,
     Option<"minBytes", "min-bytes", "int64_t", "1024",
-           "Constants smaller than this stay in code">
+           "Constants smaller than this stay in code">,
+    Option<"splats", "splats", "bool", "false",
+           "Also move splat and boolean constants (expanded): code on a "
+           "device cannot read the host's globals">
   ];
   let dependentDialects = ["::mlir::LLVM::LLVMDialect"];
 }
@@ -380,6 +386,44 @@ def SpecOrderGlobals : Pass<"spec-order-globals", "::mlir::ModuleOp"> {
     but `memref.get_global` (renaming it would break that reference).
   }];
   let dependentDialects = ["::mlir::memref::MemRefDialect"];
+}
+
+def SpecGPUSchedule : Pass<"spec-gpu-schedule", "::mlir::func::FuncOp"> {
+  let summary = "Map bufferized linalg ops and copies to GPU blocks and "
+                "threads";
+  let description = [{
+    The schedule of `spec-to-cuda`, on bufferized code: every `memref.copy`
+    becomes a `linalg.copy`, every linalg op an `scf.parallel` nest over its
+    parallel dimensions around `scf.for` loops over its reductions (an op
+    without parallel dimensions gets a one-iteration `scf.parallel`), and
+    each outermost `scf.parallel` is tiled on its innermost dimension by
+    `threads` (fewer, in whole warps, for a narrower static dimension) and
+    mapped for `convert-parallel-loops-to-gpu`: the tiles of the three
+    innermost dimensions to block x, y and z, the threads of a tile to
+    thread x, every other dimension and every nested parallel loop to
+    sequential loops inside the thread.
+
+    One thread computes each output whole, its reduction included, in the
+    order of the op's reduction loops: a row's values never depend on how
+    many rows a forward has (batch invariance, so speculative greedy equals
+    target-only greedy on the GPU too). Adjacent threads write adjacent
+    outputs of the innermost dimension and, in a contraction with row-major
+    weights, read adjacent weights: loads are coalesced.
+
+    The loops stay executable on the CPU (they are ordinary `scf` loops with
+    mapping attributes until `convert-parallel-loops-to-gpu` runs).
+
+    Refused: options out of range (threads must be a multiple of 32 in
+    [32, 1024]); linalg ops on tensors (run it after bufferization).
+  }];
+  let options = [
+    Option<"threads", "threads", "int64_t", "128",
+           "Threads per block (a multiple of 32, at most 1024)">
+  ];
+  let dependentDialects = ["::mlir::arith::ArithDialect",
+                           "::mlir::gpu::GPUDialect",
+                           "::mlir::linalg::LinalgDialect",
+                           "::mlir::scf::SCFDialect"];
 }
 
 #endif // SPECULA_PASSES_PASSES_TD

@@ -8,19 +8,27 @@
 #include "mlir/Dialect/Bufferization/Pipelines/Passes.h"
 #include "mlir/Dialect/Bufferization/Transforms/Passes.h"
 #include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/Dialect/GPU/IR/GPUDialect.h"
+#include "mlir/Dialect/GPU/Transforms/Passes.h"
 #include "mlir/Dialect/Linalg/Passes.h"
 #include "mlir/Dialect/MemRef/Transforms/Passes.h"
 #include "mlir/Pass/PassManager.h"
 #include "mlir/Pass/PassRegistry.h"
 #include "mlir/Transforms/Passes.h"
+#include "llvm/Support/FileSystem.h"
+
+#include <cstdlib>
 
 using namespace mlir;
+using namespace specula;
 
-void specula::buildGraphToLLVMPipeline(OpPassManager &pm,
-                                       const GraphToLLVMOptions &options) {
+/// Model functions and decode loops on tensors to buffers: the part of the
+/// compilation every device shares.
+static void buildBufferizationPipeline(OpPassManager &pm,
+                                       bool fuseElementwise) {
   pm.addPass(createCanonicalizerPass());
   pm.addPass(createCSEPass());
-  if (options.fuseElementwise)
+  if (fuseElementwise)
     pm.addPass(createLinalgElementwiseOpFusionPass());
 
   // tensor.empty only carries a shape: reuse the buffer of a later insert
@@ -38,18 +46,12 @@ void specula::buildGraphToLLVMPipeline(OpPassManager &pm,
   bufferization::buildBufferDeallocationPipeline(pm);
   // Results that alias arguments or constants are returned as clones.
   pm.addPass(createConvertBufferizationToMemRefPass());
+}
 
-  if (options.interchangeContractions)
-    pm.addNestedPass<func::FuncOp>(createSpecInterchangeContractions());
-  if (options.approximateExp) {
-    SpecApproximateMathOptions approximate;
-    approximate.ops = {"exp"};
-    pm.addNestedPass<func::FuncOp>(createSpecApproximateMath(approximate));
-  }
-  pm.addNestedPass<func::FuncOp>(createConvertLinalgToLoopsPass());
-  pm.addPass(memref::createExpandStridedMetadataPass());
-  pm.addPass(createLowerAffinePass());
-  pm.addPass(createSCFToControlFlowPass());
+/// What remains of host code after the device-specific steps, to LLVM: math
+/// functions without an LLVM intrinsic (erf, tanh, ...) become libm calls;
+/// buffers come from malloc or the runtime's allocator.
+static void buildHostToLLVMPipeline(OpPassManager &pm, bool runtimeAllocator) {
   pm.addPass(createConvertMathToFuncs());
   // LLVM intrinsics first: math.fma and math.floor (from the approximations)
   // must stay instructions, not become libm calls; what LLVM has no
@@ -58,24 +60,56 @@ void specula::buildGraphToLLVMPipeline(OpPassManager &pm,
   pm.addPass(createConvertMathToLibmPass());
   pm.addPass(arith::createArithExpandOpsPass());
   FinalizeMemRefToLLVMConversionPassOptions memrefToLLVM;
-  memrefToLLVM.useGenericFunctions = options.runtimeAllocator;
+  memrefToLLVM.useGenericFunctions = runtimeAllocator;
   pm.addPass(createFinalizeMemRefToLLVMConversionPass(memrefToLLVM));
   pm.addPass(createArithToLLVMConversionPass());
   pm.addPass(createConvertIndexToLLVMPass());
   pm.addPass(createConvertControlFlowToLLVMPass());
   pm.addPass(createConvertFuncToLLVMPass());
+}
+
+/// The decoder composition to model functions and decode loops on tensors.
+static void buildDecoderToTensorsPipeline(OpPassManager &pm,
+                                          int64_t capacity) {
+  SpecKVCacheInplaceOptions cache;
+  cache.capacity = capacity;
+  pm.addPass(createSpecKVCacheInplace(cache));
+  pm.addPass(createSpecLowerGenerate());
+  pm.addPass(createSpecLowerSteps());
+}
+
+void specula::buildGraphToLLVMPipeline(OpPassManager &pm,
+                                       const GraphToLLVMOptions &options) {
+  buildBufferizationPipeline(pm, options.fuseElementwise);
+  bool gpuSchedule = options.gpuScheduleThreads > 0;
+  if (options.interchangeContractions && !gpuSchedule)
+    pm.addNestedPass<func::FuncOp>(createSpecInterchangeContractions());
+  if (options.approximateExp) {
+    SpecApproximateMathOptions approximate;
+    approximate.ops = {"exp"};
+    pm.addNestedPass<func::FuncOp>(createSpecApproximateMath(approximate));
+  }
+  if (gpuSchedule) {
+    // spec-to-cuda's loops, run here as ordinary loops (scf.parallel
+    // becomes sequential in scf-to-cf).
+    SpecGPUScheduleOptions schedule;
+    schedule.threads = options.gpuScheduleThreads;
+    pm.addNestedPass<func::FuncOp>(createSpecGPUSchedule(schedule));
+  }
+  pm.addNestedPass<func::FuncOp>(createConvertLinalgToLoopsPass());
+  pm.addPass(memref::createExpandStridedMetadataPass());
+  pm.addPass(createLowerAffinePass());
+  pm.addPass(createSCFToControlFlowPass());
+  buildHostToLLVMPipeline(pm, options.runtimeAllocator);
   pm.addPass(createReconcileUnrealizedCastsPass());
 }
 
 void specula::buildSpecToCPUPipeline(OpPassManager &pm,
                                      const SpecToCPUOptions &options) {
-  SpecKVCacheInplaceOptions cache;
-  cache.capacity = options.capacity;
-  pm.addPass(createSpecKVCacheInplace(cache));
-  pm.addPass(createSpecLowerGenerate());
-  pm.addPass(createSpecLowerSteps());
+  buildDecoderToTensorsPipeline(pm, options.capacity);
   GraphToLLVMOptions lowering;
   lowering.runtimeAllocator = options.runtimeAllocator;
+  lowering.gpuScheduleThreads = options.gpuScheduleThreads;
   buildGraphToLLVMPipeline(pm, lowering);
   if (!options.weightsFile.empty()) {
     SpecExternalizeWeightsOptions weights;
@@ -85,11 +119,66 @@ void specula::buildSpecToCPUPipeline(OpPassManager &pm,
   }
 }
 
+void specula::buildSpecToCUDAPipeline(OpPassManager &pm,
+                                      const SpecToCUDAOptions &options) {
+  buildDecoderToTensorsPipeline(pm, options.capacity);
+  buildBufferizationPipeline(pm, /*fuseElementwise=*/true);
+
+  // The device split: linalg ops and copies become kernels; the decode
+  // loops' control and scalar bookkeeping stay on the host.
+  SpecGPUScheduleOptions schedule;
+  schedule.threads = options.threads;
+  pm.addNestedPass<func::FuncOp>(createSpecGPUSchedule(schedule));
+  pm.addNestedPass<func::FuncOp>(createConvertParallelLoopToGpuPass());
+  pm.addPass(createGpuKernelOutliningPass());
+  pm.addPass(memref::createExpandStridedMetadataPass());
+  pm.addPass(createLowerAffinePass());
+  pm.addPass(createSCFToControlFlowPass());
+  GpuNVVMAttachTargetOptions target;
+  target.chip = options.chip;
+  target.features = options.features;
+  target.optLevel = options.optLevel;
+  pm.addPass(createGpuNVVMAttachTarget(target));
+  pm.addNestedPass<gpu::GPUModuleOp>(createConvertGpuOpsToNVVMOps());
+  pm.addNestedPass<gpu::GPUModuleOp>(createReconcileUnrealizedCastsPass());
+
+  buildHostToLLVMPipeline(pm, /*runtimeAllocator=*/true);
+  pm.addPass(createGpuToLLVMConversionPass());
+  pm.addPass(createReconcileUnrealizedCastsPass());
+  if (!options.weightsFile.empty()) {
+    // Kernels read every constant: all of them go to device-visible memory.
+    SpecExternalizeWeightsOptions weights;
+    weights.path = options.weightsFile;
+    weights.minBytes = 1;
+    weights.splats = true;
+    pm.addPass(createSpecExternalizeWeights(weights));
+  }
+  GpuModuleToBinaryPassOptions binary;
+  binary.compilationTarget = "isa";
+  // Kernels calling math functions (__nv_expf, ...) need libdevice; without
+  // a toolkit path upstream leaves them unresolved.
+  binary.toolkitPath = options.toolkit;
+  if (binary.toolkitPath.empty()) {
+    const char *home = std::getenv("CUDA_HOME");
+    binary.toolkitPath = home && *home ? home : "/usr/local/cuda";
+    // Upstream reports a missing toolkit once per kernel module; without
+    // one, checkKernelsLinked reports the unresolved functions once.
+    if (!llvm::sys::fs::is_directory(binary.toolkitPath))
+      binary.toolkitPath.clear();
+  }
+  pm.addPass(createGpuModuleToBinaryPass(binary));
+}
+
 void specula::registerSpeculaPipelines() {
   PassPipelineRegistration<SpecToCPUOptions>(
       "spec-to-cpu",
       "Compile speculative decoders and their models for the CPU",
       buildSpecToCPUPipeline);
+  PassPipelineRegistration<SpecToCUDAOptions>(
+      "spec-to-cuda",
+      "Compile speculative decoders and their models for NVIDIA GPUs (PTX "
+      "kernels, host code calling the runtime's mgpu* functions)",
+      buildSpecToCUDAPipeline);
   PassPipelineRegistration<GraphToLLVMOptions>(
       "spec-graph-to-llvm",
       "Lower model functions on tensors to the LLVM dialect for the CPU",

@@ -32,6 +32,12 @@ struct GraphToLLVMOptions : public mlir::PassPipelineOptions<GraphToLLVMOptions>
                      "_free, which the specrt runtime provides and reuses "
                      "across forwards (default: malloc and free)"),
       llvm::cl::init(false)};
+  Option<int64_t> gpuScheduleThreads{
+      *this, "gpu-schedule-threads",
+      llvm::cl::desc("Run spec-to-cuda's loop schedule (spec-gpu-schedule "
+                     "with this many threads per block) on the CPU instead "
+                     "of the CPU's own, to test it without a GPU (0: off)"),
+      llvm::cl::init(0)};
 };
 
 /// Lowers model functions on tensors (what the ONNX importer produces) to the
@@ -63,6 +69,11 @@ struct SpecToCPUOptions : public mlir::PassPipelineOptions<SpecToCPUOptions> {
       llvm::cl::desc("Allocate through the specrt runtime's reusing allocator "
                      "(see spec-graph-to-llvm)"),
       llvm::cl::init(true)};
+  Option<int64_t> gpuScheduleThreads{
+      *this, "gpu-schedule-threads",
+      llvm::cl::desc("Run spec-to-cuda's loop schedule on the CPU (see "
+                     "spec-graph-to-llvm; 0: off)"),
+      llvm::cl::init(0)};
 };
 
 /// The CPU compilation of speculative decoders, from the decoder composition
@@ -76,8 +87,55 @@ struct SpecToCPUOptions : public mlir::PassPipelineOptions<SpecToCPUOptions> {
 void buildSpecToCPUPipeline(mlir::OpPassManager &pm,
                             const SpecToCPUOptions &options);
 
+struct SpecToCUDAOptions
+    : public mlir::PassPipelineOptions<SpecToCUDAOptions> {
+  Option<int64_t> capacity{
+      *this, "capacity",
+      llvm::cl::desc("Positions each KV cache holds (0: the model's "
+                     "max_context)"),
+      llvm::cl::init(0)};
+  Option<std::string> chip{
+      *this, "chip",
+      llvm::cl::desc("The GPU the PTX is for (sm_80, sm_90, ...); the "
+                     "driver compiles it for that chip or a newer one"),
+      llvm::cl::init("sm_90")};
+  Option<std::string> features{
+      *this, "features",
+      llvm::cl::desc("PTX features, e.g. +ptx80 (default: the lowest PTX "
+                     "ISA the chip accepts)"),
+      llvm::cl::init("")};
+  Option<std::string> toolkit{
+      *this, "toolkit",
+      llvm::cl::desc("The CUDA toolkit whose libdevice (nvvm/libdevice) "
+                     "provides the math functions kernels call (default: "
+                     "$CUDA_HOME, else /usr/local/cuda)"),
+      llvm::cl::init("")};
+  Option<int> optLevel{*this, "opt-level",
+                       llvm::cl::desc("Optimization level of the kernels"),
+                       llvm::cl::init(3)};
+  Option<int64_t> threads{
+      *this, "threads",
+      llvm::cl::desc("Threads per block (spec-gpu-schedule)"),
+      llvm::cl::init(128)};
+  Option<std::string> weightsFile{
+      *this, "weights-file",
+      llvm::cl::desc("Write every constant into this file, which the runtime "
+                     "loads into memory the device reads (needed to run the "
+                     "result; empty: keep them in the module)")};
+};
+
+/// The CUDA compilation of speculative decoders, from the same decoder
+/// composition as spec-to-cpu, sharing its steps up to bufferization; then
+/// the device split (spec-gpu-schedule: linalg ops and copies as kernels,
+/// one thread per output), kernel outlining, NVVM for `chip`, host code to
+/// LLVM with the runtime's allocator and gpu-to-llvm (launches through the
+/// mgpu* functions the runtime provides), the weights moved into a file, and
+/// the kernels serialized as PTX into the module (gpu-module-to-binary).
+void buildSpecToCUDAPipeline(mlir::OpPassManager &pm,
+                             const SpecToCUDAOptions &options);
+
 /// Registers every pipeline as a named pass pipeline (spec-graph-to-llvm,
-/// spec-to-cpu).
+/// spec-to-cpu, spec-to-cuda).
 void registerSpeculaPipelines();
 
 } // namespace specula

@@ -40,3 +40,21 @@ if os.path.isdir("/usr/lib/python3.11") and subprocess.run(
         ["/usr/bin/python3", "-c", "import numpy, torch"],
         capture_output=True).returncode == 0:
     config.available_features.add("torch")
+
+# The CUDA toolkit's assembler validates the PTX spec-to-cuda emits; tests
+# that need it are reported unsupported (by name) where it is missing.
+ptxas = os.environ.get("SPECULA_PTXAS", "/usr/local/cuda/bin/ptxas")
+if os.access(ptxas, os.X_OK):
+    config.available_features.add("ptxas")
+    config.substitutions.append(("%ptxas", ptxas))
+config.substitutions.append(
+    ("%fake_cuda_dir", os.path.join(config.specula_obj_root, "test", "fake-cuda")))
+# A real CUDA driver on this machine (the no-driver test needs its absence).
+if subprocess.run(["/sbin/ldconfig", "-p"], capture_output=True,
+                  text=True).stdout.find("libcuda.so.1") >= 0:
+    config.available_features.add("libcuda")
+# The toolkit's stub driver: every call fails with CUDA_ERROR_STUB_LIBRARY.
+stub = "/usr/local/cuda/lib64/stubs/libcuda.so"
+if os.path.exists(stub):
+    config.available_features.add("cuda-stub")
+    config.substitutions.append(("%cuda_stub", stub))

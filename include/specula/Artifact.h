@@ -1,9 +1,9 @@
 //===- Artifact.h - compile a decoder into a runtime artifact ---*- C++ -*-===//
 //
 // Compiles a decoder composition (what `specc --emit=spec-mlir` prints:
-// models and a spec.decoder) with the spec-to-cpu pipeline into an artifact
-// directory the specrt runtime opens: a host shared object, a weights file it
-// maps, and a manifest. The layout is runtime/include/specrt/artifact_format.h.
+// models and a spec.decoder) with the spec-to-cpu or spec-to-cuda pipeline
+// into an artifact directory the specrt runtime opens: a host shared object
+// (with the PTX kernels embedded, for CUDA), a weights file, and a manifest. The layout is runtime/include/specrt/artifact_format.h.
 //
 //===----------------------------------------------------------------------===//
 
@@ -17,12 +17,26 @@
 
 namespace specula {
 
-struct CPUArtifactOptions {
+enum class ArtifactDevice { CPU, CUDA };
+
+struct ArtifactOptions {
+  /// Where the decode loops' kernels run; the host code is for this host.
+  ArtifactDevice device = ArtifactDevice::CPU;
+  /// CUDA: the GPU the PTX is for (sm_80, sm_90, ...).
+  std::string chip = "sm_90";
+  /// CUDA: the toolkit whose libdevice provides the kernels' math functions
+  /// (empty: $CUDA_HOME, else /usr/local/cuda).
+  std::string cudaToolkit;
+  /// CPU: run the CUDA schedule's loops (spec-gpu-schedule with this many
+  /// threads per block) instead of the CPU's own, to test it without a GPU
+  /// (0: off).
+  int64_t gpuScheduleThreads = 0;
   /// The spec.decoder to compile.
   std::string decoder = "decoder";
   /// Positions each KV cache holds (0: the models' max_context).
   int64_t capacity = 0;
-  /// Constants of at least this many bytes go into the weights file.
+  /// CPU: constants of at least this many bytes go into the weights file
+  /// (CUDA moves all of them).
   int64_t minWeightBytes = 1024;
   /// The C compiler driver that links the shared object; empty: `cc` from
   /// PATH.
@@ -32,13 +46,21 @@ struct CPUArtifactOptions {
   std::string cpu = "native";
 };
 
-/// Lowers `module` (consumed: spec-to-cpu lowers it in place) for this host's
-/// CPU and writes the artifact directory `path`. An existing artifact at `path` is
+/// Lowers `module` (consumed: the device's pipeline lowers it in place) and
+/// writes the artifact directory `path`. An existing artifact at `path` is
 /// replaced; anything else there is left alone and is an error. On failure
 /// nothing is left behind and a diagnostic says why.
-mlir::LogicalResult writeCPUArtifact(mlir::ModuleOp module,
-                                     llvm::StringRef path,
-                                     const CPUArtifactOptions &options);
+mlir::LogicalResult writeArtifact(mlir::ModuleOp module, llvm::StringRef path,
+                                  const ArtifactOptions &options);
+
+/// Checks that `chip` (sm_80, sm_90, ...) names a GPU LLVM's NVPTX backend
+/// knows; spec-to-cuda's nvvm-attach-target would only warn.
+mlir::LogicalResult checkCUDAChip(mlir::ModuleOp module, llvm::StringRef chip);
+
+/// Checks that every kernel spec-to-cuda embedded is complete: a math
+/// function left unresolved (no libdevice found) would only fail when the
+/// driver loads it.
+mlir::LogicalResult checkKernelsLinked(mlir::ModuleOp module);
 
 } // namespace specula
 

@@ -7,27 +7,42 @@
 // kernel faults in and zeroes on each forward. Here freed blocks are kept in
 // per-size-class free lists and handed out again.
 //
+// Where blocks come from is the device's choice (Allocator.h): the C library,
+// or CUDA managed memory, which both the host code and the kernels read.
+// Each block records its source, so a block is always returned to it.
+//
 //===----------------------------------------------------------------------===//
+
+#include "Allocator.h"
 
 #include "specrt/specrt.h"
 
 #include <cstdint>
 #include <cstdlib>
 #include <mutex>
-#include <unordered_map>
+#include <map>
 #include <vector>
 
 namespace {
-/// Every block starts with a header that records its size class and the
-/// header's own size (which is at least the alignment).
+/// Every block starts with a header that records its size class, the
+/// header's own size (which is at least the alignment) and its source.
 constexpr uint64_t kMinHeader = 64;
-/// Freed blocks beyond this many bytes go back to the C library.
+/// Freed blocks beyond this many bytes go back to their source.
 constexpr uint64_t kMaxCachedBytes = uint64_t(1) << 30;
+
+void *hostAllocate(uint64_t alignment, uint64_t size) {
+  return std::aligned_alloc(alignment, size);
+}
+void hostRelease(void *base) { std::free(base); }
 
 struct Pool {
   std::mutex mutex;
-  std::unordered_map<uint64_t, std::vector<void *>> free; // by class+header
+  /// Free blocks by source, size class and header.
+  std::map<std::pair<const specrt::BlockSource *, uint64_t>,
+           std::vector<void *>>
+      free;
   uint64_t cachedBytes = 0;
+  const specrt::BlockSource *current = &specrt::hostBlockSource();
 };
 
 Pool &pool() {
@@ -52,9 +67,11 @@ void *allocate(uint64_t alignment, uint64_t size) {
   uint64_t cls = sizeClass(size ? size : 1);
   uint64_t key = cls + header; // headers are powers of two >= 64
   Pool &p = pool();
+  const specrt::BlockSource *source;
   {
     std::lock_guard<std::mutex> lock(p.mutex);
-    auto it = p.free.find(key);
+    source = p.current;
+    auto it = p.free.find({source, key});
     if (it != p.free.end() && !it->second.empty()) {
       void *block = it->second.back();
       it->second.pop_back();
@@ -62,15 +79,44 @@ void *allocate(uint64_t alignment, uint64_t size) {
       return block;
     }
   }
-  char *base = static_cast<char *>(std::aligned_alloc(header, key));
+  char *base = static_cast<char *>(source->allocate(header, key));
   if (!base)
     return nullptr;
   char *block = base + header;
   reinterpret_cast<uint64_t *>(block)[-1] = cls;
   reinterpret_cast<uint64_t *>(block)[-2] = header;
+  reinterpret_cast<const specrt::BlockSource **>(block)[-3] = source;
   return block;
 }
 } // namespace
+
+const specrt::BlockSource &specrt::hostBlockSource() {
+  static const BlockSource host{"host", hostAllocate, hostRelease};
+  return host;
+}
+
+void specrt::useBlockSource(const BlockSource &source) {
+  Pool &p = pool();
+  std::lock_guard<std::mutex> lock(p.mutex);
+  p.current = &source;
+}
+
+void specrt::releaseCachedBlocks(const BlockSource &source) {
+  Pool &p = pool();
+  std::lock_guard<std::mutex> lock(p.mutex);
+  for (auto it = p.free.begin(); it != p.free.end();) {
+    if (it->first.first != &source) {
+      ++it;
+      continue;
+    }
+    for (void *block : it->second) {
+      uint64_t header = static_cast<uint64_t *>(block)[-2];
+      p.cachedBytes -= it->first.second;
+      source.release(static_cast<char *>(block) - header);
+    }
+    it = p.free.erase(it);
+  }
+}
 
 extern "C" {
 
@@ -90,17 +136,18 @@ SPECRT_API void _mlir_memref_to_llvm_free(void *block) {
     return;
   uint64_t cls = static_cast<uint64_t *>(block)[-1];
   uint64_t header = static_cast<uint64_t *>(block)[-2];
+  auto *source = reinterpret_cast<const specrt::BlockSource **>(block)[-3];
   uint64_t key = cls + header;
   Pool &p = pool();
   {
     std::lock_guard<std::mutex> lock(p.mutex);
     if (p.cachedBytes + key <= kMaxCachedBytes) {
-      p.free[key].push_back(block);
+      p.free[{source, key}].push_back(block);
       p.cachedBytes += key;
       return;
     }
   }
-  std::free(static_cast<char *>(block) - header);
+  source->release(static_cast<char *>(block) - header);
 }
 
 } // extern "C"

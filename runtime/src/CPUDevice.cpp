@@ -56,29 +56,28 @@ std::optional<bool> cpuSupports(const std::string &feature) {
 
 class CPUDevice : public Device {
 public:
-  ~CPUDevice() override {
-    if (library)
-      dlclose(library);
-  }
-
   specrt_status open(const std::string &directory, const Manifest &manifest,
                      bool verifyChecksums, std::string &error);
 
   specrt_status decode(bool speculative, const int64_t *prompt,
                        size_t promptLength, int64_t maxNewTokens, int64_t seed,
                        const std::vector<int64_t> &stopTokens,
-                       DecodeOutput &output, std::string &error) override;
+                       DecodeOutput &output, std::string &error) override {
+    // The compiled code only reads the prompt and the stop tokens.
+    return library.run(speculative, const_cast<int64_t *>(prompt),
+                       promptLength, maxNewTokens, seed,
+                       const_cast<int64_t *>(stopTokens.data()),
+                       stopTokens.size(), output, error);
+  }
 
 private:
   MappedFile weights;
-  void *library = nullptr;
-  specrt_entry_fn generate = nullptr, targetOnly = nullptr;
+  HostLibrary library;
 };
 } // namespace
 
-specrt_status CPUDevice::open(const std::string &directory,
-                              const Manifest &manifest, bool verifyChecksums,
-                              std::string &error) {
+specrt_status specrt::checkHostCPU(const Manifest &manifest,
+                                   std::string &error) {
   std::string triple = manifest.triple;
   std::string arch = triple.substr(0, triple.find('-'));
   if (arch != hostArchitecture()) {
@@ -103,15 +102,19 @@ specrt_status CPUDevice::open(const std::string &directory,
       return SPECRT_ERROR_DEVICE;
     }
   }
+  return SPECRT_OK;
+}
 
-  std::string weightsPath = directory + "/" + manifest.weights.name;
-  if (!weights.open(weightsPath, error))
-    return SPECRT_ERROR_IO;
-  if (specrt_status status =
-          checkArtifactFile(weightsPath, weights.data(), weights.size(),
-                            manifest.weights, verifyChecksums, error))
-    return status;
+void HostLibrary::close() {
+  if (handle)
+    dlclose(handle);
+  handle = nullptr;
+}
 
+specrt_status HostLibrary::open(const std::string &directory,
+                                const Manifest &manifest,
+                                bool verifyChecksums, const void *weights,
+                                std::string &error) {
   std::string libraryPath = directory + "/" + manifest.library.name;
   {
     MappedFile code;
@@ -122,14 +125,14 @@ specrt_status CPUDevice::open(const std::string &directory,
                               manifest.library, verifyChecksums, error))
       return status;
   }
-  library = dlopen(libraryPath.c_str(), RTLD_NOW | RTLD_LOCAL);
-  if (!library) {
+  handle = dlopen(libraryPath.c_str(), RTLD_NOW | RTLD_LOCAL);
+  if (!handle) {
     const char *message = dlerror();
     error = "cannot load '" + libraryPath + "': " + (message ? message : "?");
     return SPECRT_ERROR_IO;
   }
   auto symbol = [&](const std::string &name) -> void * {
-    void *address = dlsym(library, name.c_str());
+    void *address = dlsym(handle, name.c_str());
     if (!address && error.empty())
       error = "'" + libraryPath + "' has no symbol '" + name +
               "' that the manifest names";
@@ -141,21 +144,19 @@ specrt_status CPUDevice::open(const std::string &directory,
       reinterpret_cast<specrt_entry_fn>(symbol(manifest.targetOnlyEntry));
   if (!base || !generate || !targetOnly)
     return SPECRT_ERROR_FORMAT;
-  *base = weights.data();
+  *base = weights;
   return SPECRT_OK;
 }
 
-specrt_status CPUDevice::decode(bool speculative, const int64_t *prompt,
-                                size_t promptLength, int64_t maxNewTokens,
-                                int64_t seed,
-                                const std::vector<int64_t> &stopTokens,
-                                DecodeOutput &output, std::string &error) {
-  // The compiled code only reads the prompt and the stop tokens.
-  auto *ids = const_cast<int64_t *>(prompt);
-  specrt_memref_i64 input{ids, ids, 0, static_cast<int64_t>(promptLength), 1};
-  auto *stops = const_cast<int64_t *>(stopTokens.data());
-  specrt_memref_i64 stop{stops, stops, 0,
-                         static_cast<int64_t>(stopTokens.size()), 1};
+specrt_status HostLibrary::run(bool speculative, int64_t *prompt,
+                               size_t promptLength, int64_t maxNewTokens,
+                               int64_t seed, int64_t *stopTokens,
+                               size_t numStopTokens, DecodeOutput &output,
+                               std::string &error) {
+  specrt_memref_i64 input{prompt, prompt, 0,
+                          static_cast<int64_t>(promptLength), 1};
+  specrt_memref_i64 stop{stopTokens, stopTokens, 0,
+                         static_cast<int64_t>(numStopTokens), 1};
   specrt_entry_result result{};
   (speculative ? generate : targetOnly)(&result, &input, maxNewTokens, seed,
                                         &stop);
@@ -183,6 +184,22 @@ specrt_status CPUDevice::decode(bool speculative, const int64_t *prompt,
     return SPECRT_ERROR_FORMAT;
   }
   return SPECRT_OK;
+}
+
+specrt_status CPUDevice::open(const std::string &directory,
+                              const Manifest &manifest, bool verifyChecksums,
+                              std::string &error) {
+  if (specrt_status status = checkHostCPU(manifest, error))
+    return status;
+  std::string weightsPath = directory + "/" + manifest.weights.name;
+  if (!weights.open(weightsPath, error))
+    return SPECRT_ERROR_IO;
+  if (specrt_status status =
+          checkArtifactFile(weightsPath, weights.data(), weights.size(),
+                            manifest.weights, verifyChecksums, error))
+    return status;
+  return library.open(directory, manifest, verifyChecksums, weights.data(),
+                      error);
 }
 
 specrt_status specrt::openCPUDevice(const std::string &directory,

@@ -1,9 +1,9 @@
 //===- Device.h - where an artifact's decode loops run -----------*- C++ -*-===//
 //
 // A device loads an artifact's code and weights and runs its entry points.
-// The CPU device dlopens the host shared object; a CUDA device will load the
-// PTX through the driver API and implement the mgpu* functions that
-// upstream's gpu-to-llvm lowering calls, behind the same interface.
+// Both devices dlopen the host shared object (HostLibrary); the CUDA device
+// first sets up the driver, whose mgpu* functions (CUDADevice.cpp) the host
+// code calls to load its PTX and launch its kernels.
 //
 //===----------------------------------------------------------------------===//
 
@@ -11,6 +11,8 @@
 #define SPECRT_DEVICE_H
 
 #include "Manifest.h"
+
+#include "specrt/artifact_format.h"
 
 #include <memory>
 #include <string>
@@ -40,11 +42,50 @@ public:
                                DecodeOutput &output, std::string &error) = 0;
 };
 
+/// Checks that this machine's CPU runs the artifact's host code (its
+/// architecture and the CPU features the manifest lists).
+specrt_status checkHostCPU(const Manifest &manifest, std::string &error);
+
+/// The artifact's host shared object, loaded, with its weights base set and
+/// its decode loops found.
+class HostLibrary {
+public:
+  HostLibrary() = default;
+  HostLibrary(const HostLibrary &) = delete;
+  HostLibrary &operator=(const HostLibrary &) = delete;
+  ~HostLibrary() { close(); }
+  void close();
+
+  /// Checks and loads the library; `weights` is where the weights are.
+  specrt_status open(const std::string &directory, const Manifest &manifest,
+                     bool verifyChecksums, const void *weights,
+                     std::string &error);
+
+  /// Runs a decode loop on the prompt and stop tokens (which its code
+  /// reads where they are) and reads its result.
+  specrt_status run(bool speculative, int64_t *prompt, size_t promptLength,
+                    int64_t maxNewTokens, int64_t seed, int64_t *stopTokens,
+                    size_t numStopTokens, DecodeOutput &output,
+                    std::string &error);
+
+private:
+  void *handle = nullptr;
+  specrt_entry_fn generate = nullptr, targetOnly = nullptr;
+};
+
 /// Loads the artifact in `directory` for the CPU.
 specrt_status openCPUDevice(const std::string &directory,
                             const Manifest &manifest, bool verifyChecksums,
                             std::unique_ptr<Device> &device,
                             std::string &error);
+
+/// Loads the artifact in `directory` for the GPU: the CUDA driver (loaded at
+/// run time), the weights in memory the GPU reads, the host library whose
+/// kernels the driver compiles from PTX when it is loaded.
+specrt_status openCUDADevice(const std::string &directory,
+                             const Manifest &manifest, bool verifyChecksums,
+                             std::unique_ptr<Device> &device,
+                             std::string &error);
 
 } // namespace specrt
 

@@ -146,6 +146,13 @@ specrt_status specrt::readManifest(const std::string &directory,
           m.cpuFeatures.push_back(feature.string);
       }
   }
+  if (m.device == "cuda") {
+    m.chip = fields.string("target.chip");
+    m.ptxIsa = fields.string("target.ptx_isa");
+  } else if (fields.error.empty() && m.device != "cpu") {
+    fields.problem("target.device", "is '" + m.device +
+                                        "'; this runtime runs cpu and cuda");
+  }
   m.generateEntry = fields.string("entry_points.generate");
   m.targetOnlyEntry = fields.string("entry_points.target_only");
   for (auto [key, file] : {std::make_pair("library", &m.library),

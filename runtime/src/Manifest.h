@@ -21,6 +21,9 @@ struct Manifest {
   std::string device, triple, cpu, producer;
   /// CPU features the code may use (target.features).
   std::vector<std::string> cpuFeatures;
+  /// CUDA: the chip the PTX is for (target.chip, "sm_90") and its PTX ISA
+  /// version (target.ptx_isa, "7.8").
+  std::string chip, ptxIsa;
   std::string generateEntry, targetOnlyEntry;
   ArtifactFile library, weights;
   int64_t vocabSize = 0, bosTokenId = -1, eosTokenId = -1, padTokenId = -1;

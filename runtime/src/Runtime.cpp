@@ -48,7 +48,7 @@ const char *specrt_status_name(specrt_status status) {
 const char *specrt_last_error(void) { return lastError.c_str(); }
 
 void specrt_open_options_init(specrt_open_options *options) {
-  options->device = SPECRT_DEVICE_CPU;
+  options->device = SPECRT_DEVICE_ARTIFACT;
   options->verify_checksums = 1;
 }
 
@@ -70,18 +70,20 @@ specrt_status specrt_open(const char *path, const specrt_open_options *options,
   if (specrt_status status = readManifest(directory, opened->manifest, error))
     return fail(status, error);
   const Manifest &manifest = opened->manifest;
-  std::string wanted =
-      options->device == SPECRT_DEVICE_CUDA ? "cuda" : "cpu";
+  bool cuda = options->device == SPECRT_DEVICE_ARTIFACT
+                  ? manifest.device == "cuda"
+                  : options->device == SPECRT_DEVICE_CUDA;
+  std::string wanted = cuda ? "cuda" : "cpu";
   if (manifest.device != wanted)
     return fail(SPECRT_ERROR_DEVICE,
                 "'" + directory + "' was compiled for the " + manifest.device +
                     "; the " + wanted + " device was requested");
-  if (options->device != SPECRT_DEVICE_CPU)
-    return fail(SPECRT_ERROR_DEVICE,
-                "this runtime has no CUDA device yet; run CPU artifacts");
+  bool verify = options->verify_checksums != 0;
   if (specrt_status status =
-          openCPUDevice(directory, manifest, options->verify_checksums != 0,
-                        opened->device, error))
+          cuda ? openCUDADevice(directory, manifest, verify, opened->device,
+                               error)
+              : openCPUDevice(directory, manifest, verify, opened->device,
+                              error))
     return fail(status, error);
   *model = opened.release();
   return SPECRT_OK;

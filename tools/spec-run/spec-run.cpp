@@ -52,7 +52,8 @@ const char *kUsage =
     "                         with --compare and a draft, also the cost of a\n"
     "                         draft step and of each verified position in\n"
     "                         target steps\n"
-    "  --device cpu|cuda      the device to run on (default cpu)\n"
+    "  --device cpu|cuda      the device to run on (default: the one the\n"
+    "                         artifact was compiled for)\n"
     "  --help                 this text\n";
 
 struct Options {
@@ -67,7 +68,7 @@ struct Options {
   int64_t warmup = -1; // -1: 1 with --compare, else 0
   bool noSpeculation = false, compare = false, json = false;
   std::string profile;
-  specrt_device_kind device = SPECRT_DEVICE_CPU;
+  specrt_device_kind device = SPECRT_DEVICE_ARTIFACT;
 };
 
 int usageError(const std::string &message) {

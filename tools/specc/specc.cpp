@@ -33,9 +33,11 @@
 #include "mlir/IR/Verifier.h"
 #include "mlir/InitAllDialects.h"
 #include "mlir/InitAllExtensions.h"
+#include "mlir/Target/LLVMIR/Dialect/All.h"
 #include "mlir/Pass/PassManager.h"
 #include "mlir/Support/FileUtilities.h"
 #include "llvm/Support/CommandLine.h"
+#include "llvm/Support/FileSystem.h"
 #include "llvm/Support/InitLLVM.h"
 #include "llvm/Support/JSON.h"
 #include "llvm/Support/MemoryBuffer.h"
@@ -109,8 +111,8 @@ static cl::opt<Emit> emit(
                           "the decoder composition: the imported models and "
                           "the spec.decoder (spec-to-cpu's input)"),
                clEnumValN(Emit::LLVMMLIR, "llvm-mlir",
-                          "the composition compiled by spec-to-cpu, in the "
-                          "LLVM dialect")),
+                          "the composition compiled by spec-to-cpu (or "
+                          "spec-to-cuda), in the LLVM dialect")),
     cl::cat(category));
 static cl::opt<std::string> weightsFile(
     "weights-file",
@@ -120,6 +122,32 @@ static cl::opt<std::string> weightsFile(
 static cl::opt<std::string> outputPath("o", cl::desc("Output file"),
                                        cl::value_desc("file"), cl::init("-"),
                                        cl::cat(category));
+static cl::opt<ArtifactDevice> device(
+    "device", cl::desc("Where the decode loops run (default: cpu)"),
+    cl::values(clEnumValN(ArtifactDevice::CPU, "cpu",
+                          "this host's CPU (spec-to-cpu)"),
+               clEnumValN(ArtifactDevice::CUDA, "cuda",
+                          "an NVIDIA GPU: PTX kernels, host code for this "
+                          "host's CPU (spec-to-cuda)")),
+    cl::init(ArtifactDevice::CPU), cl::cat(category));
+static cl::opt<std::string> chip(
+    "chip",
+    cl::desc("With --device cuda: the GPU the PTX is for (sm_80, sm_90, "
+             "...; default sm_90); the driver compiles it for that chip or "
+             "a newer one"),
+    cl::init("sm_90"), cl::cat(category));
+static cl::opt<std::string> cudaToolkit(
+    "cuda-toolkit",
+    cl::desc("With --device cuda: the CUDA toolkit whose libdevice provides "
+             "the kernels' math functions (default: $CUDA_HOME, else "
+             "/usr/local/cuda)"),
+    cl::value_desc("dir"), cl::cat(category));
+static cl::opt<int64_t> gpuScheduleOnCPU(
+    "gpu-schedule-on-cpu",
+    cl::desc("For testing: with --device cpu, run the loops of the CUDA "
+             "schedule (this many threads per block) instead of the CPU's "
+             "own"),
+    cl::init(0), cl::Hidden, cl::cat(category));
 static cl::opt<std::string> cpu(
     "cpu",
     cl::desc("CPU the artifact's code is for: native (this host, all its "
@@ -199,6 +227,11 @@ int main(int argc, char **argv) {
   if ((topK.getNumOccurrences() || topP.getNumOccurrences()) && !sampling) {
     llvm::errs() << "error: --top-k and --top-p filter sampling; add "
                     "--sampling\n";
+    return 1;
+  }
+  if (!cudaToolkit.empty() && !llvm::sys::fs::is_directory(cudaToolkit)) {
+    llvm::errs() << "error: --cuda-toolkit '" << cudaToolkit
+                 << "' is not a directory\n";
     return 1;
   }
   std::optional<double> measuredCostRatio, measuredVerifyCost;
@@ -286,24 +319,42 @@ int main(int argc, char **argv) {
                       "(e.g. -o model.spec)\n";
       return 1;
     }
-    CPUArtifactOptions options;
+    ArtifactOptions options;
+    options.device = device;
+    options.chip = chip;
+    options.cudaToolkit = cudaToolkit;
     options.capacity = capacity;
+    options.gpuScheduleThreads = gpuScheduleOnCPU;
     options.linker = linker;
     options.cpu = cpu;
-    return failed(writeCPUArtifact(*module, outputPath, options)) ? 1 : 0;
+    return failed(writeArtifact(*module, outputPath, options)) ? 1 : 0;
   }
   if (what == Emit::LLVMMLIR) {
-    // What writeCPUArtifact compiles, without the object code.
+    // What writeArtifact compiles, without the object code.
     DialectRegistry extensions;
     registerAllDialects(extensions);
     registerAllExtensions(extensions);
+    registerAllToLLVMIRTranslations(extensions);
     context.appendDialectRegistry(extensions);
     PassManager lowering(&context);
-    SpecToCPUOptions options;
-    options.capacity = capacity;
-    options.weightsFile = weightsFile;
-    buildSpecToCPUPipeline(lowering, options);
-    if (failed(lowering.run(*module)))
+    if (device == ArtifactDevice::CUDA) {
+      if (failed(checkCUDAChip(*module, chip)))
+        return 1;
+      SpecToCUDAOptions options;
+      options.capacity = capacity;
+      options.chip = chip;
+      options.toolkit = cudaToolkit;
+      options.weightsFile = weightsFile;
+      buildSpecToCUDAPipeline(lowering, options);
+    } else {
+      SpecToCPUOptions options;
+      options.capacity = capacity;
+      options.weightsFile = weightsFile;
+      options.gpuScheduleThreads = gpuScheduleOnCPU;
+      buildSpecToCPUPipeline(lowering, options);
+    }
+    if (failed(lowering.run(*module)) ||
+        (device == ArtifactDevice::CUDA && failed(checkKernelsLinked(*module))))
       return 1;
   }
 

@@ -51,7 +51,8 @@ SPECRT_API const char *specrt_last_error(void);
 
 typedef enum specrt_device_kind {
   SPECRT_DEVICE_CPU = 0,
-  SPECRT_DEVICE_CUDA = 1, /* not built yet: opening fails with a message */
+  SPECRT_DEVICE_CUDA = 1, /* an NVIDIA GPU, through libcuda.so.1 loaded at run time */
+  SPECRT_DEVICE_ARTIFACT = 2, /* the device the artifact was compiled for */
 } specrt_device_kind;
 
 typedef struct specrt_open_options {
@@ -82,7 +83,7 @@ typedef struct specrt_model_info {
   double temperature;   /* of rejection sampling; 0 for greedy */
   int64_t top_k;        /* 0: off */
   double top_p;         /* 1: off */
-  const char *device;   /* "cpu" */
+  const char *device;   /* "cpu" or "cuda" */
 } specrt_model_info;
 
 /* Strings stay valid while the model is open. */

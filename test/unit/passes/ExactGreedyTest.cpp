@@ -89,7 +89,7 @@ protected:
                                                       directory));
     artifactDirectory = std::string(directory);
     llvm::sys::path::append(directory, "decoder.spec");
-    if (failed(writeCPUArtifact(*module, directory, CPUArtifactOptions())))
+    if (failed(writeArtifact(*module, directory, ArtifactOptions())))
       return nullptr;
     specrt_model *model = nullptr;
     EXPECT_EQ(specrt_open(directory.c_str(), nullptr, &model), SPECRT_OK)

@@ -1,7 +1,8 @@
-//===- CPUArtifact.cpp - compile a decoder into a CPU artifact ------------===//
+//===- Artifact.cpp - compile a decoder into a runtime artifact -----------===//
 //
 // The steps: read what the manifest says from the decoder composition; run
-// the spec-to-cpu pipeline (which also moves the weights into weights.bin);
+// the device's pipeline, spec-to-cpu or spec-to-cuda (which also moves the
+// weights into weights.bin and, for CUDA, embeds the kernels' PTX);
 // optimize and emit an object file for this host; link it into decoder.so
 // with the system's C compiler driver; write manifest.json. Everything is
 // written into a fresh directory beside the destination and renamed into
@@ -17,13 +18,13 @@
 #include "specrt/artifact_format.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/Dialect/GPU/IR/GPUDialect.h"
 #include "mlir/Dialect/LLVMIR/LLVMDialect.h"
 #include "mlir/ExecutionEngine/OptUtils.h"
 #include "mlir/InitAllDialects.h"
 #include "mlir/InitAllExtensions.h"
+#include "mlir/Target/LLVMIR/Dialect/All.h"
 #include "mlir/Pass/PassManager.h"
-#include "mlir/Target/LLVMIR/Dialect/Builtin/BuiltinToLLVMIRTranslation.h"
-#include "mlir/Target/LLVMIR/Dialect/LLVMIR/LLVMToLLVMIRTranslation.h"
 #include "mlir/Target/LLVMIR/Export.h"
 #include "llvm/ExecutionEngine/Orc/JITTargetMachineBuilder.h"
 #include "llvm/IR/LegacyPassManager.h"
@@ -185,10 +186,6 @@ static llvm::json::Array usedFeatures(llvm::TargetMachine &machine) {
 /// Emits the LLVM-dialect `module` as an optimized object file.
 static LogicalResult emitObject(ModuleOp module, llvm::TargetMachine &machine,
                                 StringRef path) {
-  DialectRegistry registry;
-  registerBuiltinDialectTranslation(registry);
-  registerLLVMDialectTranslation(registry);
-  module.getContext()->appendDialectRegistry(registry);
   // Argument names (spec.name) mean nothing to LLVM.
   module.walk([](LLVM::LLVMFuncOp func) {
     for (unsigned i = 0, e = func.getNumArguments(); i < e; ++i)
@@ -279,8 +276,62 @@ static LogicalResult moveIntoPlace(ModuleOp module, StringRef staged,
   return success();
 }
 
-LogicalResult specula::writeCPUArtifact(ModuleOp module, StringRef path,
-                                        const CPUArtifactOptions &options) {
+LogicalResult specula::checkKernelsLinked(ModuleOp module) {
+  for (auto binary : module.getOps<gpu::BinaryOp>())
+    for (Attribute object : binary.getObjects()) {
+      StringRef ptx = cast<gpu::ObjectAttr>(object).getObject().getValue();
+      size_t at = ptx.find(".extern .func");
+      if (at == StringRef::npos)
+        continue;
+      StringRef line = ptx.drop_front(at).take_until(
+          [](char c) { return c == '\n'; });
+      return binary.emitError()
+             << "kernel module @" << binary.getSymName()
+             << " calls a function no library defined ('" << line.trim()
+             << "'): math functions come from the CUDA toolkit's libdevice; "
+                "install the toolkit or name it with --cuda-toolkit (or "
+                "spec-to-cuda{toolkit=...})";
+    }
+  return success();
+}
+
+/// The PTX ISA version (".version X.Y") of the kernels spec-to-cuda
+/// embedded; they all share it.
+static FailureOr<std::string> ptxVersion(ModuleOp module) {
+  for (auto binary : module.getOps<gpu::BinaryOp>())
+    for (Attribute object : binary.getObjects()) {
+      StringRef ptx = cast<gpu::ObjectAttr>(object).getObject().getValue();
+      size_t at = ptx.find(".version ");
+      if (at == StringRef::npos)
+        continue;
+      return ptx.drop_front(at + 9).take_until(llvm::isSpace).str();
+    }
+  return module.emitError() << "spec-to-cuda produced no PTX kernels";
+}
+
+LogicalResult specula::checkCUDAChip(ModuleOp module, StringRef chip) {
+  static bool initialized = [] {
+    LLVMInitializeNVPTXTargetInfo();
+    LLVMInitializeNVPTXTarget();
+    LLVMInitializeNVPTXTargetMC();
+    return true;
+  }();
+  (void)initialized;
+  llvm::Triple triple("nvptx64-nvidia-cuda");
+  std::string error;
+  const llvm::Target *target = llvm::TargetRegistry::lookupTarget(triple, error);
+  std::unique_ptr<llvm::MCSubtargetInfo> subtarget(
+      target ? target->createMCSubtargetInfo(triple, "sm_50", "") : nullptr);
+  if (!subtarget)
+    return module.emitError() << "this LLVM has no NVPTX backend: " << error;
+  if (!chip.starts_with("sm_") || !subtarget->isCPUStringValid(chip))
+    return module.emitError() << "unknown CUDA chip '" << chip
+                              << "' (use sm_80, sm_90, ...)";
+  return success();
+}
+
+LogicalResult specula::writeArtifact(ModuleOp module, StringRef path,
+                                     const ArtifactOptions &options) {
   auto decoder = module.lookupSymbol<DecoderOp>(options.decoder);
   if (!decoder)
     return module.emitError() << "no spec.decoder @" << options.decoder
@@ -292,6 +343,9 @@ LogicalResult specula::writeCPUArtifact(ModuleOp module, StringRef path,
       targetMachine(module, options.cpu);
   FailureOr<std::string> linker = findLinker(module, options.linker);
   if (failed(machine) || failed(linker))
+    return failure();
+  bool cuda = options.device == ArtifactDevice::CUDA;
+  if (cuda && failed(checkCUDAChip(module, options.chip)))
     return failure();
 
   // Stage everything in a fresh directory beside the destination.
@@ -311,17 +365,31 @@ LogicalResult specula::writeCPUArtifact(ModuleOp module, StringRef path,
   };
 
   // The bufferization and LLVM conversions work through interfaces that
-  // upstream dialects register as extensions.
+  // upstream dialects register as extensions; the kernels' serialization and
+  // the object code through the LLVM IR translations (for CUDA, gpu.binary
+  // becomes the embedded PTX loaded at dlopen, gpu.launch_func calls of the
+  // runtime's mgpu* functions).
   DialectRegistry extensions;
   registerAllDialects(extensions);
   registerAllExtensions(extensions);
+  registerAllToLLVMIRTranslations(extensions);
   module.getContext()->appendDialectRegistry(extensions);
   PassManager pm(module.getContext());
-  SpecToCPUOptions pipeline;
-  pipeline.capacity = options.capacity;
-  pipeline.weightsFile = inStaging(SPECRT_WEIGHTS_FILE);
-  pipeline.minWeightBytes = options.minWeightBytes;
-  buildSpecToCPUPipeline(pm, pipeline);
+  if (cuda) {
+    SpecToCUDAOptions pipeline;
+    pipeline.capacity = options.capacity;
+    pipeline.chip = options.chip;
+    pipeline.toolkit = options.cudaToolkit;
+    pipeline.weightsFile = inStaging(SPECRT_WEIGHTS_FILE);
+    buildSpecToCUDAPipeline(pm, pipeline);
+  } else {
+    SpecToCPUOptions pipeline;
+    pipeline.capacity = options.capacity;
+    pipeline.weightsFile = inStaging(SPECRT_WEIGHTS_FILE);
+    pipeline.minWeightBytes = options.minWeightBytes;
+    pipeline.gpuScheduleThreads = options.gpuScheduleThreads;
+    buildSpecToCPUPipeline(pm, pipeline);
+  }
   if (failed(pm.run(module)))
     return failure();
 
@@ -330,7 +398,7 @@ LogicalResult specula::writeCPUArtifact(ModuleOp module, StringRef path,
                                options.decoder + "_target_only"};
   for (const std::string &name : entryNames)
     if (!module.lookupSymbol<LLVM::LLVMFuncOp>(name))
-      return module.emitError() << "spec-to-cpu produced no decode loop @"
+      return module.emitError() << "the pipeline produced no decode loop @"
                                 << name;
   auto capacity =
       module.lookupSymbol<LLVM::LLVMFuncOp>(entryNames[0])
@@ -343,6 +411,11 @@ LogicalResult specula::writeCPUArtifact(ModuleOp module, StringRef path,
   (*(*description)["decoder"].getAsObject())["context_capacity"] =
       capacity.getInt();
 
+  if (cuda && failed(checkKernelsLinked(module)))
+    return failure();
+  FailureOr<std::string> ptx = cuda ? ptxVersion(module) : std::string();
+  if (failed(ptx))
+    return failure();
   std::string object = inStaging("decoder.o");
   if (failed(emitObject(module, **machine, object)) ||
       failed(linkSharedObject(module, object, inStaging(SPECRT_LIBRARY_FILE),
@@ -361,16 +434,20 @@ LogicalResult specula::writeCPUArtifact(ModuleOp module, StringRef path,
                            {"size", static_cast<int64_t>(sum->second)},
                            {"checksum", sum->first}};
   }
+  llvm::json::Object target{
+      {"device", cuda ? "cuda" : "cpu"},
+      {"triple", (*machine)->getTargetTriple().str()},
+      {"cpu", (*machine)->getTargetCPU().str()},
+      {"features", usedFeatures(**machine)}};
+  if (cuda) {
+    target["chip"] = options.chip;
+    target["ptx_isa"] = *ptx;
+  }
   llvm::json::Object manifest{
       {"format", SPECRT_ARTIFACT_FORMAT},
       {"format_version", SPECRT_ARTIFACT_FORMAT_VERSION},
       {"producer", "specc (MLIR/LLVM " LLVM_VERSION_STRING ")"},
-      {"target",
-       llvm::json::Object{
-           {"device", "cpu"},
-           {"triple", (*machine)->getTargetTriple().str()},
-           {"cpu", (*machine)->getTargetCPU().str()},
-           {"features", usedFeatures(**machine)}}},
+      {"target", std::move(target)},
       {"abi", SPECRT_ARTIFACT_ABI},
       {"entry_points",
        llvm::json::Object{{"generate", "_mlir_ciface_" + entryNames[0]},
