@@ -130,16 +130,13 @@ LogicalResult FuseMTPHeadsPass::fuse(DecoderOp decoder,
   if (target.isExternal())
     return target.emitError() << "spec-fuse-mtp-heads: target @"
                               << target.getSymName() << " has no body";
-  std::optional<unsigned> hiddenIndex;
-  for (unsigned i = 0; i < target.getNumResults(); ++i)
-    if (auto name = target.getResultAttrOfType<StringAttr>(i, "onnx.name"))
-      if (name.getValue() == "hidden_states")
-        hiddenIndex = i;
+  std::optional<unsigned> hiddenIndex =
+      findResult(target, IOKind::HiddenStates);
   if (!hiddenIndex)
     return target.emitError()
            << "spec-fuse-mtp-heads: target @" << target.getSymName()
-           << " returns no hidden state (a result named hidden_states, per "
-              "the model contract) for its heads to read";
+           << " returns no hidden state (#spec.io<hidden_states>: the output "
+              "hidden_states, per the model contract) for its heads to read";
 
   // The fused target: a copy of the target, then the heads.
   OpBuilder b(target);
@@ -199,15 +196,14 @@ LogicalResult FuseMTPHeadsPass::fuse(DecoderOp decoder,
       b.clone(op, mapping);
     auto headReturn = cast<func::ReturnOp>(body.getTerminator());
     results.push_back(mapping.lookup(headReturn.getOperand(0)));
-    resultNames.push_back(
-        b.getStringAttr("medusa_logits." + std::to_string(k + 1)));
+    resultNames.push_back(b.getAttr<IOAttr>(IOKind::HeadLogits, k + 1));
   }
   ret->setOperands(results);
   SmallVector<DictionaryAttr> resultAttrs;
   fused.getAllResultAttrs(resultAttrs);
-  for (Attribute name : resultNames)
+  for (Attribute io : resultNames)
     resultAttrs.push_back(
-        b.getDictionaryAttr(b.getNamedAttr("onnx.name", name)));
+        b.getDictionaryAttr(b.getNamedAttr(SpecDialect::kIOAttrName, io)));
   SmallVector<Type> resultTypes(ret.getOperandTypes());
   fused.setFunctionType(
       b.getFunctionType(fused.getArgumentTypes(), resultTypes));

@@ -23,23 +23,22 @@ using namespace specula;
 using namespace specula::spec;
 
 namespace {
-/// One of a layer's key or value cache tensors, as ONNX names them.
+/// One of a layer's key or value cache tensors.
 struct CacheSlot {
   int64_t layer;
   CachePart part;
 };
 
-/// Parses "<prefix>.<layer>.key|value".
-std::optional<CacheSlot> parseSlot(StringRef name, StringRef prefix) {
-  llvm::Regex pattern(("^" + prefix + "\\.([0-9]+)\\.(key|value)$").str());
-  SmallVector<StringRef> groups;
-  if (!pattern.match(name, &groups))
+/// The slot of a past (or present) key or value, by its #spec.io.
+std::optional<CacheSlot> slotOf(IOAttr io, bool present) {
+  if (!io)
     return std::nullopt;
-  int64_t layer;
-  if (groups[1].getAsInteger(10, layer))
+  IOKind key = present ? IOKind::PresentKey : IOKind::PastKey;
+  IOKind value = present ? IOKind::PresentValue : IOKind::PastValue;
+  if (io.getKind() != key && io.getKind() != value)
     return std::nullopt;
-  return CacheSlot{layer, groups[2] == "key" ? CachePart::Keys
-                                             : CachePart::Values};
+  return CacheSlot{*io.getIndex(),
+                   io.getKind() == key ? CachePart::Keys : CachePart::Values};
 }
 
 struct KVCacheInplacePass
@@ -57,14 +56,11 @@ LogicalResult KVCacheInplacePass::rewrite(func::FuncOp func) {
   // Past arguments and present results by (layer, part).
   std::map<std::pair<int64_t, int>, unsigned> pastArgs, presentResults;
   for (unsigned i = 0; i < func.getNumArguments(); ++i)
-    if (auto attr = func.getArgAttrOfType<StringAttr>(i, "onnx.name"))
-      if (std::optional<CacheSlot> slot =
-              parseSlot(attr.getValue(), "past_key_values"))
-        pastArgs[{slot->layer, static_cast<int>(slot->part)}] = i;
+    if (std::optional<CacheSlot> slot = slotOf(getArgumentIO(func, i), false))
+      pastArgs[{slot->layer, static_cast<int>(slot->part)}] = i;
   for (unsigned i = 0; i < func.getNumResults(); ++i)
-    if (auto attr = func.getResultAttrOfType<StringAttr>(i, "onnx.name"))
-      if (std::optional<CacheSlot> slot = parseSlot(attr.getValue(), "present"))
-        presentResults[{slot->layer, static_cast<int>(slot->part)}] = i;
+    if (std::optional<CacheSlot> slot = slotOf(getResultIO(func, i), true))
+      presentResults[{slot->layer, static_cast<int>(slot->part)}] = i;
   if (pastArgs.empty())
     return success(); // Nothing to rewrite: no functional cache.
   int64_t layers = static_cast<int64_t>(pastArgs.size() / 2);
@@ -203,8 +199,11 @@ LogicalResult KVCacheInplacePass::rewrite(func::FuncOp func) {
   for (auto [i, attrs] : llvm::enumerate(resultAttrs))
     if (!droppedResults.test(i))
       keptResultAttrs.push_back(attrs);
-  keptResultAttrs.push_back(
-      b.getDictionaryAttr(b.getNamedAttr("onnx.name", b.getStringAttr("kv_cache"))));
+  auto io = [&](IOKind kind) {
+    return b.getDictionaryAttr(b.getNamedAttr(SpecDialect::kIOAttrName,
+                                              b.getAttr<IOAttr>(kind, std::nullopt)));
+  };
+  keptResultAttrs.push_back(io(IOKind::KVCache));
   ret->setOperands(results);
 
   llvm::BitVector droppedArgs(entry.getNumArguments());
@@ -215,9 +214,8 @@ LogicalResult KVCacheInplacePass::rewrite(func::FuncOp func) {
   for (auto [i, attrs] : llvm::enumerate(argAttrs))
     if (!droppedArgs.test(i))
       keptArgAttrs.push_back(attrs);
-  for (StringRef argName : {"kv_cache", "past_length"})
-    keptArgAttrs.push_back(b.getDictionaryAttr(
-        b.getNamedAttr("onnx.name", b.getStringAttr(argName))));
+  for (IOKind kind : {IOKind::KVCache, IOKind::PastLength})
+    keptArgAttrs.push_back(io(kind));
   for (unsigned i : droppedArgs.set_bits())
     if (!entry.getArgument(i).use_empty())
       return func.emitError() << "spec-kv-cache-inplace: a past tensor of @"

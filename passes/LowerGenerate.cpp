@@ -33,20 +33,19 @@ struct CachedModel {
   bool takesHidden = false;
 
   static FailureOr<CachedModel> get(func::FuncOp func, Operation *user) {
-    auto name = [&](unsigned i, bool result) -> StringRef {
-      auto attr = result ? func.getResultAttrOfType<StringAttr>(i, "onnx.name")
-                         : func.getArgAttrOfType<StringAttr>(i, "onnx.name");
-      return attr ? attr.getValue() : "";
+    auto is = [&](unsigned i, bool result, IOKind kind) {
+      IOAttr io = result ? getResultIO(func, i) : getArgumentIO(func, i);
+      return io && io.getKind() == kind;
     };
     unsigned args = func.getNumArguments(), results = func.getNumResults();
-    unsigned first = args > 0 && name(0, false) == "previous_hidden_states";
+    unsigned first = args > 0 && is(0, false, IOKind::PreviousHiddenStates);
     bool ok = args == 4 + first && results >= 2 &&
-              name(first, false) == "input_ids" &&
-              name(first + 1, false) == "position_ids" &&
-              name(first + 2, false) == "kv_cache" &&
-              name(first + 3, false) == "past_length" &&
-              name(0, true) == "logits" &&
-              name(results - 1, true) == "kv_cache";
+              is(first, false, IOKind::TokenIds) &&
+              is(first + 1, false, IOKind::PositionIds) &&
+              is(first + 2, false, IOKind::KVCache) &&
+              is(first + 3, false, IOKind::PastLength) &&
+              is(0, true, IOKind::Logits) &&
+              is(results - 1, true, IOKind::KVCache);
     auto logits = ok ? dyn_cast<RankedTensorType>(func.getResultTypes()[0])
                      : RankedTensorType();
     if (!ok || !logits || logits.getRank() != 3 ||
@@ -712,12 +711,8 @@ LogicalResult LowerGeneratePass::lowerMedusa(DecoderOp decoder,
   int64_t numHeads = proposer.getHeads().size();
   SmallVector<unsigned> headResults;
   for (int64_t k = 1; k <= numHeads; ++k) {
-    std::string wanted = "medusa_logits." + std::to_string(k);
-    std::optional<unsigned> found;
-    for (unsigned i = 0; i < targetFunc.getNumResults(); ++i)
-      if (auto name = targetFunc.getResultAttrOfType<StringAttr>(i, "onnx.name"))
-        if (name.getValue() == wanted)
-          found = i;
+    std::optional<unsigned> found =
+        findResult(targetFunc, IOKind::HeadLogits, k);
     auto type = found ? dyn_cast<RankedTensorType>(
                             targetFunc.getResultTypes()[*found])
                       : RankedTensorType();
@@ -725,8 +720,9 @@ LogicalResult LowerGeneratePass::lowerMedusa(DecoderOp decoder,
         type.isDynamicDim(2) || type.getDimSize(2) != target->vocab)
       return decoder.emitError()
              << "spec-lower-generate: target @" << targetFunc.getSymName()
-             << " does not return " << wanted
-             << " for every position; fuse the heads with "
+             << " does not return the logits of head " << k
+             << " (#spec.io<head_logits, index = " << k << ">) for every "
+                "position; fuse the heads with "
                 "spec-fuse-mtp-heads{last-position-only=false} first";
     headResults.push_back(*found);
   }
@@ -834,11 +830,8 @@ LogicalResult LowerGeneratePass::lowerMTPModule(DecoderOp decoder,
   if (failed(module))
     return failure();
   func::FuncOp targetFunc = target->func;
-  std::optional<unsigned> hiddenIndex;
-  for (unsigned i = 0; i < targetFunc.getNumResults(); ++i)
-    if (auto name = targetFunc.getResultAttrOfType<StringAttr>(i, "onnx.name"))
-      if (name.getValue() == "hidden_states")
-        hiddenIndex = i;
+  std::optional<unsigned> hiddenIndex =
+      findResult(targetFunc, IOKind::HiddenStates);
   if (!module->takesHidden || !hiddenIndex)
     return decoder.emitError()
            << "spec-lower-generate: the MTP module needs the target's "

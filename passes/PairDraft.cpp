@@ -36,17 +36,17 @@ struct ModelInfo {
   StringAttr tokenizer() const {
     return config ? config.getTokenizer() : nullptr;
   }
-  /// Whether the function's arguments carry ONNX names, and if so whether
-  /// they include the first layer's key/value cache.
+  /// Whether the function's arguments say what they are (#spec.io), and if
+  /// so whether they include the first layer's key cache.
   std::optional<bool> hasCacheInputs() const {
     func::FuncOp f = func;
-    bool named = false, cache = false;
+    bool described = false;
     for (unsigned i = 0; i < f.getNumArguments(); ++i)
-      if (auto name = f.getArgAttrOfType<StringAttr>(i, "onnx.name")) {
-        named = true;
-        cache |= name.getValue() == "past_key_values.0.key";
-      }
-    return named ? std::optional(cache) : std::nullopt;
+      described |= bool(getArgumentIO(f, i));
+    if (!described)
+      return std::nullopt;
+    return findArgument(f, IOKind::PastKey, 0) ||
+           findArgument(f, IOKind::KVCache);
   }
 };
 

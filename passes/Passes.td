@@ -71,7 +71,8 @@ def SpecPairDraft : Pass<"spec-pair-draft", "::mlir::ModuleOp"> {
     * maximum contexts differ: the decoder uses the smaller one (warning);
     * logits element types differ (error);
     * either model lacks the key/value cache inputs of the model contract
-      (`past_key_values.{i}.key|value`) (error).
+      (`#spec.io<past_key, index = 0>`, from `past_key_values.0.key`)
+      (error).
   }];
   let options = [
     Option<"targetName", "target", "std::string", "\"\"",
@@ -104,9 +105,9 @@ def SpecFuseMTPHeads : Pass<"spec-fuse-mtp-heads", "::mlir::ModuleOp"> {
   let description = [{
     For every `spec.decoder` with an `#spec.mtp` proposer of Medusa heads,
     creates `@<target>_fused`: the target's body, then each head's body
-    applied to the target's last hidden state (the result named
-    `hidden_states`), returning the target's results followed by one
-    `medusa_logits.<k>` result per head. The trunk is computed once. Weights
+    applied to the target's last hidden state (its `#spec.io<hidden_states>`
+    result), returning the target's results followed by one
+    `#spec.io<head_logits, index = k>` result per head. The trunk is computed once. Weights
     that the heads share with the target or with each other (Medusa heads
     reuse the target's output projection) are deduplicated: equal constants
     become one. The decoder then refers to the fused target.
@@ -132,11 +133,15 @@ def SpecKVCacheInplace : Pass<"spec-kv-cache-inplace", "::mlir::ModuleOp"> {
   let summary = "Turn the functional KV cache of model functions into "
                 "in-place writes into a preallocated cache";
   let description = [{
-    Model functions imported from ONNX take `past_key_values.{i}.key|value`
-    and return `present.{i}.key|value = Concat(past, new)`: every step copies
-    the whole cache. For each function with role `target`, `draft` or
-    `mtp_module` that does, this pass replaces those arguments by one `!spec.kv_cache` of fixed
-    capacity and an `index` past length (both appended to the arguments), and
+    Model functions imported from ONNX take the past keys and values
+    (`#spec.io<past_key|past_value, index = i>`, from
+    `past_key_values.{i}.key|value`) and return the present ones
+    (`#spec.io<present_key|present_value, index = i>`) as `Concat(past,
+    new)`: every step copies the whole cache. For each function with role `target`, `draft` or
+    `mtp_module` that does, this pass replaces those arguments by one
+    `!spec.kv_cache` of fixed capacity and an `index` past length (both
+    appended to the arguments, as `#spec.io<kv_cache>` and
+    `#spec.io<past_length>`), and
     those results by the updated cache (appended to the results); each
     concatenation becomes `spec.cache.write` of the new entries at the past
     length followed by `spec.cache.read` of the first `past + new` positions,
@@ -424,6 +429,32 @@ def SpecGPUSchedule : Pass<"spec-gpu-schedule", "::mlir::func::FuncOp"> {
                            "::mlir::gpu::GPUDialect",
                            "::mlir::linalg::LinalgDialect",
                            "::mlir::scf::SCFDialect"];
+}
+
+def SpecGPUAsyncLaunches
+    : Pass<"spec-gpu-async-launches", "::mlir::func::FuncOp"> {
+  let summary = "Chain kernel launches on one stream; synchronize only "
+                "before host code that touches what they touch";
+  let description = [{
+    A synchronous `gpu.launch_func` is lowered to a launch followed by a
+    stream synchronization: a forward of a few hundred kernels waits for the
+    GPU a few hundred times. This pass makes the launches of each block
+    asynchronous, chained on one token (one stream, so they still run in
+    order), and inserts a synchronous `gpu.wait` only before the first host
+    operation that may touch memory a pending kernel touches: a load, store
+    or other memory effect on a buffer (traced through views, casts and
+    reshapes to its allocation, global or argument) that a pending launch
+    received, a reshape whose shape buffer one did, any operation with
+    regions, a call, a terminator, or an operation whose effects are
+    unknown. Allocation and deallocation do not synchronize: the runtime
+    reuses a freed block only after the stream's next synchronization.
+
+    Runs on host functions after `gpu-kernel-outlining`; `spec-to-cuda`
+    runs it unless `async-launches=false`.
+
+    Refused: a launch that is asynchronous already.
+  }];
+  let dependentDialects = ["::mlir::gpu::GPUDialect"];
 }
 
 #endif // SPECULA_PASSES_PASSES_TD

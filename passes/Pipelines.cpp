@@ -131,6 +131,8 @@ void specula::buildSpecToCUDAPipeline(OpPassManager &pm,
   pm.addNestedPass<func::FuncOp>(createSpecGPUSchedule(schedule));
   pm.addNestedPass<func::FuncOp>(createConvertParallelLoopToGpuPass());
   pm.addPass(createGpuKernelOutliningPass());
+  if (options.asyncLaunches)
+    pm.addNestedPass<func::FuncOp>(createSpecGPUAsyncLaunches());
   pm.addPass(memref::createExpandStridedMetadataPass());
   pm.addPass(createLowerAffinePass());
   pm.addPass(createSCFToControlFlowPass());

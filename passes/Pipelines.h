@@ -117,6 +117,13 @@ struct SpecToCUDAOptions
       *this, "threads",
       llvm::cl::desc("Threads per block (spec-gpu-schedule)"),
       llvm::cl::init(128)};
+  Option<bool> asyncLaunches{
+      *this, "async-launches",
+      llvm::cl::desc("Chain launches on one stream and synchronize only "
+                     "before host code that touches their buffers "
+                     "(spec-gpu-async-launches); off: synchronize after "
+                     "every launch"),
+      llvm::cl::init(true)};
   Option<std::string> weightsFile{
       *this, "weights-file",
       llvm::cl::desc("Write every constant into this file, which the runtime "

@@ -47,6 +47,11 @@ ptxas = os.environ.get("SPECULA_PTXAS", "/usr/local/cuda/bin/ptxas")
 if os.access(ptxas, os.X_OK):
     config.available_features.add("ptxas")
     config.substitutions.append(("%ptxas", ptxas))
+# specc --device cuda links the kernels' math functions from the toolkit's
+# libdevice; without it CUDA artifacts of the example models cannot be built.
+toolkit = os.environ.get("CUDA_HOME") or "/usr/local/cuda"
+if os.path.exists(os.path.join(toolkit, "nvvm/libdevice/libdevice.10.bc")):
+    config.available_features.add("cuda-toolkit")
 config.substitutions.append(
     ("%fake_cuda_dir", os.path.join(config.specula_obj_root, "test", "fake-cuda")))
 # A real CUDA driver on this machine (the no-driver test needs its absence).

@@ -46,6 +46,24 @@ void SpecDialect::registerAttributes() {
       >();
 }
 
+LogicalResult IOAttr::verify(function_ref<InFlightDiagnostic()> emitError,
+                             IOKind kind, std::optional<int64_t> index) {
+  bool layered = kind == IOKind::PastKey || kind == IOKind::PastValue ||
+                 kind == IOKind::PresentKey || kind == IOKind::PresentValue;
+  bool indexed = layered || kind == IOKind::HeadLogits;
+  if (indexed && !index)
+    return emitError() << "'" << stringifyIOKind(kind) << "' requires an index ("
+                       << (layered ? "the layer" : "the head's depth") << ")";
+  if (!indexed && index)
+    return emitError() << "'" << stringifyIOKind(kind)
+                       << "' does not take an index";
+  if (index && *index < (layered ? 0 : 1))
+    return emitError() << "the index of '" << stringifyIOKind(kind)
+                       << "' must be at least " << (layered ? 0 : 1) << ", got "
+                       << *index;
+  return success();
+}
+
 LogicalResult RoleAttr::verify(function_ref<InFlightDiagnostic()> emitError,
                                FunctionRole kind,
                                std::optional<int64_t> depth) {

@@ -63,6 +63,35 @@ def Spec_RoleAttr : Spec_Attr<"Role", "role"> {
   }];
 }
 
+def Spec_IOAttr : Spec_Attr<"IO", "io"> {
+  let summary = "what an argument or result of a model function is";
+  let description = [{
+    Attached to a model function's arguments and results as `spec.io`: the
+    contract between the importer, which sets it from the model's input and
+    output names (ONNX: `input_ids`, `position_ids`,
+    `past_key_values.{i}.key|value`, `logits`, `present.{i}.key|value`,
+    `hidden_states`, `medusa_logits.{k}`, and an MTP module's
+    `previous_hidden_states`), and the passes, which find values
+    by it and never by name. `past_key`, `past_value`, `present_key` and
+    `present_value` carry the layer (`index` from 0), `head_logits` the
+    head's depth (from 1); `kv_cache` and `past_length` are the in-place
+    cache and its valid length that `spec-kv-cache-inplace` adds.
+
+    Example:
+
+    ```mlir
+    func.func @target(%ids: tensor<?x?xi64> {spec.io = #spec.io<token_ids>},
+                      %k: tensor<?x2x?x32xf32> {spec.io = #spec.io<past_key, index = 0>})
+        -> (tensor<?x?x259xf32> {spec.io = #spec.io<logits>})
+    ```
+  }];
+  let parameters = (ins
+    EnumParameter<Spec_IOKind>:$kind,
+    OptionalParameter<"std::optional<int64_t>">:$index);
+  let assemblyFormat = "`<` $kind (`,` `index` `=` $index^)? `>`";
+  let genVerifyDecl = 1;
+}
+
 def Spec_ModelConfigAttr : Spec_Attr<"ModelConfig", "model_config"> {
   let summary = "configuration of a model: vocabulary, special tokens, context";
   let description = [{

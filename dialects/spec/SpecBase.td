@@ -44,6 +44,8 @@ def Spec_Dialect : Dialect {
   let useDefaultAttributePrinterParser = 1;
   let useDefaultTypePrinterParser = 1;
   let hasOperationAttrVerify = 1;
+  let hasRegionArgAttrVerify = 1;
+  let hasRegionResultAttrVerify = 1;
   let extraClassDeclaration = [{
     /// Discardable attribute naming the role of a model function.
     static constexpr ::llvm::StringLiteral kRoleAttrName = "spec.role";
@@ -57,6 +59,9 @@ def Spec_Dialect : Dialect {
     /// lowering to LLVM, where the artifact writer reads it for the manifest.
     static constexpr ::llvm::StringLiteral kContextCapacityAttrName =
         "spec.context_capacity";
+    /// Argument and result attribute of a model function: what the value is
+    /// (#spec.io), the contract between the importer and the passes.
+    static constexpr ::llvm::StringLiteral kIOAttrName = "spec.io";
 
   private:
     void registerAttributes();
@@ -71,6 +76,25 @@ def Spec_FunctionRole : I32EnumAttr<"FunctionRole",
       I32EnumAttrCase<"Draft", 1, "draft">,
       I32EnumAttrCase<"MedusaHead", 2, "medusa_head">,
       I32EnumAttrCase<"MTPModule", 3, "mtp_module">
+    ]> {
+  let cppNamespace = "::specula::spec";
+  let genSpecializedAttr = 0;
+}
+
+def Spec_IOKind : I32EnumAttr<"IOKind",
+    "what a model function's argument or result is", [
+      I32EnumAttrCase<"TokenIds", 0, "token_ids">,
+      I32EnumAttrCase<"PositionIds", 1, "position_ids">,
+      I32EnumAttrCase<"PastKey", 2, "past_key">,
+      I32EnumAttrCase<"PastValue", 3, "past_value">,
+      I32EnumAttrCase<"PresentKey", 4, "present_key">,
+      I32EnumAttrCase<"PresentValue", 5, "present_value">,
+      I32EnumAttrCase<"Logits", 6, "logits">,
+      I32EnumAttrCase<"HiddenStates", 7, "hidden_states">,
+      I32EnumAttrCase<"HeadLogits", 8, "head_logits">,
+      I32EnumAttrCase<"KVCache", 9, "kv_cache">,
+      I32EnumAttrCase<"PastLength", 10, "past_length">,
+      I32EnumAttrCase<"PreviousHiddenStates", 11, "previous_hidden_states">
     ]> {
   let cppNamespace = "::specula::spec";
   let genSpecializedAttr = 0;

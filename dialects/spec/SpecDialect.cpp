@@ -66,3 +66,78 @@ LogicalResult SpecDialect::verifyOperationAttribute(Operation *op,
   }
   return success();
 }
+
+/// spec.io on a function's arguments and results must be a #spec.io;
+/// spec.name (names of decode-loop arguments) a string.
+static LogicalResult verifyValueAttribute(Operation *op, NamedAttribute attr) {
+  StringRef name = attr.getName().getValue();
+  if (name == SpecDialect::kIOAttrName) {
+    if (!isa<IOAttr>(attr.getValue()))
+      return op->emitError() << "'" << name
+                             << "' must be a #spec.io attribute, got "
+                             << attr.getValue();
+    return success();
+  }
+  if (name == "spec.name") {
+    if (!isa<StringAttr>(attr.getValue()))
+      return op->emitError() << "'spec.name' must be a string";
+    return success();
+  }
+  return op->emitError() << "unknown spec dialect argument or result "
+                            "attribute '"
+                         << name << "'; expected '" << SpecDialect::kIOAttrName
+                         << "' or 'spec.name'";
+}
+
+LogicalResult SpecDialect::verifyRegionArgAttribute(Operation *op, unsigned,
+                                                    unsigned,
+                                                    NamedAttribute attr) {
+  return verifyValueAttribute(op, attr);
+}
+
+LogicalResult SpecDialect::verifyRegionResultAttribute(Operation *op,
+                                                       unsigned, unsigned,
+                                                       NamedAttribute attr) {
+  return verifyValueAttribute(op, attr);
+}
+
+IOAttr specula::spec::getArgumentIO(FunctionOpInterface func, unsigned i) {
+  return func.getArgAttrOfType<IOAttr>(i, SpecDialect::kIOAttrName);
+}
+
+IOAttr specula::spec::getResultIO(FunctionOpInterface func, unsigned i) {
+  return func.getResultAttrOfType<IOAttr>(i, SpecDialect::kIOAttrName);
+}
+
+static bool matches(IOAttr io, IOKind kind, std::optional<int64_t> index) {
+  return io && io.getKind() == kind && (!index || io.getIndex() == index);
+}
+
+std::optional<unsigned> specula::spec::findArgument(
+    FunctionOpInterface func, IOKind kind, std::optional<int64_t> index) {
+  for (unsigned i = 0, e = func.getNumArguments(); i < e; ++i)
+    if (matches(getArgumentIO(func, i), kind, index))
+      return i;
+  return std::nullopt;
+}
+
+std::optional<unsigned> specula::spec::findResult(FunctionOpInterface func,
+                                                  IOKind kind,
+                                                  std::optional<int64_t> index) {
+  for (unsigned i = 0, e = func.getNumResults(); i < e; ++i)
+    if (matches(getResultIO(func, i), kind, index))
+      return i;
+  return std::nullopt;
+}
+
+void specula::spec::setArgumentIO(FunctionOpInterface func, unsigned i,
+                                  IOKind kind, std::optional<int64_t> index) {
+  func.setArgAttr(i, SpecDialect::kIOAttrName,
+                  IOAttr::get(func.getContext(), kind, index));
+}
+
+void specula::spec::setResultIO(FunctionOpInterface func, unsigned i,
+                                IOKind kind, std::optional<int64_t> index) {
+  func.setResultAttr(i, SpecDialect::kIOAttrName,
+                     IOAttr::get(func.getContext(), kind, index));
+}

@@ -29,4 +29,26 @@ void printShortestDouble(mlir::AsmPrinter &printer, const llvm::APFloat &value);
 #define GET_TYPEDEF_CLASSES
 #include "dialects/spec/SpecTypes.h.inc"
 
+namespace mlir {
+class FunctionOpInterface;
+} // namespace mlir
+
+namespace specula::spec {
+/// The #spec.io of argument or result `i` of `func`, or null.
+IOAttr getArgumentIO(mlir::FunctionOpInterface func, unsigned i);
+IOAttr getResultIO(mlir::FunctionOpInterface func, unsigned i);
+/// The first argument or result of `func` that is `kind` (with `index`, when
+/// given), if any.
+std::optional<unsigned> findArgument(mlir::FunctionOpInterface func,
+                                     IOKind kind,
+                                     std::optional<int64_t> index = {});
+std::optional<unsigned> findResult(mlir::FunctionOpInterface func, IOKind kind,
+                                   std::optional<int64_t> index = {});
+/// Marks argument or result `i` of `func` as `kind` (with `index`).
+void setArgumentIO(mlir::FunctionOpInterface func, unsigned i, IOKind kind,
+                   std::optional<int64_t> index = {});
+void setResultIO(mlir::FunctionOpInterface func, unsigned i, IOKind kind,
+                 std::optional<int64_t> index = {});
+} // namespace specula::spec
+
 #endif // SPECULA_DIALECT_SPEC_SPECDIALECT_H

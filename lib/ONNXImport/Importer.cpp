@@ -24,8 +24,50 @@
 #include "llvm/Support/SourceMgr.h"
 
 using namespace mlir;
+
 using namespace specula;
 using namespace specula::onnx_import;
+
+namespace {
+using IORole = std::pair<specula::spec::IOKind, std::optional<int64_t>>;
+} // namespace
+
+/// What the decoder-export naming convention (Hugging Face optimum) says an
+/// input or output is: the #spec.io the passes find values by.
+static std::optional<IORole> ioRoleOf(StringRef name) {
+  using specula::spec::IOKind;
+  if (name == "input_ids")
+    return IORole{IOKind::TokenIds, std::nullopt};
+  if (name == "position_ids")
+    return IORole{IOKind::PositionIds, std::nullopt};
+  if (name == "logits")
+    return IORole{IOKind::Logits, std::nullopt};
+  if (name == "hidden_states")
+    return IORole{IOKind::HiddenStates, std::nullopt};
+  if (name == "previous_hidden_states")
+    return IORole{IOKind::PreviousHiddenStates, std::nullopt};
+  int64_t index;
+  // past_key_values.{i}.key|value, present.{i}.key|value
+  for (auto [prefix, key, value] :
+       {std::make_tuple("past_key_values.", IOKind::PastKey, IOKind::PastValue),
+        std::make_tuple("present.", IOKind::PresentKey,
+                        IOKind::PresentValue)}) {
+    if (!name.starts_with(prefix))
+      continue;
+    auto [layer, part] = name.drop_front(StringRef(prefix).size()).split('.');
+    if (layer.getAsInteger(10, index) || index < 0)
+      return std::nullopt;
+    if (part == "key")
+      return IORole{key, index};
+    if (part == "value")
+      return IORole{value, index};
+    return std::nullopt;
+  }
+  if (name.consume_front("medusa_logits.") && !name.getAsInteger(10, index) &&
+      index >= 1)
+    return IORole{IOKind::HeadLogits, index};
+  return std::nullopt;
+}
 
 //===----------------------------------------------------------------------===//
 // Types and tensors
@@ -360,9 +402,14 @@ LogicalResult GraphImporter::run() {
   for (auto [i, info] : llvm::enumerate(args)) {
     values[info->name()] = entry->getArgument(i);
     func->setArgAttr(i, "onnx.name", builder.getStringAttr(info->name()));
+    if (std::optional<IORole> role = ioRoleOf(info->name()))
+      spec::setArgumentIO(*func, i, role->first, role->second);
   }
-  for (auto [i, info] : llvm::enumerate(graph.output()))
+  for (auto [i, info] : llvm::enumerate(graph.output())) {
     func->setResultAttr(i, "onnx.name", builder.getStringAttr(info.name()));
+    if (std::optional<IORole> role = ioRoleOf(info.name()))
+      spec::setResultIO(*func, i, role->first, role->second);
+  }
 
   for (const auto &tensor : graph.initializer()) {
     FailureOr<Type> elementType =

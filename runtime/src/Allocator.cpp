@@ -43,7 +43,30 @@ struct Pool {
       free;
   uint64_t cachedBytes = 0;
   const specrt::BlockSource *current = &specrt::hostBlockSource();
+  bool deferring = false;
+  std::vector<void *> deferred;
 };
+
+/// Puts a freed block in its free list, or back to its source when the
+/// cache is full. Called with the pool locked; returns the block to release
+/// outside the lock, if any.
+void *cacheBlock(Pool &p, void *block) {
+  uint64_t cls = static_cast<uint64_t *>(block)[-1];
+  uint64_t header = static_cast<uint64_t *>(block)[-2];
+  auto *source = reinterpret_cast<const specrt::BlockSource **>(block)[-3];
+  uint64_t key = cls + header;
+  if (p.cachedBytes + key > kMaxCachedBytes)
+    return block;
+  p.free[{source, key}].push_back(block);
+  p.cachedBytes += key;
+  return nullptr;
+}
+
+void releaseBlock(void *block) {
+  uint64_t header = static_cast<uint64_t *>(block)[-2];
+  auto *source = reinterpret_cast<const specrt::BlockSource **>(block)[-3];
+  source->release(static_cast<char *>(block) - header);
+}
 
 Pool &pool() {
   // Never destroyed: compiled code may free during static destruction.
@@ -110,12 +133,35 @@ void specrt::releaseCachedBlocks(const BlockSource &source) {
       continue;
     }
     for (void *block : it->second) {
-      uint64_t header = static_cast<uint64_t *>(block)[-2];
       p.cachedBytes -= it->first.second;
-      source.release(static_cast<char *>(block) - header);
+      releaseBlock(block);
     }
     it = p.free.erase(it);
   }
+}
+
+void specrt::deferFreedBlocks(bool defer) {
+  Pool &p = pool();
+  {
+    std::lock_guard<std::mutex> lock(p.mutex);
+    p.deferring = defer;
+  }
+  if (!defer)
+    reuseDeferredBlocks();
+}
+
+void specrt::reuseDeferredBlocks() {
+  Pool &p = pool();
+  std::vector<void *> released;
+  {
+    std::lock_guard<std::mutex> lock(p.mutex);
+    for (void *block : p.deferred)
+      if (void *overflow = cacheBlock(p, block))
+        released.push_back(overflow);
+    p.deferred.clear();
+  }
+  for (void *block : released)
+    releaseBlock(block);
 }
 
 extern "C" {
@@ -134,20 +180,18 @@ SPECRT_API void *_mlir_memref_to_llvm_aligned_alloc(uint64_t alignment,
 SPECRT_API void _mlir_memref_to_llvm_free(void *block) {
   if (!block)
     return;
-  uint64_t cls = static_cast<uint64_t *>(block)[-1];
-  uint64_t header = static_cast<uint64_t *>(block)[-2];
-  auto *source = reinterpret_cast<const specrt::BlockSource **>(block)[-3];
-  uint64_t key = cls + header;
   Pool &p = pool();
+  void *overflow;
   {
     std::lock_guard<std::mutex> lock(p.mutex);
-    if (p.cachedBytes + key <= kMaxCachedBytes) {
-      p.free[{source, key}].push_back(block);
-      p.cachedBytes += key;
+    if (p.deferring) {
+      p.deferred.push_back(block);
       return;
     }
+    overflow = cacheBlock(p, block);
   }
-  source->release(static_cast<char *>(block) - header);
+  if (overflow)
+    releaseBlock(overflow);
 }
 
 } // extern "C"

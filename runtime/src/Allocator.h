@@ -27,6 +27,13 @@ void useBlockSource(const BlockSource &source);
 /// Returns the cached free blocks of `source` to it.
 void releaseCachedBlocks(const BlockSource &source);
 
+/// While deferring, freed blocks are not reused until
+/// reuseDeferredBlocks(): kernels still queued on a stream may use a block
+/// the host code has freed, so the CUDA device reuses blocks only after the
+/// stream's next synchronization.
+void deferFreedBlocks(bool defer);
+void reuseDeferredBlocks();
+
 } // namespace specrt
 
 #endif // SPECRT_ALLOCATOR_H

@@ -105,6 +105,17 @@ specrt_status specrt::checkHostCPU(const Manifest &manifest,
   return SPECRT_OK;
 }
 
+specrt_status specrt::mapWeights(const std::string &directory,
+                                 const Manifest &manifest,
+                                 bool verifyChecksums, MappedFile &weights,
+                                 std::string &error) {
+  std::string path = directory + "/" + manifest.weights.name;
+  if (!weights.open(path, error))
+    return SPECRT_ERROR_IO;
+  return checkArtifactFile(path, weights.data(), weights.size(),
+                           manifest.weights, verifyChecksums, error);
+}
+
 void HostLibrary::close() {
   if (handle)
     dlclose(handle);
@@ -191,12 +202,8 @@ specrt_status CPUDevice::open(const std::string &directory,
                               std::string &error) {
   if (specrt_status status = checkHostCPU(manifest, error))
     return status;
-  std::string weightsPath = directory + "/" + manifest.weights.name;
-  if (!weights.open(weightsPath, error))
-    return SPECRT_ERROR_IO;
   if (specrt_status status =
-          checkArtifactFile(weightsPath, weights.data(), weights.size(),
-                            manifest.weights, verifyChecksums, error))
+          mapWeights(directory, manifest, verifyChecksums, weights, error))
     return status;
   return library.open(directory, manifest, verifyChecksums, weights.data(),
                       error);

@@ -290,6 +290,7 @@ CUDADevice::~CUDADevice() {
     if (s.stream)
       s.driver.cuStreamSynchronize(s.stream);
     useBlockSource(hostBlockSource());
+    deferFreedBlocks(false);
     releaseCachedBlocks(*memory);
     if (weights)
       memory->release(weights);
@@ -385,13 +386,9 @@ specrt_status CUDADevice::open(const std::string &directory,
                                std::string &error) {
   if (specrt_status status = checkHostCPU(manifest, error))
     return status;
-  std::string weightsPath = directory + "/" + manifest.weights.name;
   MappedFile file;
-  if (!file.open(weightsPath, error))
-    return SPECRT_ERROR_IO;
   if (specrt_status status =
-          checkArtifactFile(weightsPath, file.data(), file.size(),
-                            manifest.weights, verifyChecksums, error))
+          mapWeights(directory, manifest, verifyChecksums, file, error))
     return status;
   if (specrt_status status = setUpDriver(manifest, error))
     return status;
@@ -418,6 +415,9 @@ specrt_status CUDADevice::open(const std::string &directory,
   }
   std::memcpy(weights, file.data(), file.size());
   useBlockSource(*memory);
+  // Launches are asynchronous: a block the host frees may still be in use
+  // by a queued kernel until the stream is synchronized.
+  deferFreedBlocks(true);
 
   // Loading the library loads its kernels (mgpuModuleLoadJIT).
   if (specrt_status status =
@@ -558,8 +558,9 @@ SPECRT_API void mgpuLaunchKernel(void *function, intptr_t gridX,
            "cuLaunchKernel");
 }
 
-/// The decode loops' code creates, synchronizes and destroys a stream around
-/// each launch; they all get the device's one stream.
+/// Host code creates a stream for each chain of launches (and, with
+/// spec-to-cuda{async-launches=false}, for each launch), synchronizes and
+/// destroys it; they all get the device's one stream.
 SPECRT_API void *mgpuStreamCreate() { return state().stream; }
 
 SPECRT_API void mgpuStreamDestroy(void *) {}
@@ -568,9 +569,10 @@ SPECRT_API void mgpuStreamSynchronize(void *stream) {
   State &s = state();
   if (!s.ok())
     return;
-  s.failed(s.driver.cuStreamSynchronize(
-               stream ? static_cast<CUstream>(stream) : s.stream),
-           "cuStreamSynchronize");
+  if (!s.failed(s.driver.cuStreamSynchronize(
+                    stream ? static_cast<CUstream>(stream) : s.stream),
+                "cuStreamSynchronize"))
+    reuseDeferredBlocks();
 }
 
 } // extern "C"

@@ -46,6 +46,13 @@ public:
 /// architecture and the CPU features the manifest lists).
 specrt_status checkHostCPU(const Manifest &manifest, std::string &error);
 
+class MappedFile;
+
+/// Maps the artifact's weights file and checks its size and checksum.
+specrt_status mapWeights(const std::string &directory, const Manifest &manifest,
+                         bool verifyChecksums, MappedFile &weights,
+                         std::string &error);
+
 /// The artifact's host shared object, loaded, with its weights base set and
 /// its decode loops found.
 class HostLibrary {

@@ -2,7 +2,7 @@
 // RUN: not spec-opt %s --spec-fuse-mtp-heads=num-heads=3 -split-input-file 2>&1 | FileCheck %s --check-prefix=COUNT
 // COUNT: error: spec-fuse-mtp-heads: num-heads is 3 but the decoder has 1 heads
 
-// expected-error @below {{spec-fuse-mtp-heads: target @target returns no hidden state (a result named hidden_states, per the model contract) for its heads to read}}
+// expected-error @below {{spec-fuse-mtp-heads: target @target returns no hidden state (#spec.io<hidden_states>: the output hidden_states, per the model contract) for its heads to read}}
 func.func @target(%ids: tensor<?x?xi64>) -> tensor<?x?x8xf32>
     attributes {spec.role = #spec.role<target>} {
   %logits = tensor.empty() : tensor<1x1x8xf32>

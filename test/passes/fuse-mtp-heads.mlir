@@ -5,7 +5,7 @@
 // share the target's output projection (the same weights, copied into each
 // head's graph, as exported).
 
-func.func @target(%ids: tensor<?x?xi64>) -> (tensor<?x?x8xf32> {onnx.name = "logits"}, tensor<?x?x4xf32> {onnx.name = "hidden_states"})
+func.func @target(%ids: tensor<?x?xi64>) -> (tensor<?x?x8xf32> {spec.io = #spec.io<logits>}, tensor<?x?x4xf32> {spec.io = #spec.io<hidden_states>})
     attributes {spec.role = #spec.role<target>} {
   %c0 = arith.constant 0 : index
   %c1 = arith.constant 1 : index
@@ -55,7 +55,7 @@ spec.decoder @decoder target(@target) proposer(#spec.mtp<[@head1, @head2]>) veri
 // The original target stays for target-only decoding.
 // CHECK-LABEL: func.func @target(
 // CHECK-LABEL: func.func @target_fused(
-// CHECK-SAME: -> (tensor<?x?x8xf32> {onnx.name = "logits"}, tensor<?x?x4xf32> {onnx.name = "hidden_states"}, tensor<?x?x8xf32> {onnx.name = "medusa_logits.1"}, tensor<?x?x8xf32> {onnx.name = "medusa_logits.2"})
+// CHECK-SAME: -> (tensor<?x?x8xf32> {spec.io = #spec.io<logits>}, tensor<?x?x4xf32> {spec.io = #spec.io<hidden_states>}, tensor<?x?x8xf32> {spec.io = #spec.io<head_logits, index = 1>}, tensor<?x?x8xf32> {spec.io = #spec.io<head_logits, index = 2>})
 // CHECK-SAME: spec.fused_from = @target
 // CHECK-SAME: spec.role = #spec.role<target>
 // The shared output projection is one constant, used by the target and both
@@ -75,6 +75,6 @@ spec.decoder @decoder target(@target) proposer(#spec.mtp<[@head1, @head2]>) veri
 // CHECK: spec.decoder @decoder target(@target_fused) proposer(#spec.mtp<[@head1, @head2]>) verify(#spec.greedy)
 
 // OPTIONS: remark: fused 1 Medusa heads into @target_fused
-// OPTIONS: func.func @target_fused({{.*}} -> (tensor<?x?x8xf32> {onnx.name = "logits"}, tensor<?x?x4xf32> {onnx.name = "hidden_states"}, tensor<?x?x8xf32> {onnx.name = "medusa_logits.1"})
+// OPTIONS: func.func @target_fused({{.*}} -> (tensor<?x?x8xf32> {spec.io = #spec.io<logits>}, tensor<?x?x4xf32> {spec.io = #spec.io<hidden_states>}, tensor<?x?x8xf32> {spec.io = #spec.io<head_logits, index = 1>})
 // OPTIONS-NOT: tensor.extract_slice
 // OPTIONS: spec.decoder @decoder target(@target_fused)

@@ -5,14 +5,14 @@
 // as past_key_values tensors and goes out as present = Concat(past, new);
 // the past length is read off the past tensor's shape.
 
-func.func @target(%ids: tensor<?x?xi64> {onnx.name = "input_ids"},
-                  %past_k: tensor<?x2x?x8xf32> {onnx.name = "past_key_values.0.key"},
-                  %past_v: tensor<?x2x?x8xf32> {onnx.name = "past_key_values.0.value"},
+func.func @target(%ids: tensor<?x?xi64> {spec.io = #spec.io<token_ids>},
+                  %past_k: tensor<?x2x?x8xf32> {spec.io = #spec.io<past_key, index = 0>},
+                  %past_v: tensor<?x2x?x8xf32> {spec.io = #spec.io<past_value, index = 0>},
                   %new_k: tensor<?x2x?x8xf32>, %new_v: tensor<?x2x?x8xf32>)
-    -> (tensor<?x?x16xf32> {onnx.name = "logits"},
-        tensor<?x2x?x8xf32> {onnx.name = "present.0.key"},
-        tensor<?x2x?x8xf32> {onnx.name = "present.0.value"},
-        index {onnx.name = "past_length"})
+    -> (tensor<?x?x16xf32> {spec.io = #spec.io<logits>},
+        tensor<?x2x?x8xf32> {spec.io = #spec.io<present_key, index = 0>},
+        tensor<?x2x?x8xf32> {spec.io = #spec.io<present_value, index = 0>},
+        index {spec.io = #spec.io<past_length>})
     attributes {spec.role = #spec.role<target>,
                 spec.config = #spec.model_config<vocab_size = 16, max_context = 128>} {
   %c2 = arith.constant 2 : index
@@ -26,11 +26,11 @@ func.func @target(%ids: tensor<?x?xi64> {onnx.name = "input_ids"},
 }
 
 // CHECK-LABEL: func.func @target(
-// CHECK-SAME: %[[IDS:[^:]*]]: tensor<?x?xi64> {onnx.name = "input_ids"},
+// CHECK-SAME: %[[IDS:[^:]*]]: tensor<?x?xi64> {spec.io = #spec.io<token_ids>},
 // CHECK-SAME: %[[NEWK:[^:]*]]: tensor<?x2x?x8xf32>, %[[NEWV:[^:]*]]: tensor<?x2x?x8xf32>,
-// CHECK-SAME: %[[CACHE:[^:]*]]: !spec.kv_cache<1x2x128x8xf32> {onnx.name = "kv_cache"},
-// CHECK-SAME: %[[PAST:[^:]*]]: index {onnx.name = "past_length"})
-// CHECK-SAME: -> (tensor<?x?x16xf32> {onnx.name = "logits"}, index {onnx.name = "past_length"}, !spec.kv_cache<1x2x128x8xf32> {onnx.name = "kv_cache"})
+// CHECK-SAME: %[[CACHE:[^:]*]]: !spec.kv_cache<1x2x128x8xf32> {spec.io = #spec.io<kv_cache>},
+// CHECK-SAME: %[[PAST:[^:]*]]: index {spec.io = #spec.io<past_length>})
+// CHECK-SAME: -> (tensor<?x?x16xf32> {spec.io = #spec.io<logits>}, index {spec.io = #spec.io<past_length>}, !spec.kv_cache<1x2x128x8xf32> {spec.io = #spec.io<kv_cache>})
 // CHECK: %[[K:.*]] = spec.cache.write %[[CACHE]] keys layer 0 at %[[PAST]], %[[NEWK]]
 // CHECK: %[[N:.*]] = tensor.dim %[[NEWK]], %{{.*}}
 // CHECK: %[[TOTAL:.*]] = arith.addi %[[PAST]], %[[N]] : index
@@ -47,7 +47,7 @@ func.func @target(%ids: tensor<?x?xi64> {onnx.name = "input_ids"},
 
 // Functions without a role are left alone.
 // CHECK-LABEL: func.func @helper(
-// CHECK-SAME: tensor<?x2x?x8xf32> {onnx.name = "past_key_values.0.key"}
-func.func @helper(%past_k: tensor<?x2x?x8xf32> {onnx.name = "past_key_values.0.key"}) -> tensor<?x2x?x8xf32> {
+// CHECK-SAME: tensor<?x2x?x8xf32> {spec.io = #spec.io<past_key, index = 0>}
+func.func @helper(%past_k: tensor<?x2x?x8xf32> {spec.io = #spec.io<past_key, index = 0>}) -> tensor<?x2x?x8xf32> {
   return %past_k : tensor<?x2x?x8xf32>
 }

@@ -10,17 +10,17 @@ spec.decoder @decoder target(@target) proposer(#spec.draft<@draft, gamma = 2>) v
 // -----
 
 // Heads fused for the last position only.
-func.func private @target_fused(tensor<?x?xi64> {onnx.name = "input_ids"},
-                                tensor<?x?xi64> {onnx.name = "position_ids"},
-                                !spec.kv_cache<2x2x64x8xf32> {onnx.name = "kv_cache"},
-                                index {onnx.name = "past_length"})
-    -> (tensor<?x?x16xf32> {onnx.name = "logits"},
-        tensor<?x1x16xf32> {onnx.name = "medusa_logits.1"},
-        !spec.kv_cache<2x2x64x8xf32> {onnx.name = "kv_cache"})
+func.func private @target_fused(tensor<?x?xi64> {spec.io = #spec.io<token_ids>},
+                                tensor<?x?xi64> {spec.io = #spec.io<position_ids>},
+                                !spec.kv_cache<2x2x64x8xf32> {spec.io = #spec.io<kv_cache>},
+                                index {spec.io = #spec.io<past_length>})
+    -> (tensor<?x?x16xf32> {spec.io = #spec.io<logits>},
+        tensor<?x1x16xf32> {spec.io = #spec.io<head_logits, index = 1>},
+        !spec.kv_cache<2x2x64x8xf32> {spec.io = #spec.io<kv_cache>})
     attributes {spec.role = #spec.role<target>}
 func.func private @head1(tensor<?x?x4xf32>) -> tensor<?x?x16xf32>
     attributes {spec.role = #spec.role<medusa_head, depth = 1>}
-// expected-error @below {{spec-lower-generate: target @target_fused does not return medusa_logits.1 for every position; fuse the heads with spec-fuse-mtp-heads{last-position-only=false} first}}
+// expected-error @below {{spec-lower-generate: target @target_fused does not return the logits of head 1 (#spec.io<head_logits, index = 1>) for every position; fuse the heads with spec-fuse-mtp-heads{last-position-only=false} first}}
 spec.decoder @decoder target(@target_fused) proposer(#spec.mtp<[@head1]>) verify(#spec.greedy)
 
 // -----

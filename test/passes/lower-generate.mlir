@@ -4,33 +4,33 @@
 // A target and a draft in the in-place cache form that spec-kv-cache-inplace
 // gives, paired greedily with gamma = 2 and by rejection sampling.
 
-func.func private @target(tensor<?x?xi64> {onnx.name = "input_ids"},
-                          tensor<?x?xi64> {onnx.name = "position_ids"},
-                          !spec.kv_cache<2x2x64x8xf32> {onnx.name = "kv_cache"},
-                          index {onnx.name = "past_length"})
-    -> (tensor<?x?x16xf32> {onnx.name = "logits"},
-        !spec.kv_cache<2x2x64x8xf32> {onnx.name = "kv_cache"})
+func.func private @target(tensor<?x?xi64> {spec.io = #spec.io<token_ids>},
+                          tensor<?x?xi64> {spec.io = #spec.io<position_ids>},
+                          !spec.kv_cache<2x2x64x8xf32> {spec.io = #spec.io<kv_cache>},
+                          index {spec.io = #spec.io<past_length>})
+    -> (tensor<?x?x16xf32> {spec.io = #spec.io<logits>},
+        !spec.kv_cache<2x2x64x8xf32> {spec.io = #spec.io<kv_cache>})
     attributes {spec.role = #spec.role<target>,
                 spec.config = #spec.model_config<vocab_size = 16, eos_token_id = 15>}
-func.func private @draft(tensor<?x?xi64> {onnx.name = "input_ids"},
-                         tensor<?x?xi64> {onnx.name = "position_ids"},
-                         !spec.kv_cache<1x1x32x8xf32> {onnx.name = "kv_cache"},
-                         index {onnx.name = "past_length"})
-    -> (tensor<?x?x16xf32> {onnx.name = "logits"},
-        !spec.kv_cache<1x1x32x8xf32> {onnx.name = "kv_cache"})
+func.func private @draft(tensor<?x?xi64> {spec.io = #spec.io<token_ids>},
+                         tensor<?x?xi64> {spec.io = #spec.io<position_ids>},
+                         !spec.kv_cache<1x1x32x8xf32> {spec.io = #spec.io<kv_cache>},
+                         index {spec.io = #spec.io<past_length>})
+    -> (tensor<?x?x16xf32> {spec.io = #spec.io<logits>},
+        !spec.kv_cache<1x1x32x8xf32> {spec.io = #spec.io<kv_cache>})
     attributes {spec.role = #spec.role<draft>}
 
 spec.decoder @greedy target(@target) proposer(#spec.draft<@draft, gamma = 2>) verify(#spec.greedy)
 
 // A target with two Medusa heads fused for every position.
-func.func private @fused(tensor<?x?xi64> {onnx.name = "input_ids"},
-                         tensor<?x?xi64> {onnx.name = "position_ids"},
-                         !spec.kv_cache<2x2x64x8xf32> {onnx.name = "kv_cache"},
-                         index {onnx.name = "past_length"})
-    -> (tensor<?x?x16xf32> {onnx.name = "logits"},
-        tensor<?x?x16xf32> {onnx.name = "medusa_logits.1"},
-        tensor<?x?x16xf32> {onnx.name = "medusa_logits.2"},
-        !spec.kv_cache<2x2x64x8xf32> {onnx.name = "kv_cache"})
+func.func private @fused(tensor<?x?xi64> {spec.io = #spec.io<token_ids>},
+                         tensor<?x?xi64> {spec.io = #spec.io<position_ids>},
+                         !spec.kv_cache<2x2x64x8xf32> {spec.io = #spec.io<kv_cache>},
+                         index {spec.io = #spec.io<past_length>})
+    -> (tensor<?x?x16xf32> {spec.io = #spec.io<logits>},
+        tensor<?x?x16xf32> {spec.io = #spec.io<head_logits, index = 1>},
+        tensor<?x?x16xf32> {spec.io = #spec.io<head_logits, index = 2>},
+        !spec.kv_cache<2x2x64x8xf32> {spec.io = #spec.io<kv_cache>})
     attributes {spec.role = #spec.role<target>, spec.fused_from = @target,
                 spec.config = #spec.model_config<vocab_size = 16, eos_token_id = 15>}
 func.func private @head1(tensor<?x?x4xf32>) -> tensor<?x?x16xf32>
@@ -41,22 +41,22 @@ spec.decoder @medusa target(@fused) proposer(#spec.mtp<[@head1, @head2]>) verify
 
 // A target returning its hidden states and a DeepSeek-style MTP module, both
 // with in-place caches.
-func.func private @trunk(tensor<?x?xi64> {onnx.name = "input_ids"},
-                         tensor<?x?xi64> {onnx.name = "position_ids"},
-                         !spec.kv_cache<2x2x64x8xf32> {onnx.name = "kv_cache"},
-                         index {onnx.name = "past_length"})
-    -> (tensor<?x?x16xf32> {onnx.name = "logits"},
-        tensor<?x?x4xf32> {onnx.name = "hidden_states"},
-        !spec.kv_cache<2x2x64x8xf32> {onnx.name = "kv_cache"})
+func.func private @trunk(tensor<?x?xi64> {spec.io = #spec.io<token_ids>},
+                         tensor<?x?xi64> {spec.io = #spec.io<position_ids>},
+                         !spec.kv_cache<2x2x64x8xf32> {spec.io = #spec.io<kv_cache>},
+                         index {spec.io = #spec.io<past_length>})
+    -> (tensor<?x?x16xf32> {spec.io = #spec.io<logits>},
+        tensor<?x?x4xf32> {spec.io = #spec.io<hidden_states>},
+        !spec.kv_cache<2x2x64x8xf32> {spec.io = #spec.io<kv_cache>})
     attributes {spec.role = #spec.role<target>}
-func.func private @module(tensor<?x?x4xf32> {onnx.name = "previous_hidden_states"},
-                          tensor<?x?xi64> {onnx.name = "input_ids"},
-                          tensor<?x?xi64> {onnx.name = "position_ids"},
-                          !spec.kv_cache<1x2x64x8xf32> {onnx.name = "kv_cache"},
-                          index {onnx.name = "past_length"})
-    -> (tensor<?x?x16xf32> {onnx.name = "logits"},
-        tensor<?x?x4xf32> {onnx.name = "hidden_states"},
-        !spec.kv_cache<1x2x64x8xf32> {onnx.name = "kv_cache"})
+func.func private @module(tensor<?x?x4xf32> {spec.io = #spec.io<previous_hidden_states>},
+                          tensor<?x?xi64> {spec.io = #spec.io<token_ids>},
+                          tensor<?x?xi64> {spec.io = #spec.io<position_ids>},
+                          !spec.kv_cache<1x2x64x8xf32> {spec.io = #spec.io<kv_cache>},
+                          index {spec.io = #spec.io<past_length>})
+    -> (tensor<?x?x16xf32> {spec.io = #spec.io<logits>},
+        tensor<?x?x4xf32> {spec.io = #spec.io<hidden_states>},
+        !spec.kv_cache<1x2x64x8xf32> {spec.io = #spec.io<kv_cache>})
     attributes {spec.role = #spec.role<mtp_module, depth = 1>}
 spec.decoder @deepseek target(@trunk) proposer(#spec.mtp<[@module]>) verify(#spec.greedy)
 spec.decoder @sampled target(@target) proposer(#spec.draft<@draft, gamma = 2>) verify(#spec.rejection<temperature = 0.8>)

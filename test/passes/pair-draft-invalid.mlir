@@ -55,11 +55,11 @@ func.func private @draft(tensor<?x?xi64>) -> tensor<?x?x8xf16>
 
 // Models imported from ONNX without their key/value cache.
 // expected-note @below {{target defined here}}
-func.func private @target(tensor<?x?xi64> {onnx.name = "input_ids"}) -> tensor<?x?x8xf32>
+func.func private @target(tensor<?x?xi64> {spec.io = #spec.io<token_ids>}) -> tensor<?x?x8xf32>
     attributes {spec.role = #spec.role<target>}
 // expected-error @below {{spec-pair-draft: draft @draft and target @target cannot be paired: @target has no key/value cache input (past_key_values.0.key)}}
 // expected-note @below {{to fix: export the model with its cache (use_cache=True) so that each step processes only new tokens}}
-func.func private @draft(tensor<?x?xi64> {onnx.name = "input_ids"}, tensor<?x1x?x32xf32> {onnx.name = "past_key_values.0.key"}) -> tensor<?x?x8xf32>
+func.func private @draft(tensor<?x?xi64> {spec.io = #spec.io<token_ids>}, tensor<?x1x?x32xf32> {spec.io = #spec.io<past_key, index = 0>}) -> tensor<?x?x8xf32>
     attributes {spec.role = #spec.role<draft>}
 
 // -----

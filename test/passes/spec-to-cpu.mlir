@@ -8,13 +8,13 @@
 // and a draft with functional caches) to the LLVM dialect: the models with
 // in-place caches, the speculative and target-only decode loops.
 
-func.func @target(%ids: tensor<?x?xi64> {onnx.name = "input_ids"},
-                  %pos: tensor<?x?xi64> {onnx.name = "position_ids"},
-                  %past_k: tensor<?x1x?x4xf32> {onnx.name = "past_key_values.0.key"},
-                  %past_v: tensor<?x1x?x4xf32> {onnx.name = "past_key_values.0.value"})
-    -> (tensor<?x?x8xf32> {onnx.name = "logits"},
-        tensor<?x1x?x4xf32> {onnx.name = "present.0.key"},
-        tensor<?x1x?x4xf32> {onnx.name = "present.0.value"})
+func.func @target(%ids: tensor<?x?xi64> {spec.io = #spec.io<token_ids>},
+                  %pos: tensor<?x?xi64> {spec.io = #spec.io<position_ids>},
+                  %past_k: tensor<?x1x?x4xf32> {spec.io = #spec.io<past_key, index = 0>},
+                  %past_v: tensor<?x1x?x4xf32> {spec.io = #spec.io<past_value, index = 0>})
+    -> (tensor<?x?x8xf32> {spec.io = #spec.io<logits>},
+        tensor<?x1x?x4xf32> {spec.io = #spec.io<present_key, index = 0>},
+        tensor<?x1x?x4xf32> {spec.io = #spec.io<present_value, index = 0>})
     attributes {spec.role = #spec.role<target>,
                 spec.config = #spec.model_config<vocab_size = 8, eos_token_id = 7, max_context = 64>} {
   %c0 = arith.constant 0 : index
@@ -28,13 +28,13 @@ func.func @target(%ids: tensor<?x?xi64> {onnx.name = "input_ids"},
   return %logits, %k, %v : tensor<?x?x8xf32>, tensor<?x1x?x4xf32>, tensor<?x1x?x4xf32>
 }
 
-func.func @draft(%ids: tensor<?x?xi64> {onnx.name = "input_ids"},
-                 %pos: tensor<?x?xi64> {onnx.name = "position_ids"},
-                 %past_k: tensor<?x1x?x4xf32> {onnx.name = "past_key_values.0.key"},
-                 %past_v: tensor<?x1x?x4xf32> {onnx.name = "past_key_values.0.value"})
-    -> (tensor<?x?x8xf32> {onnx.name = "logits"},
-        tensor<?x1x?x4xf32> {onnx.name = "present.0.key"},
-        tensor<?x1x?x4xf32> {onnx.name = "present.0.value"})
+func.func @draft(%ids: tensor<?x?xi64> {spec.io = #spec.io<token_ids>},
+                 %pos: tensor<?x?xi64> {spec.io = #spec.io<position_ids>},
+                 %past_k: tensor<?x1x?x4xf32> {spec.io = #spec.io<past_key, index = 0>},
+                 %past_v: tensor<?x1x?x4xf32> {spec.io = #spec.io<past_value, index = 0>})
+    -> (tensor<?x?x8xf32> {spec.io = #spec.io<logits>},
+        tensor<?x1x?x4xf32> {spec.io = #spec.io<present_key, index = 0>},
+        tensor<?x1x?x4xf32> {spec.io = #spec.io<present_value, index = 0>})
     attributes {spec.role = #spec.role<draft>,
                 spec.config = #spec.model_config<vocab_size = 8, eos_token_id = 7, max_context = 64>} {
   %c0 = arith.constant 0 : index

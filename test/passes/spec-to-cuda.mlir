@@ -3,6 +3,7 @@
 // RUN: spec-opt %s --spec-to-cuda | FileCheck %s
 // RUN: spec-opt %s --pass-pipeline='builtin.module(spec-to-cuda{chip=sm_80 threads=64 capacity=16})' | FileCheck %s --check-prefix=SM80
 // RUN: spec-opt %s --pass-pipeline='builtin.module(spec-to-cuda{weights-file=%t.bin})' | FileCheck %s --check-prefix=WEIGHTS
+// RUN: spec-opt %s --pass-pipeline='builtin.module(spec-to-cuda{async-launches=false})' | FileCheck %s --check-prefix=SYNC
 // RUN: not spec-opt %s --pass-pipeline='builtin.module(spec-to-cuda{threads=100})' 2>&1 | FileCheck %s --check-prefix=THREADS
 
 // spec-to-cuda takes the same composition as spec-to-cpu. The device split:
@@ -10,13 +11,13 @@
 // the innermost dimension across a block's threads), the decode loops'
 // control stays on the host.
 
-func.func @target(%ids: tensor<?x?xi64> {onnx.name = "input_ids"},
-                  %pos: tensor<?x?xi64> {onnx.name = "position_ids"},
-                  %past_k: tensor<?x1x?x4xf32> {onnx.name = "past_key_values.0.key"},
-                  %past_v: tensor<?x1x?x4xf32> {onnx.name = "past_key_values.0.value"})
-    -> (tensor<?x?x8xf32> {onnx.name = "logits"},
-        tensor<?x1x?x4xf32> {onnx.name = "present.0.key"},
-        tensor<?x1x?x4xf32> {onnx.name = "present.0.value"})
+func.func @target(%ids: tensor<?x?xi64> {spec.io = #spec.io<token_ids>},
+                  %pos: tensor<?x?xi64> {spec.io = #spec.io<position_ids>},
+                  %past_k: tensor<?x1x?x4xf32> {spec.io = #spec.io<past_key, index = 0>},
+                  %past_v: tensor<?x1x?x4xf32> {spec.io = #spec.io<past_value, index = 0>})
+    -> (tensor<?x?x8xf32> {spec.io = #spec.io<logits>},
+        tensor<?x1x?x4xf32> {spec.io = #spec.io<present_key, index = 0>},
+        tensor<?x1x?x4xf32> {spec.io = #spec.io<present_value, index = 0>})
     attributes {spec.role = #spec.role<target>,
                 spec.config = #spec.model_config<vocab_size = 8, eos_token_id = 7, max_context = 64>} {
   %c0 = arith.constant 0 : index
@@ -30,13 +31,13 @@ func.func @target(%ids: tensor<?x?xi64> {onnx.name = "input_ids"},
   return %logits, %k, %v : tensor<?x?x8xf32>, tensor<?x1x?x4xf32>, tensor<?x1x?x4xf32>
 }
 
-func.func @draft(%ids: tensor<?x?xi64> {onnx.name = "input_ids"},
-                 %pos: tensor<?x?xi64> {onnx.name = "position_ids"},
-                 %past_k: tensor<?x1x?x4xf32> {onnx.name = "past_key_values.0.key"},
-                 %past_v: tensor<?x1x?x4xf32> {onnx.name = "past_key_values.0.value"})
-    -> (tensor<?x?x8xf32> {onnx.name = "logits"},
-        tensor<?x1x?x4xf32> {onnx.name = "present.0.key"},
-        tensor<?x1x?x4xf32> {onnx.name = "present.0.value"})
+func.func @draft(%ids: tensor<?x?xi64> {spec.io = #spec.io<token_ids>},
+                 %pos: tensor<?x?xi64> {spec.io = #spec.io<position_ids>},
+                 %past_k: tensor<?x1x?x4xf32> {spec.io = #spec.io<past_key, index = 0>},
+                 %past_v: tensor<?x1x?x4xf32> {spec.io = #spec.io<past_value, index = 0>})
+    -> (tensor<?x?x8xf32> {spec.io = #spec.io<logits>},
+        tensor<?x1x?x4xf32> {spec.io = #spec.io<present_key, index = 0>},
+        tensor<?x1x?x4xf32> {spec.io = #spec.io<present_value, index = 0>})
     attributes {spec.role = #spec.role<draft>,
                 spec.config = #spec.model_config<vocab_size = 8, eos_token_id = 7, max_context = 64>} {
   %c0 = arith.constant 0 : index
@@ -71,7 +72,11 @@ spec.decoder @decoder target(@target) proposer(#spec.draft<@draft, gamma = 3>) v
 // CHECK-DAG: llvm.func @decoder_generate({{.*}}attributes {llvm.emit_c_interface, spec.context_capacity = 64 : i64}
 // CHECK-DAG: llvm.func @_mlir_ciface_decoder_target_only(
 // CHECK-DAG: llvm.call @_mlir_memref_to_llvm_alloc(
-// CHECK-DAG: gpu.launch_func @{{.*}} blocks in
+// Launches are chained on one stream, synchronized where the host needs
+// their results (spec-gpu-async-launches).
+// CHECK-DAG: %[[S:.*]] = llvm.call @mgpuStreamCreate()
+// CHECK-DAG: gpu.launch_func <%{{.*}} : !llvm.ptr> @{{.*}} blocks in
+// CHECK-DAG: llvm.call @mgpuStreamSynchronize(
 // CHECK-DAG: gpu.binary @{{.*}} [#gpu.object<#nvvm.target<O = 3, chip = "sm_90">, properties = {{.*}}, assembly = "{{.*}}.version 7.8{{.*}}.target sm_90
 // CHECK-NOT: memrefCopy
 // CHECK-NOT: gpu.module
@@ -85,5 +90,9 @@ spec.decoder @decoder target(@target) proposer(#spec.draft<@draft, gamma = 3>) v
 // cannot read the host's globals.
 // WEIGHTS: llvm.mlir.global external @spec_weights_base()
 // WEIGHTS-NOT: llvm.mlir.global private constant
+
+// Without async launches each launch synchronizes on its own.
+// SYNC: gpu.launch_func @{{.*}} blocks in
+// SYNC-NOT: mgpuStreamSynchronize
 
 // THREADS: threads must be a multiple of 32 in [32, 1024], got 100

@@ -160,6 +160,45 @@ func.func private @f() attributes {spec.fused_from = @missing}
 func.func private @f() attributes {spec.context_capacity = 0 : i64}
 
 //===----------------------------------------------------------------------===//
+// spec.io
+//===----------------------------------------------------------------------===//
+
+// -----
+
+// expected-error @below {{'past_key' requires an index (the layer)}}
+func.func private @f(tensor<?xf32> {spec.io = #spec.io<past_key>})
+
+// -----
+
+// expected-error @below {{'head_logits' requires an index (the head's depth)}}
+func.func private @f() -> (tensor<?xf32> {spec.io = #spec.io<head_logits>})
+
+// -----
+
+// expected-error @below {{'logits' does not take an index}}
+func.func private @f() -> (tensor<?xf32> {spec.io = #spec.io<logits, index = 1>})
+
+// -----
+
+// expected-error @below {{the index of 'head_logits' must be at least 1, got 0}}
+func.func private @f() -> (tensor<?xf32> {spec.io = #spec.io<head_logits, index = 0>})
+
+// -----
+
+// expected-error @below {{the index of 'present_value' must be at least 0, got -1}}
+func.func private @f() -> (tensor<?xf32> {spec.io = #spec.io<present_value, index = -1>})
+
+// -----
+
+// expected-error @below {{'spec.io' must be a #spec.io attribute, got "input_ids"}}
+func.func private @f(tensor<?xi64> {spec.io = "input_ids"})
+
+// -----
+
+// expected-error @below {{unknown spec dialect argument or result attribute 'spec.input'; expected 'spec.io' or 'spec.name'}}
+func.func private @f(tensor<?xi64> {spec.input = 1})
+
+//===----------------------------------------------------------------------===//
 // spec.decoder
 //===----------------------------------------------------------------------===//
 

@@ -14,6 +14,16 @@ func.func private @target(tensor<?xi64>, !spec.kv_cache<2x4x512x32xf32>)
                     bos_token_id = 256, eos_token_id = 257, pad_token_id = 258,
                     max_context = 512, tokenizer = "sha256:0123abcd">}
 
+// What a model function's arguments and results are.
+// CHECK-LABEL: func.func private @described
+// CHECK-SAME: (tensor<?x?xi64> {spec.io = #spec.io<token_ids>}, tensor<?x2x?x4xf32> {spec.io = #spec.io<past_key, index = 0>}, index {spec.io = #spec.io<past_length>})
+// CHECK-SAME: -> (tensor<?x?x8xf32> {spec.io = #spec.io<head_logits, index = 2>}, tensor<?x?x4xf32> {spec.io = #spec.io<previous_hidden_states>})
+func.func private @described(tensor<?x?xi64> {spec.io = #spec.io<token_ids>},
+                             tensor<?x2x?x4xf32> {spec.io = #spec.io<past_key, index = 0>},
+                             index {spec.io = #spec.io<past_length>})
+    -> (tensor<?x?x8xf32> {spec.io = #spec.io<head_logits, index = 2>},
+        tensor<?x?x4xf32> {spec.io = #spec.io<previous_hidden_states>})
+
 // Optional config fields stay optional.
 // CHECK-LABEL: func.func private @draft
 // CHECK-SAME: spec.config = #spec.model_config<vocab_size = 259, tokenizer = "sha256:0123abcd">

@@ -78,8 +78,18 @@ protected:
         importONNX(module, (*buffer)->getBuffer(), path, options)));
   }
 
+  /// The example target paired with its draft, gamma 4.
+  void pairDraft(ModuleOp module, PassManager &pm) {
+    import(module, "target.onnx", "target");
+    import(module, "draft.onnx", "draft");
+    SpecPairDraftOptions options;
+    options.gamma = 4;
+    pm.addPass(createSpecPairDraft(options));
+  }
+
   /// Compiles the decoder built by `build` into an artifact and opens it.
-  specrt_model *compile(llvm::function_ref<void(ModuleOp, PassManager &)> build) {
+  specrt_model *compile(llvm::function_ref<void(ModuleOp, PassManager &)> build,
+                        const ArtifactOptions &options) {
     OwningOpRef<ModuleOp> module = ModuleOp::create(UnknownLoc::get(&context));
     PassManager pm(&context);
     build(*module, pm);
@@ -89,7 +99,7 @@ protected:
                                                       directory));
     artifactDirectory = std::string(directory);
     llvm::sys::path::append(directory, "decoder.spec");
-    if (failed(writeArtifact(*module, directory, ArtifactOptions())))
+    if (failed(writeArtifact(*module, directory, options)))
       return nullptr;
     specrt_model *model = nullptr;
     EXPECT_EQ(specrt_open(directory.c_str(), nullptr, &model), SPECRT_OK)
@@ -147,8 +157,9 @@ protected:
   }
 
   void expectExact(llvm::function_ref<void(ModuleOp, PassManager &)> build,
-                   double minTokensPerForward) {
-    specrt_model *model = compile(build);
+                   double minTokensPerForward,
+                   const ArtifactOptions &options = ArtifactOptions()) {
+    specrt_model *model = compile(build, options);
     ASSERT_TRUE(model);
     int64_t tokens = 0, forwards = 0;
     for (const char *prompt : kPrompts) {
@@ -175,15 +186,8 @@ protected:
 } // namespace
 
 TEST_F(ExactGreedyTest, DraftDecoder) {
-  expectExact(
-      [&](ModuleOp module, PassManager &pm) {
-        import(module, "target.onnx", "target");
-        import(module, "draft.onnx", "draft");
-        SpecPairDraftOptions options;
-        options.gamma = 4;
-        pm.addPass(createSpecPairDraft(options));
-      },
-      2.0);
+  expectExact([&](ModuleOp module, PassManager &pm) { pairDraft(module, pm); },
+              2.0);
 }
 
 TEST_F(ExactGreedyTest, MedusaDecoder) {
@@ -216,4 +220,14 @@ TEST_F(ExactGreedyTest, MTPModuleDecoder) {
                                                spec::GreedyAttr::get(&context))));
       },
       1.3);
+}
+
+// The CUDA schedule (spec-gpu-schedule: one thread per output, tiles of a
+// block's threads), executed on the CPU as loops: the tiling and mapping keep
+// greedy exact.
+TEST_F(ExactGreedyTest, DraftDecoderOnTheGPUSchedule) {
+  ArtifactOptions options;
+  options.gpuScheduleThreads = 128;
+  expectExact([&](ModuleOp module, PassManager &pm) { pairDraft(module, pm); },
+              2.0, options);
 }

@@ -37,12 +37,12 @@ std::string modelFunction(StringRef name, StringRef role,
   std::string text;
   llvm::raw_string_ostream os(text);
   os << "func.func @" << name
-     << "(%ids: tensor<?x?xi64> {onnx.name = \"input_ids\"}, "
-        "%pos: tensor<?x?xi64> {onnx.name = \"position_ids\"}, "
-        "%cache: !spec.kv_cache<1x1x64x1xf32> {onnx.name = \"kv_cache\"}, "
-        "%past: index {onnx.name = \"past_length\"}) -> "
-        "(tensor<1x?x4xf32> {onnx.name = \"logits\"}, "
-        "!spec.kv_cache<1x1x64x1xf32> {onnx.name = \"kv_cache\"}) "
+     << "(%ids: tensor<?x?xi64> {spec.io = #spec.io<token_ids>}, "
+        "%pos: tensor<?x?xi64> {spec.io = #spec.io<position_ids>}, "
+        "%cache: !spec.kv_cache<1x1x64x1xf32> {spec.io = #spec.io<kv_cache>}, "
+        "%past: index {spec.io = #spec.io<past_length>}) -> "
+        "(tensor<1x?x4xf32> {spec.io = #spec.io<logits>}, "
+        "!spec.kv_cache<1x1x64x1xf32> {spec.io = #spec.io<kv_cache>}) "
         "attributes {spec.role = #spec.role<"
      << role << ">} {\n"
      << "  %c1 = arith.constant 1 : index\n"

@@ -26,12 +26,12 @@ namespace {
 /// A model over 8 tokens whose logits prefer token t + 1 after token t.
 std::string successorModel(StringRef name, StringRef role) {
   return (R"(
-func.func @)" + name + R"((%ids: tensor<?x?xi64> {onnx.name = "input_ids"},
-    %pos: tensor<?x?xi64> {onnx.name = "position_ids"},
-    %cache: !spec.kv_cache<1x1x64x1xf32> {onnx.name = "kv_cache"},
-    %past: index {onnx.name = "past_length"})
-    -> (tensor<1x?x8xf32> {onnx.name = "logits"},
-        !spec.kv_cache<1x1x64x1xf32> {onnx.name = "kv_cache"})
+func.func @)" + name + R"((%ids: tensor<?x?xi64> {spec.io = #spec.io<token_ids>},
+    %pos: tensor<?x?xi64> {spec.io = #spec.io<position_ids>},
+    %cache: !spec.kv_cache<1x1x64x1xf32> {spec.io = #spec.io<kv_cache>},
+    %past: index {spec.io = #spec.io<past_length>})
+    -> (tensor<1x?x8xf32> {spec.io = #spec.io<logits>},
+        !spec.kv_cache<1x1x64x1xf32> {spec.io = #spec.io<kv_cache>})
     attributes {spec.role = #spec.role<)" + role + R"(>,
                 spec.config = #spec.model_config<vocab_size = 8, eos_token_id = 5>} {
   %c1 = arith.constant 1 : index
