@@ -38,7 +38,7 @@ struct ApproximateMathPass
           StringRef(op).starts_with("math.") ? op : "math." + op;
       if (!llvm::is_contained(kApproximable, StringRef(name))) {
         getOperation()->emitError()
-            << "spec-approximate-math: no polynomial approximation of '"
+            << "no polynomial approximation of '"
             << op << "'; approximable: "
             << llvm::join(llvm::map_range(kApproximable,
                                           [](StringRef n) {

@@ -117,24 +117,24 @@ LogicalResult FuseMTPHeadsPass::fuse(DecoderOp decoder,
     auto role = head->getAttrOfType<RoleAttr>(SpecDialect::kRoleAttrName);
     if (role.getKind() == FunctionRole::MTPModule)
       return decoder.emitError()
-             << "spec-fuse-mtp-heads: fusing DeepSeek-style MTP modules (@"
+             << "fusing DeepSeek-style MTP modules (@"
              << ref.getValue()
              << ") is not supported yet; only Medusa heads are";
     if (head.getNumArguments() != 1 || head.isExternal())
-      return head.emitError() << "spec-fuse-mtp-heads: Medusa head @"
+      return head.emitError() << "Medusa head @"
                               << ref.getValue()
                               << " must have a body and take exactly one "
                                  "argument, the hidden state";
     headFuncs.push_back(head);
   }
   if (target.isExternal())
-    return target.emitError() << "spec-fuse-mtp-heads: target @"
+    return target.emitError() << "target @"
                               << target.getSymName() << " has no body";
   std::optional<unsigned> hiddenIndex =
       findResult(target, IOKind::HiddenStates);
   if (!hiddenIndex)
     return target.emitError()
-           << "spec-fuse-mtp-heads: target @" << target.getSymName()
+           << "target @" << target.getSymName()
            << " returns no hidden state (#spec.io<hidden_states>: the output "
               "hidden_states, per the model contract) for its heads to read";
 
@@ -156,7 +156,7 @@ LogicalResult FuseMTPHeadsPass::fuse(DecoderOp decoder,
   if (lastPositionOnly) {
     if (hiddenType.getRank() != 3)
       return target.emitError()
-             << "spec-fuse-mtp-heads: the hidden state must be batch x "
+             << "the hidden state must be batch x "
                 "sequence x hidden to select the last position, got "
              << hiddenType;
     SmallVector<OpFoldResult> offsets, sizes, strides(3, b.getIndexAttr(1));
@@ -183,7 +183,7 @@ LogicalResult FuseMTPHeadsPass::fuse(DecoderOp decoder,
     Value input = hidden;
     if (input.getType() != argType) {
       if (!tensor::CastOp::areCastCompatible(input.getType(), argType))
-        return head.emitError() << "spec-fuse-mtp-heads: head @"
+        return head.emitError() << "head @"
                                 << head.getSymName() << " takes " << argType
                                 << ", which the target's hidden state "
                                 << input.getType() << " cannot be cast to";

@@ -68,7 +68,7 @@ LogicalResult KVCacheInplacePass::rewrite(func::FuncOp func) {
     for (int part : {0, 1})
       if (!pastArgs.count({layer, part}) || !presentResults.count({layer, part}))
         return func.emitError()
-               << "spec-kv-cache-inplace: @" << name << " lacks "
+               << "@" << name << " lacks "
                << (pastArgs.count({layer, part}) ? "present." : "past_key_values.")
                << layer << (part == 0 ? ".key" : ".value")
                << "; a functional cache needs past and present for every layer";
@@ -78,7 +78,7 @@ LogicalResult KVCacheInplacePass::rewrite(func::FuncOp func) {
       cast<RankedTensorType>(func.getArgumentTypes()[pastArgs[{0, 0}]]);
   if (pastType.getRank() != 4 || pastType.isDynamicDim(1) ||
       pastType.isDynamicDim(3))
-    return func.emitError() << "spec-kv-cache-inplace: past_key_values.0.key "
+    return func.emitError() << "past_key_values.0.key "
                                "of @"
                             << name
                             << " must be batch x kv_heads x past x head_dim "
@@ -89,7 +89,7 @@ LogicalResult KVCacheInplacePass::rewrite(func::FuncOp func) {
     auto config =
         func->getAttrOfType<ModelConfigAttr>(SpecDialect::kConfigAttrName);
     if (!config || !config.getMaxContext())
-      return func.emitError() << "spec-kv-cache-inplace: @" << name
+      return func.emitError() << "@" << name
                               << " has no max_context; pass capacity=<positions>";
     cap = *config.getMaxContext();
   }
@@ -121,7 +121,7 @@ LogicalResult KVCacheInplacePass::rewrite(func::FuncOp func) {
     if (!concat || concat.getDim() != 2 || concat.getInputs().size() != 2 ||
         !isPast(concat.getInputs()[0]))
       return func.emitError()
-             << "spec-kv-cache-inplace: present." << slot.first
+             << "present." << slot.first
              << (slot.second == 0 ? ".key" : ".value") << " of @" << name
              << " is not Concat(past_key_values." << slot.first
              << (slot.second == 0 ? ".key" : ".value")
@@ -141,7 +141,7 @@ LogicalResult KVCacheInplacePass::rewrite(func::FuncOp func) {
       std::optional<int64_t> index = dim ? dim.getConstantIndex() : std::nullopt;
       if (!index)
         return user->emitError()
-               << "spec-kv-cache-inplace: past_key_values." << slot.first
+               << "past_key_values." << slot.first
                << (slot.second == 0 ? ".key" : ".value") << " of @" << name
                << " is used other than by its concatenation and its shape";
       b.setInsertionPoint(dim);
@@ -218,7 +218,7 @@ LogicalResult KVCacheInplacePass::rewrite(func::FuncOp func) {
     keptArgAttrs.push_back(io(kind));
   for (unsigned i : droppedArgs.set_bits())
     if (!entry.getArgument(i).use_empty())
-      return func.emitError() << "spec-kv-cache-inplace: a past tensor of @"
+      return func.emitError() << "a past tensor of @"
                               << name << " is still used after the rewrite";
   entry.eraseArguments(droppedArgs);
   func.setFunctionType(b.getFunctionType(

@@ -51,7 +51,7 @@ struct CachedModel {
     if (!ok || !logits || logits.getRank() != 3 ||
         logits.isDynamicDim(2))
       return user->emitError()
-             << "spec-lower-generate: @" << func.getSymName()
+             << "@" << func.getSymName()
              << " is not in the in-place cache form (input_ids, position_ids, "
                 "kv_cache, past_length) -> (logits [1 x n x vocab], ..., "
                 "kv_cache); run spec-kv-cache-inplace first";
@@ -719,7 +719,7 @@ LogicalResult LowerGeneratePass::lowerMedusa(DecoderOp decoder,
     if (!type || type.getRank() != 3 || type.getDimSize(1) == 1 ||
         type.isDynamicDim(2) || type.getDimSize(2) != target->vocab)
       return decoder.emitError()
-             << "spec-lower-generate: target @" << targetFunc.getSymName()
+             << "target @" << targetFunc.getSymName()
              << " does not return the logits of head " << k
              << " (#spec.io<head_logits, index = " << k << ">) for every "
                 "position; fuse the heads with "
@@ -819,7 +819,7 @@ LogicalResult LowerGeneratePass::lowerMTPModule(DecoderOp decoder,
                                                 MTPProposerAttr proposer,
                                                 SymbolTable &symbols) {
   if (proposer.getHeads().size() != 1)
-    return decoder.emitError() << "spec-lower-generate: chains of MTP "
+    return decoder.emitError() << "chains of MTP "
                                   "modules are not lowered yet; use depth 1";
   FailureOr<CachedModel> target = CachedModel::get(
       symbols.lookup<func::FuncOp>(decoder.getTarget()), decoder);
@@ -834,12 +834,12 @@ LogicalResult LowerGeneratePass::lowerMTPModule(DecoderOp decoder,
       findResult(targetFunc, IOKind::HiddenStates);
   if (!module->takesHidden || !hiddenIndex)
     return decoder.emitError()
-           << "spec-lower-generate: the MTP module needs the target's "
+           << "the MTP module needs the target's "
               "hidden_states result and a previous_hidden_states argument";
   auto hiddenType =
       cast<RankedTensorType>(targetFunc.getResultTypes()[*hiddenIndex]);
   if (hiddenType.getRank() != 3 || hiddenType.isDynamicDim(2))
-    return decoder.emitError() << "spec-lower-generate: the target's hidden "
+    return decoder.emitError() << "the target's hidden "
                                   "states must be [1 x n x hidden]";
   int64_t hiddenSize = hiddenType.getDimSize(2);
 

@@ -676,7 +676,7 @@ struct LowerAccept : OpConversionPattern<AcceptOp> {
 static LogicalResult checkSupported(ModuleOp module) {
   bool ok = true;
   auto refuse = [&](Operation *op, const Twine &why) {
-    op->emitError() << "spec-lower-steps: " << why;
+    op->emitError() << why;
     ok = false;
   };
   module.walk([&](Operation *op) {

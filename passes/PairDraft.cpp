@@ -69,7 +69,7 @@ FailureOr<ModelInfo> PairDraftPass::findModel(ModuleOp module, StringRef name,
   if (!name.empty()) {
     found = module.lookupSymbol<func::FuncOp>(name);
     if (!found)
-      return module.emitError() << "spec-pair-draft: no function @" << name
+      return module.emitError() << "no function @" << name
                                 << " for the " << roleName;
   } else {
     for (auto func : module.getOps<func::FuncOp>()) {
@@ -78,14 +78,14 @@ FailureOr<ModelInfo> PairDraftPass::findModel(ModuleOp module, StringRef name,
         continue;
       if (found)
         return module.emitError()
-               << "spec-pair-draft: functions @" << found.getSymName()
+               << "functions @" << found.getSymName()
                << " and @" << func.getSymName() << " both have role '"
                << roleName << "'; name one with the '" << roleName
                << "' option";
       found = func;
     }
     if (!found)
-      return module.emitError() << "spec-pair-draft: no function has role '"
+      return module.emitError() << "no function has role '"
                                 << roleName << "' (set spec.role, or name it "
                                 << "with the '" << roleName << "' option)";
   }
@@ -96,7 +96,7 @@ FailureOr<ModelInfo> PairDraftPass::findModel(ModuleOp module, StringRef name,
   if (found.getNumResults() > 0)
     info.logits = dyn_cast<RankedTensorType>(found.getResultTypes().front());
   if (!info.logits || info.logits.getRank() < 1)
-    return found.emitError() << "spec-pair-draft: the " << roleName << " @"
+    return found.emitError() << "the " << roleName << " @"
                              << found.getSymName()
                              << " must return logits as its first result";
   return info;
@@ -149,7 +149,7 @@ LogicalResult PairDraftPass::checkCompatibility(ModelInfo &target,
   auto incompatible = [&](const Twine &what, const Twine &fix) {
     ok = false;
     InFlightDiagnostic diag = draft.func.emitError()
-                              << "spec-pair-draft: " << pair << " " << what;
+                              << pair << " " << what;
     diag.attachNote(target.func.getLoc()) << "target defined here";
     diag.attachNote() << "to fix: " << fix;
   };
@@ -173,7 +173,7 @@ LogicalResult PairDraftPass::checkCompatibility(ModelInfo &target,
       ModelInfo &padded = *targetVocab > *draftVocab ? target : draft;
       InFlightDiagnostic diag =
           draft.func.emitWarning()
-          << "spec-pair-draft: " << pair << " have vocabularies of "
+          << pair << " have vocabularies of "
           << *draftVocab << " and " << *targetVocab
           << " tokens but the same tokenizer, so the larger embedding is "
              "padding: using the first "
@@ -205,7 +205,7 @@ LogicalResult PairDraftPass::checkCompatibility(ModelInfo &target,
                            draftContext = draft.config.getMaxContext();
     if (targetContext && draftContext && *targetContext != *draftContext)
       draft.func.emitWarning()
-          << "spec-pair-draft: " << pair << " have maximum contexts of "
+          << pair << " have maximum contexts of "
           << *draftContext << " and " << *targetContext
           << " positions; generation stops at "
           << std::min(*targetContext, *draftContext);
@@ -247,12 +247,12 @@ void PairDraftPass::runOnOperation() {
 
   OpBuilder b = OpBuilder::atBlockEnd(module.getBody());
   FailureOr<Attribute> rule = getVerificationRule(
-      &getContext(), [&] { return module.emitError() << "spec-pair-draft: "; },
+      &getContext(), [&] { return module.emitError(); },
       sampling, temperature, topK, topP);
   if (failed(rule))
     return signalPassFailure();
   if (module.lookupSymbol(decoderName)) {
-    module.emitError() << "spec-pair-draft: a symbol named @" << decoderName
+    module.emitError() << "a symbol named @" << decoderName
                        << " exists already; choose another decoder-name";
     return signalPassFailure();
   }

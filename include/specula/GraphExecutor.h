@@ -52,9 +52,12 @@ public:
   ~GraphExecutor();
 
   /// Lowers `function` in `module` (consumed: it is lowered in place) and
-  /// JIT-compiles it. Fails with a diagnostic.
+  /// JIT-compiles it; with `gpuScheduleThreads`, with the loops of the CUDA
+  /// schedule (spec-gpu-schedule) instead of the CPU's own. Fails with a
+  /// diagnostic.
   static mlir::FailureOr<std::unique_ptr<GraphExecutor>>
-  compile(mlir::ModuleOp module, llvm::StringRef function);
+  compile(mlir::ModuleOp module, llvm::StringRef function,
+          int64_t gpuScheduleThreads = 0);
 
   /// Runs the function; checks the inputs against its signature. Returns the
   /// results, or fails with `error` set.

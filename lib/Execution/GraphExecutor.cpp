@@ -148,7 +148,8 @@ static int64_t clockNanoseconds() {
 GraphExecutor::~GraphExecutor() = default;
 
 FailureOr<std::unique_ptr<GraphExecutor>>
-GraphExecutor::compile(ModuleOp module, StringRef function) {
+GraphExecutor::compile(ModuleOp module, StringRef function,
+                       int64_t gpuScheduleThreads) {
   auto func = module.lookupSymbol<func::FuncOp>(function);
   if (!func)
     return module.emitError() << "no function @" << function << " to compile";
@@ -186,7 +187,9 @@ GraphExecutor::compile(ModuleOp module, StringRef function) {
   module.getContext()->appendDialectRegistry(extensions);
 
   PassManager pm(module.getContext());
-  buildGraphToLLVMPipeline(pm, GraphToLLVMOptions());
+  GraphToLLVMOptions lowering;
+  lowering.gpuScheduleThreads = gpuScheduleThreads;
+  buildGraphToLLVMPipeline(pm, lowering);
   if (failed(pm.run(module)))
     return failure();
 

@@ -4,7 +4,7 @@ func.func private @target(tensor<?x?xi64>, tensor<?x?xi64>) -> tensor<?x?x16xf32
     attributes {spec.role = #spec.role<target>}
 func.func private @draft(tensor<?x?xi64>, tensor<?x?xi64>) -> tensor<?x?x16xf32>
     attributes {spec.role = #spec.role<draft>}
-// expected-error @below {{spec-lower-generate: @target is not in the in-place cache form (input_ids, position_ids, kv_cache, past_length) -> (logits [1 x n x vocab], ..., kv_cache); run spec-kv-cache-inplace first}}
+// expected-error @below {{@target is not in the in-place cache form (input_ids, position_ids, kv_cache, past_length) -> (logits [1 x n x vocab], ..., kv_cache); run spec-kv-cache-inplace first}}
 spec.decoder @decoder target(@target) proposer(#spec.draft<@draft, gamma = 2>) verify(#spec.greedy)
 
 // -----
@@ -20,7 +20,7 @@ func.func private @target_fused(tensor<?x?xi64> {spec.io = #spec.io<token_ids>},
     attributes {spec.role = #spec.role<target>}
 func.func private @head1(tensor<?x?x4xf32>) -> tensor<?x?x16xf32>
     attributes {spec.role = #spec.role<medusa_head, depth = 1>}
-// expected-error @below {{spec-lower-generate: target @target_fused does not return the logits of head 1 (#spec.io<head_logits, index = 1>) for every position; fuse the heads with spec-fuse-mtp-heads{last-position-only=false} first}}
+// expected-error @below {{target @target_fused does not return the logits of head 1 (#spec.io<head_logits, index = 1>) for every position; fuse the heads with spec-fuse-mtp-heads{last-position-only=false} first}}
 spec.decoder @decoder target(@target_fused) proposer(#spec.mtp<[@head1]>) verify(#spec.greedy)
 
 // -----
@@ -31,5 +31,5 @@ func.func private @m1(tensor<?x?x4xf32>) -> tensor<?x?x16xf32>
     attributes {spec.role = #spec.role<mtp_module, depth = 1>}
 func.func private @m2(tensor<?x?x4xf32>) -> tensor<?x?x16xf32>
     attributes {spec.role = #spec.role<mtp_module, depth = 2>}
-// expected-error @below {{spec-lower-generate: chains of MTP modules are not lowered yet; use depth 1}}
+// expected-error @below {{chains of MTP modules are not lowered yet; use depth 1}}
 spec.decoder @decoder target(@target) proposer(#spec.mtp<[@m1, @m2]>) verify(#spec.greedy)

@@ -18,7 +18,7 @@ func.func private @small(tensor<?x?xi64>) -> tensor<?x?x259xf32>
 // FILTERS: spec.decoder @decoder target(@big) proposer(#spec.draft<@small, gamma = 4>) verify(#spec.rejection<top_k = 4, top_p = 0.5>)
 // NAMED-DAG: spec.decoder @decoder target(@big) proposer(#spec.draft<@small, gamma = 4>)
 // The later splits have no @big.
-// NAMED-DAG: error: spec-pair-draft: no function @big for the target
+// NAMED-DAG: error: no function @big for the target
 
 // -----
 
@@ -34,7 +34,7 @@ func.func @target(%ids: tensor<?x?xi64>) -> tensor<?x?x260xf32>
   %logits = tensor.empty(%b, %s) : tensor<?x?x260xf32>
   return %logits : tensor<?x?x260xf32>
 }
-// expected-warning @below {{spec-pair-draft: draft @draft and target @target have vocabularies of 259 and 260 tokens but the same tokenizer, so the larger embedding is padding: using the first 259 logits of @target}}
+// expected-warning @below {{draft @draft and target @target have vocabularies of 259 and 260 tokens but the same tokenizer, so the larger embedding is padding: using the first 259 logits of @target}}
 func.func private @draft(tensor<?x?xi64>) -> tensor<?x?x259xf32>
     attributes {spec.role = #spec.role<draft>,
                 spec.config = #spec.model_config<vocab_size = 259, tokenizer = "sha256:bytes">}
@@ -53,7 +53,7 @@ func.func private @draft(tensor<?x?xi64>) -> tensor<?x?x259xf32>
 func.func private @target(tensor<?x?xi64>) -> tensor<?x?x8xf32>
     attributes {spec.role = #spec.role<target>,
                 spec.config = #spec.model_config<vocab_size = 8, max_context = 2048>}
-// expected-warning @below {{spec-pair-draft: draft @draft and target @target have maximum contexts of 512 and 2048 positions; generation stops at 512}}
+// expected-warning @below {{draft @draft and target @target have maximum contexts of 512 and 2048 positions; generation stops at 512}}
 func.func private @draft(tensor<?x?xi64>) -> tensor<?x?x8xf32>
     attributes {spec.role = #spec.role<draft>,
                 spec.config = #spec.model_config<vocab_size = 8, max_context = 512>}

@@ -74,6 +74,12 @@ static cl::opt<std::string> conformanceDir(
 static cl::opt<std::string> filter(
     "filter", cl::desc("With --conformance: only tests matching this regex"),
     cl::value_desc("regex"), cl::cat(category));
+static cl::opt<int64_t> gpuScheduleThreads(
+    "gpu-schedule-threads",
+    cl::desc("Compile with the loops of the CUDA schedule (spec-gpu-schedule "
+             "with this many threads per block), run on the CPU, instead of "
+             "the CPU's own (0: off)"),
+    cl::init(0), cl::cat(category));
 static cl::opt<bool> verbose("v", cl::desc("Print every test's outcome"), cl::cat(category));
 static cl::opt<bool> listOps("list-supported-ops",
                              cl::desc("Print the supported ONNX operators"), cl::cat(category));
@@ -162,7 +168,7 @@ importAndCompile(MLIRContext &context, StringRef path,
     pm.addPass(createSpecLowerSteps());
     if (failed(pm.run(*parsed)))
       return failure();
-    return GraphExecutor::compile(*parsed, functionName);
+    return GraphExecutor::compile(*parsed, functionName, gpuScheduleThreads);
   }
   OwningOpRef<ModuleOp> module =
       ModuleOp::create(FileLineColLoc::get(&context, path, 0, 0));
@@ -171,7 +177,7 @@ importAndCompile(MLIRContext &context, StringRef path,
       *refused = !StringRef(diagnostics).contains("importer bug");
     return failure();
   }
-  return GraphExecutor::compile(*module, "main");
+  return GraphExecutor::compile(*module, "main", gpuScheduleThreads);
 }
 
 /// Runs one data set; returns an empty string on success, else why not.

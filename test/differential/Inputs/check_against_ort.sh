@@ -20,4 +20,7 @@ node "$here/ort_run.mjs" "$model" "$work/ort" $inputs
 args=()
 for f in $inputs; do args+=(-i "$f"); done
 for f in $(ls "$work"/ort/output_*.pb | sort -V); do args+=(--expect "$f"); done
-spec-run-graph "$model" "${args[@]}" --rtol "$rtol" --atol "$atol"
+# SPEC_RUN_GRAPH_FLAGS: extra flags, e.g. --gpu-schedule-threads=128.
+# shellcheck disable=SC2086
+spec-run-graph "$model" "${args[@]}" --rtol "$rtol" --atol "$atol" \
+  ${SPEC_RUN_GRAPH_FLAGS:-}
