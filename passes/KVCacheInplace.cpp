@@ -2,6 +2,8 @@
 
 #include "passes/Passes.h"
 
+#include "llvm/ADT/SmallPtrSet.h"
+
 #include "dialects/spec/SpecOps.h"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
@@ -45,118 +47,156 @@ struct KVCacheInplacePass
     : public specula::impl::SpecKVCacheInplaceBase<KVCacheInplacePass> {
   using Base::Base;
   void runOnOperation() override;
+};
+
+/// The rewrite of one function's functional cache. analyze() checks
+/// everything and records what to change; apply() changes it and cannot
+/// fail, so a refusal leaves the function as it was.
+class CacheRewrite {
+public:
+  explicit CacheRewrite(func::FuncOp func) : func(func) {}
+
+  /// Fails with a diagnostic if the cache cannot be rewritten; false if
+  /// there is none.
+  FailureOr<bool> analyze(int64_t capacity);
+  void apply();
 
 private:
-  LogicalResult rewrite(func::FuncOp func);
+  LogicalResult findSlots();
+  LogicalResult findConcats();
+  LogicalResult findPastUses();
+  Value writeCaches(OpBuilder &b, Value cache, Value pastLength);
+  void updateSignature(OpBuilder &b, Value cache);
+
+  func::FuncOp func;
+  /// Past arguments and present results by (layer, part).
+  std::map<std::pair<int64_t, int>, unsigned> pastArgs, presentResults;
+  KVCacheType cacheType;
+  std::vector<std::tuple<tensor::ConcatOp, CacheSlot>> concats;
+  SmallVector<tensor::CastOp> pastCasts;
+  SmallVector<std::pair<tensor::DimOp, int64_t>> pastDims;
 };
 } // namespace
 
-LogicalResult KVCacheInplacePass::rewrite(func::FuncOp func) {
-  StringRef name = func.getSymName();
-  // Past arguments and present results by (layer, part).
-  std::map<std::pair<int64_t, int>, unsigned> pastArgs, presentResults;
+static StringRef partName(int part) { return part == 0 ? ".key" : ".value"; }
+
+LogicalResult CacheRewrite::findSlots() {
   for (unsigned i = 0; i < func.getNumArguments(); ++i)
     if (std::optional<CacheSlot> slot = slotOf(getArgumentIO(func, i), false))
       pastArgs[{slot->layer, static_cast<int>(slot->part)}] = i;
   for (unsigned i = 0; i < func.getNumResults(); ++i)
     if (std::optional<CacheSlot> slot = slotOf(getResultIO(func, i), true))
       presentResults[{slot->layer, static_cast<int>(slot->part)}] = i;
-  if (pastArgs.empty())
-    return success(); // Nothing to rewrite: no functional cache.
   int64_t layers = static_cast<int64_t>(pastArgs.size() / 2);
   for (int64_t layer = 0; layer < layers; ++layer)
     for (int part : {0, 1})
       if (!pastArgs.count({layer, part}) || !presentResults.count({layer, part}))
         return func.emitError()
-               << "@" << name << " lacks "
+               << "@" << func.getSymName() << " lacks "
                << (pastArgs.count({layer, part}) ? "present." : "past_key_values.")
-               << layer << (part == 0 ? ".key" : ".value")
+               << layer << partName(part)
                << "; a functional cache needs past and present for every layer";
+  return success();
+}
+
+/// Each present output must be Concat(past, new) along the sequence axis.
+LogicalResult CacheRewrite::findConcats() {
+  Block &entry = func.getBody().front();
+  auto ret = cast<func::ReturnOp>(func.getBody().back().getTerminator());
+  auto stripCasts = [](Value v) {
+    while (auto cast = v.getDefiningOp<tensor::CastOp>())
+      v = cast.getSource();
+    return v;
+  };
+  for (auto &[slot, resultIndex] : presentResults) {
+    auto concat =
+        stripCasts(ret.getOperand(resultIndex)).getDefiningOp<tensor::ConcatOp>();
+    Value past = entry.getArgument(pastArgs[slot]);
+    if (!concat || concat.getDim() != 2 || concat.getInputs().size() != 2 ||
+        stripCasts(concat.getInputs()[0]) != past)
+      return func.emitError()
+             << "present." << slot.first << partName(slot.second) << " of @"
+             << func.getSymName() << " is not Concat(past_key_values."
+             << slot.first << partName(slot.second)
+             << ", new) along the sequence axis";
+    concats.emplace_back(concat, CacheSlot{slot.first,
+                                           static_cast<CachePart>(slot.second)});
+  }
+  return success();
+}
+
+/// A past tensor may only feed its concatenation (directly or through casts)
+/// and its shape (tensor.dim with a constant index).
+LogicalResult CacheRewrite::findPastUses() {
+  llvm::SmallPtrSet<Operation *, 16> concatOps;
+  for (auto &[concat, slot] : concats)
+    concatOps.insert(concat);
+  Block &entry = func.getBody().front();
+  for (auto &[slot, argIndex] : pastArgs) {
+    SmallVector<Value> worklist{entry.getArgument(argIndex)};
+    while (!worklist.empty()) {
+      Value value = worklist.pop_back_val();
+      for (Operation *user : value.getUsers()) {
+        if (concatOps.contains(user))
+          continue;
+        if (auto cast = dyn_cast<tensor::CastOp>(user)) {
+          pastCasts.push_back(cast);
+          worklist.push_back(cast.getResult());
+          continue;
+        }
+        auto dim = dyn_cast<tensor::DimOp>(user);
+        std::optional<int64_t> index =
+            dim ? dim.getConstantIndex() : std::nullopt;
+        if (!index)
+          return user->emitError()
+                 << "past_key_values." << slot.first << partName(slot.second)
+                 << " of @" << func.getSymName()
+                 << " is used other than by its concatenation and its shape";
+        pastDims.emplace_back(dim, *index);
+      }
+    }
+  }
+  return success();
+}
+
+FailureOr<bool> CacheRewrite::analyze(int64_t capacity) {
+  if (failed(findSlots()))
+    return failure();
+  if (pastArgs.empty())
+    return false; // Nothing to rewrite: no functional cache.
 
   // The cache's geometry from the past tensors: batch x heads x past x dim.
   auto pastType =
       cast<RankedTensorType>(func.getArgumentTypes()[pastArgs[{0, 0}]]);
   if (pastType.getRank() != 4 || pastType.isDynamicDim(1) ||
       pastType.isDynamicDim(3))
-    return func.emitError() << "past_key_values.0.key "
-                               "of @"
-                            << name
+    return func.emitError() << "past_key_values.0.key of @"
+                            << func.getSymName()
                             << " must be batch x kv_heads x past x head_dim "
                                "with static heads and head dimension, got "
                             << pastType;
-  int64_t cap = capacity;
-  if (cap <= 0) {
+  if (capacity <= 0) {
     auto config =
         func->getAttrOfType<ModelConfigAttr>(SpecDialect::kConfigAttrName);
     if (!config || !config.getMaxContext())
-      return func.emitError() << "@" << name
+      return func.emitError() << "@" << func.getSymName()
                               << " has no max_context; pass capacity=<positions>";
-    cap = *config.getMaxContext();
+    capacity = *config.getMaxContext();
   }
-  auto cacheType = KVCacheType::get(
+  int64_t layers = static_cast<int64_t>(pastArgs.size() / 2);
+  cacheType = KVCacheType::get(
       func.getContext(),
-      {layers, pastType.getDimSize(1), cap, pastType.getDimSize(3)},
+      {layers, pastType.getDimSize(1), capacity, pastType.getDimSize(3)},
       pastType.getElementType());
+  if (failed(findConcats()) || failed(findPastUses()))
+    return failure();
+  return true;
+}
 
-  Block &entry = func.getBody().front();
-  auto ret = cast<func::ReturnOp>(func.getBody().back().getTerminator());
-  Location loc = func.getLoc();
-  OpBuilder b(func.getContext());
-  BlockArgument cache = entry.addArgument(cacheType, loc);
-  BlockArgument pastLength = entry.addArgument(b.getIndexType(), loc);
-
-  // Each present output must be Concat(past, new) along the sequence axis.
-  std::vector<std::tuple<tensor::ConcatOp, CacheSlot>> concats;
-  for (auto &[slot, resultIndex] : presentResults) {
-    Value present = ret.getOperand(resultIndex);
-    while (auto cast = present.getDefiningOp<tensor::CastOp>())
-      present = cast.getSource();
-    auto concat = present.getDefiningOp<tensor::ConcatOp>();
-    Value past = entry.getArgument(pastArgs[slot]);
-    auto isPast = [&](Value v) {
-      while (auto cast = v.getDefiningOp<tensor::CastOp>())
-        v = cast.getSource();
-      return v == past;
-    };
-    if (!concat || concat.getDim() != 2 || concat.getInputs().size() != 2 ||
-        !isPast(concat.getInputs()[0]))
-      return func.emitError()
-             << "present." << slot.first
-             << (slot.second == 0 ? ".key" : ".value") << " of @" << name
-             << " is not Concat(past_key_values." << slot.first
-             << (slot.second == 0 ? ".key" : ".value")
-             << ", new) along the sequence axis";
-    concats.emplace_back(concat, CacheSlot{slot.first,
-                                           static_cast<CachePart>(slot.second)});
-  }
-
-  // The past tensors' shapes become the past length and the geometry.
-  for (auto &[slot, argIndex] : pastArgs) {
-    for (OpOperand &use : llvm::make_early_inc_range(
-             entry.getArgument(argIndex).getUses())) {
-      Operation *user = use.getOwner();
-      if (isa<tensor::ConcatOp, tensor::CastOp>(user))
-        continue;
-      auto dim = dyn_cast<tensor::DimOp>(user);
-      std::optional<int64_t> index = dim ? dim.getConstantIndex() : std::nullopt;
-      if (!index)
-        return user->emitError()
-               << "past_key_values." << slot.first
-               << (slot.second == 0 ? ".key" : ".value") << " of @" << name
-               << " is used other than by its concatenation and its shape";
-      b.setInsertionPoint(dim);
-      Value size =
-          *index == 2
-              ? Value(pastLength)
-              : Value(arith::ConstantIndexOp::create(
-                    b, dim.getLoc(),
-                    *index == 0 ? 1 : cacheType.getShape()[*index == 1 ? 1 : 3]));
-      dim.replaceAllUsesWith(size);
-      dim.erase();
-    }
-  }
-
-  // Writes in program order, threading the cache through them.
+/// Each concatenation becomes a write of the new entries at the past length
+/// and a read of the first past + new positions, in program order, threading
+/// the cache through them. Returns the last cache value.
+Value CacheRewrite::writeCaches(OpBuilder &b, Value cache, Value pastLength) {
   llvm::sort(concats, [](const auto &a, const auto &b) {
     return std::get<0>(a)->isBeforeInBlock(std::get<0>(b));
   });
@@ -184,25 +224,30 @@ LogicalResult KVCacheInplacePass::rewrite(func::FuncOp func) {
     concat.erase();
     current = written;
   }
+  return current;
+}
 
-  // Results: drop the presents, append the cache. Arguments: drop the pasts.
+/// Results: the presents dropped, the cache appended. Arguments: the pasts
+/// dropped (the cache and past length were appended).
+void CacheRewrite::updateSignature(OpBuilder &b, Value cache) {
+  Block &entry = func.getBody().front();
+  auto ret = cast<func::ReturnOp>(func.getBody().back().getTerminator());
+  auto io = [&](IOKind kind) {
+    return b.getDictionaryAttr(b.getNamedAttr(
+        SpecDialect::kIOAttrName, b.getAttr<IOAttr>(kind, std::nullopt)));
+  };
   SmallVector<Value> results;
+  SmallVector<DictionaryAttr> resultAttrs, keptResultAttrs;
+  func.getAllResultAttrs(resultAttrs);
   llvm::BitVector droppedResults(func.getNumResults());
   for (auto &[slot, index] : presentResults)
     droppedResults.set(index);
   for (auto [i, operand] : llvm::enumerate(ret.getOperands()))
-    if (!droppedResults.test(i))
+    if (!droppedResults.test(i)) {
       results.push_back(operand);
-  results.push_back(current);
-  SmallVector<DictionaryAttr> resultAttrs, keptResultAttrs;
-  func.getAllResultAttrs(resultAttrs);
-  for (auto [i, attrs] : llvm::enumerate(resultAttrs))
-    if (!droppedResults.test(i))
-      keptResultAttrs.push_back(attrs);
-  auto io = [&](IOKind kind) {
-    return b.getDictionaryAttr(b.getNamedAttr(SpecDialect::kIOAttrName,
-                                              b.getAttr<IOAttr>(kind, std::nullopt)));
-  };
+      keptResultAttrs.push_back(resultAttrs[i]);
+    }
+  results.push_back(cache);
   keptResultAttrs.push_back(io(IOKind::KVCache));
   ret->setOperands(results);
 
@@ -216,16 +261,37 @@ LogicalResult KVCacheInplacePass::rewrite(func::FuncOp func) {
       keptArgAttrs.push_back(attrs);
   for (IOKind kind : {IOKind::KVCache, IOKind::PastLength})
     keptArgAttrs.push_back(io(kind));
-  for (unsigned i : droppedArgs.set_bits())
-    if (!entry.getArgument(i).use_empty())
-      return func.emitError() << "a past tensor of @"
-                              << name << " is still used after the rewrite";
   entry.eraseArguments(droppedArgs);
   func.setFunctionType(b.getFunctionType(
       entry.getArgumentTypes(), ValueRange(results).getTypes()));
   func.setAllArgAttrs(keptArgAttrs);
   func.setAllResultAttrs(keptResultAttrs);
-  return success();
+}
+
+void CacheRewrite::apply() {
+  Block &entry = func.getBody().front();
+  OpBuilder b(func.getContext());
+  // Appended after the existing arguments: updateSignature's attributes
+  // assume they are the last two.
+  Value cache = entry.addArgument(cacheType, func.getLoc());
+  Value pastLength = entry.addArgument(b.getIndexType(), func.getLoc());
+  // The past tensors' shapes become the past length and the geometry.
+  for (auto [dim, index] : pastDims) {
+    b.setInsertionPoint(dim);
+    Value size =
+        index == 2
+            ? pastLength
+            : Value(arith::ConstantIndexOp::create(
+                  b, dim.getLoc(),
+                  index == 0 ? 1 : cacheType.getShape()[index == 1 ? 1 : 3]));
+    dim.replaceAllUsesWith(size);
+    dim.erase();
+  }
+  Value last = writeCaches(b, cache, pastLength);
+  // The casts of the pasts fed only the replaced concatenations.
+  for (tensor::CastOp cast : llvm::reverse(pastCasts))
+    cast.erase();
+  updateSignature(b, last);
 }
 
 void KVCacheInplacePass::runOnOperation() {
@@ -235,7 +301,12 @@ void KVCacheInplacePass::runOnOperation() {
     if (!role || func.isExternal() ||
         role.getKind() == FunctionRole::MedusaHead)
       continue;
-    failedAny |= failed(rewrite(func));
+    CacheRewrite rewrite(func);
+    FailureOr<bool> rewritable = rewrite.analyze(capacity);
+    if (failed(rewritable))
+      failedAny = true;
+    else if (*rewritable)
+      rewrite.apply();
   }
   if (failedAny)
     signalPassFailure();
