@@ -92,41 +92,14 @@ initializerBytes(LLVM::GlobalOp global, bool splats,
   return std::optional<ArrayRef<char>>(data);
 }
 
-void ExternalizeWeightsPass::runOnOperation() {
-  ModuleOp module = getOperation();
-  if (path.empty()) {
-    module.emitError() << "spec-externalize-weights needs path=<weights file>";
-    return signalPassFailure();
-  }
-  if (module.lookupSymbol(kWeightsBase)) {
-    module.emitError() << "the module already defines @" << kWeightsBase
-                       << " (weights externalized twice?)";
-    return signalPassFailure();
-  }
-
-  SmallVector<Weight> weights;
-  std::vector<std::vector<char>> expanded;
-  uint64_t size = 0;
-  for (auto global : module.getOps<LLVM::GlobalOp>()) {
-    if (!global.getConstant())
-      continue;
-    FailureOr<std::optional<ArrayRef<char>>> bytes = initializerBytes(global, splats, expanded);
-    if (failed(bytes))
-      return signalPassFailure();
-    if (!*bytes || static_cast<int64_t>((*bytes)->size()) < minBytes)
-      continue;
-    uint64_t alignment = std::max<uint64_t>(64, global.getAlignment().value_or(0));
-    size = llvm::alignTo(size, alignment);
-    weights.push_back({global, **bytes, size});
-    size += (*bytes)->size();
-  }
-
+/// Writes the weights at their offsets into `path`; fails with a diagnostic.
+static LogicalResult writeWeightsFile(ModuleOp module, StringRef path,
+                                      ArrayRef<Weight> weights,
+                                      std::unique_ptr<llvm::ToolOutputFile> &file) {
   std::string error;
-  std::unique_ptr<llvm::ToolOutputFile> file = openOutputFile(path, &error);
-  if (!file) {
-    module.emitError() << "cannot write the weights file: " << error;
-    return signalPassFailure();
-  }
+  file = openOutputFile(path, &error);
+  if (!file)
+    return module.emitError() << "cannot write the weights file: " << error;
   uint64_t written = 0;
   for (const Weight &weight : weights) {
     file->os().write_zeros(weight.offset - written);
@@ -135,13 +108,19 @@ void ExternalizeWeightsPass::runOnOperation() {
   }
   file->os().flush();
   if (file->os().has_error()) {
-    module.emitError() << "cannot write the weights file '" << path
-                       << "': " << file->os().error().message();
+    InFlightDiagnostic diag = module.emitError()
+                              << "cannot write the weights file '" << path
+                              << "': " << file->os().error().message();
     file->os().clear_error();
-    return signalPassFailure();
+    return diag;
   }
+  return success();
+}
 
-  MLIRContext *context = &getContext();
+/// Makes every host-side address of a moved global an address computed from
+/// the weights base, `@spec_weights_base` (created here).
+static void redirectAddresses(ModuleOp module, ArrayRef<Weight> weights) {
+  MLIRContext *context = module.getContext();
   auto ptrType = LLVM::LLVMPointerType::get(context);
   auto i8 = IntegerType::get(context, 8);
   OpBuilder b = OpBuilder::atBlockBegin(module.getBody());
@@ -155,7 +134,7 @@ void ExternalizeWeightsPass::runOnOperation() {
       LLVM::ZeroOp::create(b, module.getLoc(), ptrType).getResult());
 
   llvm::DenseMap<StringAttr, uint64_t> offsets;
-  for (Weight &weight : weights)
+  for (Weight weight : weights)
     offsets[weight.global.getSymNameAttr()] = weight.offset;
   module.walk([&](LLVM::AddressOfOp address) {
     auto it = offsets.find(address.getGlobalNameAttr().getAttr());
@@ -183,6 +162,45 @@ void ExternalizeWeightsPass::runOnOperation() {
     address.replaceAllUsesWith(weight);
     address.erase();
   });
+}
+
+void ExternalizeWeightsPass::runOnOperation() {
+  ModuleOp module = getOperation();
+  if (path.empty()) {
+    module.emitError() << "spec-externalize-weights needs path=<weights file>";
+    return signalPassFailure();
+  }
+  if (module.lookupSymbol(kWeightsBase)) {
+    module.emitError() << "the module already defines @" << kWeightsBase
+                       << " (weights externalized twice?)";
+    return signalPassFailure();
+  }
+
+  // The constants to move, at 64-byte aligned offsets (or their own larger
+  // alignment).
+  SmallVector<Weight> weights;
+  std::vector<std::vector<char>> expanded;
+  uint64_t size = 0;
+  for (auto global : module.getOps<LLVM::GlobalOp>()) {
+    if (!global.getConstant())
+      continue;
+    FailureOr<std::optional<ArrayRef<char>>> bytes =
+        initializerBytes(global, splats, expanded);
+    if (failed(bytes))
+      return signalPassFailure();
+    if (!*bytes || static_cast<int64_t>((*bytes)->size()) < minBytes)
+      continue;
+    uint64_t alignment =
+        std::max<uint64_t>(64, global.getAlignment().value_or(0));
+    size = llvm::alignTo(size, alignment);
+    weights.push_back({global, **bytes, size});
+    size += (*bytes)->size();
+  }
+
+  std::unique_ptr<llvm::ToolOutputFile> file;
+  if (failed(writeWeightsFile(module, path, weights, file)))
+    return signalPassFailure();
+  redirectAddresses(module, weights);
   for (Weight &weight : weights)
     weight.global.erase();
   file->keep();

@@ -186,10 +186,22 @@ static llvm::json::Array usedFeatures(llvm::TargetMachine &machine) {
 /// Emits the LLVM-dialect `module` as an optimized object file.
 static LogicalResult emitObject(ModuleOp module, llvm::TargetMachine &machine,
                                 StringRef path) {
-  // Argument names (spec.name) mean nothing to LLVM.
-  module.walk([](LLVM::LLVMFuncOp func) {
+  // What arguments and results are (spec.io, spec.name) means nothing to
+  // LLVM, whose translation would warn about each.
+  auto dropSpecAttrs = [](DictionaryAttr attrs) {
+    if (!attrs)
+      return attrs;
+    SmallVector<NamedAttribute> kept;
+    for (NamedAttribute attr : attrs)
+      if (!attr.getName().getValue().starts_with("spec."))
+        kept.push_back(attr);
+    return DictionaryAttr::get(attrs.getContext(), kept);
+  };
+  module.walk([&](LLVM::LLVMFuncOp func) {
     for (unsigned i = 0, e = func.getNumArguments(); i < e; ++i)
-      func.removeArgAttr(i, StringAttr::get(func.getContext(), "spec.name"));
+      func.setArgAttrs(i, dropSpecAttrs(func.getArgAttrDict(i)));
+    for (unsigned i = 0, e = func.getNumResults(); i < e; ++i)
+      func.setResultAttrs(i, dropSpecAttrs(func.getResultAttrDict(i)));
   });
   llvm::LLVMContext llvmContext;
   std::unique_ptr<llvm::Module> llvmModule =
