@@ -34,8 +34,8 @@ struct Pending {
 };
 } // namespace
 
-/// The buffer a memref value is a view of: its allocation, global or block
-/// argument.
+/// The buffer a memref value is a view of: its allocation, global, block
+/// argument or the result of a call.
 static Value rootOf(Value memref) {
   while (Operation *def = memref.getDefiningOp()) {
     if (auto view = dyn_cast<ViewLikeOpInterface>(def))
@@ -44,6 +44,8 @@ static Value rootOf(Value memref) {
       memref = reshape.getSource();
     else if (auto cast = dyn_cast<memref::CastOp>(def))
       memref = cast.getSource();
+    else if (auto transpose = dyn_cast<memref::TransposeOp>(def))
+      memref = transpose.getIn();
     else
       break;
   }
@@ -56,10 +58,20 @@ static bool needsSynchronization(Operation *op, const Pending &pending) {
   if (op->getNumRegions() || op->hasTrait<OpTrait::IsTerminator>() ||
       isa<CallOpInterface>(op))
     return true;
+  // An allocation aliases only views of itself and the block arguments it
+  // was passed as, which belong to blocks inside the one that allocated it:
+  // allocated in this block, no argument a pending kernel touches is it. A
+  // block argument (or a value from a call) may alias anything.
   auto touches = [&](Value memref) {
     Value root = rootOf(memref);
-    return pending.roots.contains(root) ||
-           (isa<BlockArgument>(root) && pending.touchesArguments);
+    if (pending.roots.contains(root))
+      return true;
+    Operation *def = root.getDefiningOp();
+    if (isa_and_nonnull<memref::AllocOp, memref::AllocaOp>(def))
+      return pending.touchesArguments && def->getBlock() != op->getBlock();
+    if (isa_and_nonnull<memref::GetGlobalOp>(def))
+      return false; // constants: kernels only read them
+    return !pending.roots.empty();
   };
   // memref.reshape reads its shape operand on the host.
   if (auto reshape = dyn_cast<memref::ReshapeOp>(op))

@@ -443,10 +443,13 @@ def SpecGPUAsyncLaunches
     order), and inserts a synchronous `gpu.wait` only before the first host
     operation that may touch memory a pending kernel touches: a load, store
     or other memory effect on a buffer (traced through views, casts and
-    reshapes to its allocation, global or argument) that a pending launch
-    received, a reshape whose shape buffer one did, any operation with
-    regions, a call, a terminator, or an operation whose effects are
-    unknown. Allocation and deallocation do not synchronize: the runtime
+    reshapes to its allocation, global, block argument or call result) that
+    a pending launch received or may alias (a block argument may be any
+    buffer; an allocation may be a block argument of the blocks inside the
+    one that allocated it), a reshape whose shape buffer does, any
+    operation with regions, a call, a terminator, or an operation whose
+    effects are unknown. Constant globals never need one: kernels only read
+    them. Allocation and deallocation do not synchronize: the runtime
     reuses a freed block only after the stream's next synchronization.
 
     Runs on host functions after `gpu-kernel-outlining`; `spec-to-cuda`

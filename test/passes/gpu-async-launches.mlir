@@ -71,3 +71,38 @@ module attributes {gpu.container_module} {
     return
   }
 }
+
+// -----
+
+// Inside a loop, an iteration argument may be a buffer allocated outside:
+// a kernel writing that buffer makes a host read through the argument wait,
+// and the other way round.
+module attributes {gpu.container_module} {
+  gpu.module @kernels {
+    gpu.func @k(%a: memref<4xf32>) kernel { gpu.return }
+  }
+  // CHECK-LABEL: func.func @aliases
+  // CHECK: scf.for {{.*}} iter_args(%[[X:.*]] = %[[OUTER:.*]]) -> (memref<4xf32>)
+  // CHECK-NEXT: gpu.wait async
+  // CHECK-NEXT: gpu.launch_func async {{.*}} args(%[[OUTER]] : memref<4xf32>)
+  // CHECK-NEXT: gpu.wait
+  // CHECK-NEXT: memref.load %[[X]]
+  // CHECK-NEXT: gpu.wait async
+  // CHECK-NEXT: gpu.launch_func async {{.*}} args(%[[X]] : memref<4xf32>)
+  // CHECK-NEXT: gpu.wait
+  // CHECK-NEXT: memref.load %[[OUTER]]
+  func.func @aliases(%n: index) -> f32 {
+    %c0 = arith.constant 0 : index
+    %c1 = arith.constant 1 : index
+    %f = arith.constant 0.0 : f32
+    %outer = memref.alloc() : memref<4xf32>
+    %r = scf.for %i = %c0 to %n step %c1 iter_args(%x = %outer) -> (memref<4xf32>) {
+      gpu.launch_func @kernels::@k blocks in (%c1, %c1, %c1) threads in (%c1, %c1, %c1) args(%outer : memref<4xf32>)
+      %v = memref.load %x[%c0] : memref<4xf32>
+      gpu.launch_func @kernels::@k blocks in (%c1, %c1, %c1) threads in (%c1, %c1, %c1) args(%x : memref<4xf32>)
+      %w = memref.load %outer[%c0] : memref<4xf32>
+      scf.yield %x : memref<4xf32>
+    }
+    return %f : f32
+  }
+}
