@@ -87,49 +87,59 @@ static Deduplicated deduplicateConstants(func::FuncOp func) {
 }
 
 namespace {
+/// A decoder's heads and target, checked: fusing them cannot fail.
+struct HeadFusion {
+  func::FuncOp target;
+  SmallVector<func::FuncOp> heads;
+  unsigned hiddenIndex;
+  /// What the heads read: the hidden state, or its last position.
+  RankedTensorType headInput;
+};
+
 struct FuseMTPHeadsPass
     : public specula::impl::SpecFuseMTPHeadsBase<FuseMTPHeadsPass> {
   using Base::Base;
   void runOnOperation() override;
 
 private:
+  FailureOr<HeadFusion> check(DecoderOp decoder, MTPProposerAttr proposer,
+                              SymbolTable &symbols);
   LogicalResult fuse(DecoderOp decoder, MTPProposerAttr proposer,
                      SymbolTable &symbols);
 };
 } // namespace
 
-LogicalResult FuseMTPHeadsPass::fuse(DecoderOp decoder,
-                                     MTPProposerAttr proposer,
-                                     SymbolTable &symbols) {
-  ArrayRef<FlatSymbolRefAttr> heads = proposer.getHeads();
-  if (numHeads < 0 || numHeads > static_cast<int64_t>(heads.size()))
+FailureOr<HeadFusion> FuseMTPHeadsPass::check(DecoderOp decoder,
+                                              MTPProposerAttr proposer,
+                                              SymbolTable &symbols) {
+  ArrayRef<FlatSymbolRefAttr> refs = proposer.getHeads();
+  if (numHeads < 0 || numHeads > static_cast<int64_t>(refs.size()))
     return decoder.emitError()
            << "spec-fuse-mtp-heads: num-heads is "
            << static_cast<int64_t>(numHeads) << " but the decoder has "
-           << heads.size() << " heads";
+           << refs.size() << " heads";
   if (numHeads > 0)
-    heads = heads.take_front(numHeads);
+    refs = refs.take_front(numHeads);
 
-  auto target = symbols.lookup<func::FuncOp>(decoder.getTarget());
-  SmallVector<func::FuncOp> headFuncs;
-  for (FlatSymbolRefAttr ref : heads) {
+  HeadFusion fusion;
+  for (FlatSymbolRefAttr ref : refs) {
     auto head = symbols.lookup<func::FuncOp>(ref.getValue());
     auto role = head->getAttrOfType<RoleAttr>(SpecDialect::kRoleAttrName);
     if (role.getKind() == FunctionRole::MTPModule)
       return decoder.emitError()
-             << "fusing DeepSeek-style MTP modules (@"
-             << ref.getValue()
+             << "fusing DeepSeek-style MTP modules (@" << ref.getValue()
              << ") is not supported yet; only Medusa heads are";
     if (head.getNumArguments() != 1 || head.isExternal())
-      return head.emitError() << "Medusa head @"
-                              << ref.getValue()
+      return head.emitError() << "Medusa head @" << ref.getValue()
                               << " must have a body and take exactly one "
                                  "argument, the hidden state";
-    headFuncs.push_back(head);
+    fusion.heads.push_back(head);
   }
+  fusion.target = symbols.lookup<func::FuncOp>(decoder.getTarget());
+  func::FuncOp target = fusion.target;
   if (target.isExternal())
-    return target.emitError() << "target @"
-                              << target.getSymName() << " has no body";
+    return target.emitError() << "target @" << target.getSymName()
+                              << " has no body";
   std::optional<unsigned> hiddenIndex =
       findResult(target, IOKind::HiddenStates);
   if (!hiddenIndex)
@@ -137,8 +147,56 @@ LogicalResult FuseMTPHeadsPass::fuse(DecoderOp decoder,
            << "target @" << target.getSymName()
            << " returns no hidden state (#spec.io<hidden_states>: the output "
               "hidden_states, per the model contract) for its heads to read";
+  fusion.hiddenIndex = *hiddenIndex;
+  auto hiddenType = cast<RankedTensorType>(target.getResultTypes()[*hiddenIndex]);
+  fusion.headInput = hiddenType;
+  if (lastPositionOnly) {
+    if (hiddenType.getRank() != 3)
+      return target.emitError()
+             << "the hidden state must be batch x sequence x hidden to "
+                "select the last position, got "
+             << hiddenType;
+    fusion.headInput = RankedTensorType::get(
+        {hiddenType.getDimSize(0), 1, hiddenType.getDimSize(2)},
+        hiddenType.getElementType());
+  }
 
-  // The fused target: a copy of the target, then the heads.
+  for (func::FuncOp head : fusion.heads) {
+    Type argType = head.getArgumentTypes().front();
+    if (argType != fusion.headInput &&
+        !tensor::CastOp::areCastCompatible(fusion.headInput, argType))
+      return head.emitError() << "head @" << head.getSymName() << " takes "
+                              << argType
+                              << ", which the target's hidden state "
+                              << fusion.headInput << " cannot be cast to";
+  }
+  return fusion;
+}
+
+/// The last position of a batch x sequence x hidden state.
+static Value selectLastPosition(OpBuilder &b, Location loc, Value hidden,
+                                RankedTensorType type) {
+  auto hiddenType = cast<RankedTensorType>(hidden.getType());
+  SmallVector<OpFoldResult> strides(3, b.getIndexAttr(1));
+  Value batch = tensor::DimOp::create(b, loc, hidden, 0);
+  Value length = tensor::DimOp::create(b, loc, hidden, 1);
+  Value last = arith::SubIOp::create(
+      b, loc, length, arith::ConstantIndexOp::create(b, loc, 1));
+  SmallVector<OpFoldResult> offsets = {b.getIndexAttr(0), OpFoldResult(last),
+                                       b.getIndexAttr(0)};
+  SmallVector<OpFoldResult> sizes = {
+      hiddenType.isDynamicDim(0) ? OpFoldResult(batch)
+                                 : b.getIndexAttr(hiddenType.getDimSize(0)),
+      b.getIndexAttr(1), b.getIndexAttr(hiddenType.getDimSize(2))};
+  return tensor::ExtractSliceOp::create(b, loc, type, hidden, offsets, sizes,
+                                        strides);
+}
+
+/// A copy of the target followed by the heads, returning the target's
+/// results and one #spec.io<head_logits, index = k> per head.
+static func::FuncOp buildFused(HeadFusion &fusion, bool lastPositionOnly,
+                               SymbolTable &symbols) {
+  func::FuncOp target = fusion.target;
   OpBuilder b(target);
   b.setInsertionPointAfter(target);
   auto fused = cast<func::FuncOp>(b.clone(*target));
@@ -151,44 +209,18 @@ LogicalResult FuseMTPHeadsPass::fuse(DecoderOp decoder,
   auto ret = cast<func::ReturnOp>(fused.getBody().back().getTerminator());
   b.setInsertionPoint(ret);
   Location loc = ret.getLoc();
-  Value hidden = ret.getOperand(*hiddenIndex);
-  auto hiddenType = cast<RankedTensorType>(hidden.getType());
-  if (lastPositionOnly) {
-    if (hiddenType.getRank() != 3)
-      return target.emitError()
-             << "the hidden state must be batch x "
-                "sequence x hidden to select the last position, got "
-             << hiddenType;
-    SmallVector<OpFoldResult> offsets, sizes, strides(3, b.getIndexAttr(1));
-    Value batch = tensor::DimOp::create(b, loc, hidden, 0);
-    Value length = tensor::DimOp::create(b, loc, hidden, 1);
-    Value last = arith::SubIOp::create(
-        b, loc, length, arith::ConstantIndexOp::create(b, loc, 1));
-    offsets = {b.getIndexAttr(0), OpFoldResult(last), b.getIndexAttr(0)};
-    sizes = {hiddenType.isDynamicDim(0) ? OpFoldResult(batch)
-                                        : b.getIndexAttr(hiddenType.getDimSize(0)),
-             b.getIndexAttr(1), b.getIndexAttr(hiddenType.getDimSize(2))};
-    hidden = tensor::ExtractSliceOp::create(
-        b, loc,
-        RankedTensorType::get({hiddenType.getDimSize(0), 1,
-                               hiddenType.getDimSize(2)},
-                              hiddenType.getElementType()),
-        hidden, offsets, sizes, strides);
-  }
+  Value hidden = ret.getOperand(fusion.hiddenIndex);
+  if (lastPositionOnly)
+    hidden = selectLastPosition(b, loc, hidden, fusion.headInput);
 
   SmallVector<Value> results(ret.getOperands());
-  SmallVector<Attribute> resultNames;
-  for (auto [k, head] : llvm::enumerate(headFuncs)) {
+  SmallVector<DictionaryAttr> resultAttrs;
+  fused.getAllResultAttrs(resultAttrs);
+  for (auto [k, head] : llvm::enumerate(fusion.heads)) {
     Type argType = head.getArgumentTypes().front();
     Value input = hidden;
-    if (input.getType() != argType) {
-      if (!tensor::CastOp::areCastCompatible(input.getType(), argType))
-        return head.emitError() << "head @"
-                                << head.getSymName() << " takes " << argType
-                                << ", which the target's hidden state "
-                                << input.getType() << " cannot be cast to";
+    if (input.getType() != argType)
       input = tensor::CastOp::create(b, loc, argType, input);
-    }
     IRMapping mapping;
     Block &body = head.getBody().front();
     mapping.map(body.getArgument(0), input);
@@ -196,22 +228,27 @@ LogicalResult FuseMTPHeadsPass::fuse(DecoderOp decoder,
       b.clone(op, mapping);
     auto headReturn = cast<func::ReturnOp>(body.getTerminator());
     results.push_back(mapping.lookup(headReturn.getOperand(0)));
-    resultNames.push_back(b.getAttr<IOAttr>(IOKind::HeadLogits, k + 1));
+    resultAttrs.push_back(b.getDictionaryAttr(
+        b.getNamedAttr(SpecDialect::kIOAttrName,
+                       b.getAttr<IOAttr>(IOKind::HeadLogits, k + 1))));
   }
   ret->setOperands(results);
-  SmallVector<DictionaryAttr> resultAttrs;
-  fused.getAllResultAttrs(resultAttrs);
-  for (Attribute io : resultNames)
-    resultAttrs.push_back(
-        b.getDictionaryAttr(b.getNamedAttr(SpecDialect::kIOAttrName, io)));
-  SmallVector<Type> resultTypes(ret.getOperandTypes());
-  fused.setFunctionType(
-      b.getFunctionType(fused.getArgumentTypes(), resultTypes));
+  fused.setFunctionType(b.getFunctionType(fused.getArgumentTypes(),
+                                          ValueRange(results).getTypes()));
   fused.setAllResultAttrs(resultAttrs);
+  return fused;
+}
 
+LogicalResult FuseMTPHeadsPass::fuse(DecoderOp decoder,
+                                     MTPProposerAttr proposer,
+                                     SymbolTable &symbols) {
+  FailureOr<HeadFusion> fusion = check(decoder, proposer, symbols);
+  if (failed(fusion))
+    return failure();
+  func::FuncOp fused = buildFused(*fusion, lastPositionOnly, symbols);
   Deduplicated removed = deduplicateConstants(fused);
   decoder.setTargetAttr(FlatSymbolRefAttr::get(fused.getSymNameAttr()));
-  decoder.emitRemark() << "fused " << headFuncs.size()
+  decoder.emitRemark() << "fused " << fusion->heads.size()
                        << " Medusa heads into @" << fused.getSymName()
                        << "; " << removed.weights
                        << " weight tensors shared with the target or another "
