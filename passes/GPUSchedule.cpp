@@ -55,9 +55,6 @@ static LogicalResult linalgToLoops(func::FuncOp func, IRRewriter &rewriter) {
   SmallVector<linalg::LinalgOp> ops;
   func.walk([&](linalg::LinalgOp op) { ops.push_back(op); });
   for (linalg::LinalgOp op : ops) {
-    if (!op.hasPureBufferSemantics())
-      return op->emitError() << "is not bufferized; run the GPU schedule "
-                                "after bufferization";
     if (op.getNumParallelLoops() == 0) {
       rewriter.setInsertionPoint(op);
       Location loc = op.getLoc();
@@ -129,6 +126,16 @@ static LogicalResult mapLoopNest(scf::ParallelOp loop, int64_t threads) {
 
 void GPUSchedulePass::runOnOperation() {
   func::FuncOp func = getOperation();
+  // Refused before anything changes.
+  WalkResult tensors = func.walk([](linalg::LinalgOp op) {
+    if (op.hasPureBufferSemantics())
+      return WalkResult::advance();
+    op->emitError() << "is not bufferized; run the GPU schedule after "
+                       "bufferization";
+    return WalkResult::interrupt();
+  });
+  if (tensors.wasInterrupted())
+    return signalPassFailure();
   IRRewriter rewriter(&getContext());
   copiesToLinalg(func, rewriter);
   if (failed(linalgToLoops(func, rewriter)))
