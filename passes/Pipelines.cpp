@@ -164,7 +164,7 @@ void specula::buildSpecToCUDAPipeline(OpPassManager &pm,
     const char *home = std::getenv("CUDA_HOME");
     binary.toolkitPath = home && *home ? home : "/usr/local/cuda";
     // Upstream reports a missing toolkit once per kernel module; without
-    // one, checkKernelsLinked reports the unresolved functions once.
+    // one, compileToLLVM (lib/Artifact) reports the unresolved functions once.
     if (!llvm::sys::fs::is_directory(binary.toolkitPath))
       binary.toolkitPath.clear();
   }

@@ -82,7 +82,7 @@ struct SpecToCPUOptions : public mlir::PassPipelineOptions<SpecToCPUOptions> {
 /// caches written in place (spec-kv-cache-inplace), the decode loops exported
 /// through MLIR's C interface (spec-lower-generate), the spec ops as tensors
 /// (spec-lower-steps), spec-graph-to-llvm, and the weights moved into a file
-/// (spec-externalize-weights). `specc` and `writeCPUArtifact` run exactly
+/// (spec-externalize-weights). `specc` and `writeArtifact` run exactly
 /// this and only add I/O.
 void buildSpecToCPUPipeline(mlir::OpPassManager &pm,
                             const SpecToCPUOptions &options);

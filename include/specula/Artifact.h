@@ -3,7 +3,8 @@
 // Compiles a decoder composition (what `specc --emit=spec-mlir` prints:
 // models and a spec.decoder) with the spec-to-cpu or spec-to-cuda pipeline
 // into an artifact directory the specrt runtime opens: a host shared object
-// (with the PTX kernels embedded, for CUDA), a weights file, and a manifest. The layout is runtime/include/specrt/artifact_format.h.
+// (with the PTX kernels embedded, for CUDA), a weights file, and a manifest.
+// The layout is runtime/include/specrt/artifact_format.h.
 //
 //===----------------------------------------------------------------------===//
 
@@ -53,14 +54,14 @@ struct ArtifactOptions {
 mlir::LogicalResult writeArtifact(mlir::ModuleOp module, llvm::StringRef path,
                                   const ArtifactOptions &options);
 
-/// Checks that `chip` (sm_80, sm_90, ...) names a GPU LLVM's NVPTX backend
-/// knows; spec-to-cuda's nvvm-attach-target would only warn.
-mlir::LogicalResult checkCUDAChip(mlir::ModuleOp module, llvm::StringRef chip);
-
-/// Checks that every kernel spec-to-cuda embedded is complete: a math
-/// function left unresolved (no libdevice found) would only fail when the
-/// driver loads it.
-mlir::LogicalResult checkKernelsLinked(mlir::ModuleOp module);
+/// What writeArtifact compiles, without the object code: lowers `module` in
+/// place to the LLVM dialect with the device's pipeline (spec-to-cpu or
+/// spec-to-cuda), moving the weights into `weightsFile` (empty: they stay in
+/// the module). For CUDA, refuses a chip LLVM does not know and kernels left
+/// with unresolved functions (no libdevice found).
+mlir::LogicalResult compileToLLVM(mlir::ModuleOp module,
+                                  const ArtifactOptions &options,
+                                  llvm::StringRef weightsFile);
 
 } // namespace specula
 

@@ -288,7 +288,10 @@ static LogicalResult moveIntoPlace(ModuleOp module, StringRef staged,
   return success();
 }
 
-LogicalResult specula::checkKernelsLinked(ModuleOp module) {
+/// Checks that every kernel spec-to-cuda embedded is complete: a math
+/// function left unresolved (no libdevice found) would only fail when the
+/// driver loads it.
+static LogicalResult checkKernelsLinked(ModuleOp module) {
   for (auto binary : module.getOps<gpu::BinaryOp>())
     for (Attribute object : binary.getObjects()) {
       StringRef ptx = cast<gpu::ObjectAttr>(object).getObject().getValue();
@@ -321,7 +324,9 @@ static FailureOr<std::string> ptxVersion(ModuleOp module) {
   return module.emitError() << "spec-to-cuda produced no PTX kernels";
 }
 
-LogicalResult specula::checkCUDAChip(ModuleOp module, StringRef chip) {
+/// Checks that `chip` (sm_80, sm_90, ...) names a GPU LLVM's NVPTX backend
+/// knows; spec-to-cuda's nvvm-attach-target would only warn.
+static LogicalResult checkCUDAChip(ModuleOp module, StringRef chip) {
   static bool initialized = [] {
     LLVMInitializeNVPTXTargetInfo();
     LLVMInitializeNVPTXTarget();
@@ -340,6 +345,43 @@ LogicalResult specula::checkCUDAChip(ModuleOp module, StringRef chip) {
     return module.emitError() << "unknown CUDA chip '" << chip
                               << "' (use sm_80, sm_90, ...)";
   return success();
+}
+
+LogicalResult specula::compileToLLVM(ModuleOp module,
+                                     const ArtifactOptions &options,
+                                     StringRef weightsFile) {
+  bool cuda = options.device == ArtifactDevice::CUDA;
+  if (cuda && failed(checkCUDAChip(module, options.chip)))
+    return failure();
+  // The bufferization and LLVM conversions work through interfaces that
+  // upstream dialects register as extensions; the kernels' serialization and
+  // the object code through the LLVM IR translations (for CUDA, gpu.binary
+  // becomes the embedded PTX loaded at dlopen, gpu.launch_func calls of the
+  // runtime's mgpu* functions).
+  DialectRegistry extensions;
+  registerAllDialects(extensions);
+  registerAllExtensions(extensions);
+  registerAllToLLVMIRTranslations(extensions);
+  module.getContext()->appendDialectRegistry(extensions);
+  PassManager pm(module.getContext());
+  if (cuda) {
+    SpecToCUDAOptions pipeline;
+    pipeline.capacity = options.capacity;
+    pipeline.chip = options.chip;
+    pipeline.toolkit = options.cudaToolkit;
+    pipeline.weightsFile = weightsFile.str();
+    buildSpecToCUDAPipeline(pm, pipeline);
+  } else {
+    SpecToCPUOptions pipeline;
+    pipeline.capacity = options.capacity;
+    pipeline.weightsFile = weightsFile.str();
+    pipeline.minWeightBytes = options.minWeightBytes;
+    pipeline.gpuScheduleThreads = options.gpuScheduleThreads;
+    buildSpecToCPUPipeline(pm, pipeline);
+  }
+  if (failed(pm.run(module)))
+    return failure();
+  return success(!cuda || succeeded(checkKernelsLinked(module)));
 }
 
 LogicalResult specula::writeArtifact(ModuleOp module, StringRef path,
@@ -376,33 +418,7 @@ LogicalResult specula::writeArtifact(ModuleOp module, StringRef path,
     return std::string(p);
   };
 
-  // The bufferization and LLVM conversions work through interfaces that
-  // upstream dialects register as extensions; the kernels' serialization and
-  // the object code through the LLVM IR translations (for CUDA, gpu.binary
-  // becomes the embedded PTX loaded at dlopen, gpu.launch_func calls of the
-  // runtime's mgpu* functions).
-  DialectRegistry extensions;
-  registerAllDialects(extensions);
-  registerAllExtensions(extensions);
-  registerAllToLLVMIRTranslations(extensions);
-  module.getContext()->appendDialectRegistry(extensions);
-  PassManager pm(module.getContext());
-  if (cuda) {
-    SpecToCUDAOptions pipeline;
-    pipeline.capacity = options.capacity;
-    pipeline.chip = options.chip;
-    pipeline.toolkit = options.cudaToolkit;
-    pipeline.weightsFile = inStaging(SPECRT_WEIGHTS_FILE);
-    buildSpecToCUDAPipeline(pm, pipeline);
-  } else {
-    SpecToCPUOptions pipeline;
-    pipeline.capacity = options.capacity;
-    pipeline.weightsFile = inStaging(SPECRT_WEIGHTS_FILE);
-    pipeline.minWeightBytes = options.minWeightBytes;
-    pipeline.gpuScheduleThreads = options.gpuScheduleThreads;
-    buildSpecToCPUPipeline(pm, pipeline);
-  }
-  if (failed(pm.run(module)))
+  if (failed(compileToLLVM(module, options, inStaging(SPECRT_WEIGHTS_FILE))))
     return failure();
 
   // The decode loops, now LLVM functions, carry what the manifest needs.
@@ -423,8 +439,6 @@ LogicalResult specula::writeArtifact(ModuleOp module, StringRef path,
   (*(*description)["decoder"].getAsObject())["context_capacity"] =
       capacity.getInt();
 
-  if (cuda && failed(checkKernelsLinked(module)))
-    return failure();
   FailureOr<std::string> ptx = cuda ? ptxVersion(module) : std::string();
   if (failed(ptx))
     return failure();

@@ -25,6 +25,8 @@
 #include <cstring>
 #include <mutex>
 #include <string>
+#include <unordered_map>
+#include <vector>
 
 #include <dlfcn.h>
 
@@ -182,6 +184,10 @@ struct State {
   CUstream stream = nullptr;
   std::string firstError;
   bool active = false;
+  /// The functions of each loaded module, by the address of their name (a
+  /// constant of the host library): host code asks before every launch.
+  std::unordered_map<void *, std::vector<std::pair<const char *, CUfunction>>>
+      functions;
 
   /// Records the first failure; true if `result` is one.
   bool failed(CUresult result, const char *what) {
@@ -522,6 +528,7 @@ SPECRT_API void *mgpuModuleLoad(void *data, size_t) {
 
 SPECRT_API void mgpuModuleUnload(void *module) {
   State &s = state();
+  s.functions.erase(module);
   if (module && s.active)
     s.driver.cuModuleUnload(static_cast<CUmodule>(module));
 }
@@ -530,11 +537,16 @@ SPECRT_API void *mgpuModuleGetFunction(void *module, const char *name) {
   State &s = state();
   if (!module || !s.ok())
     return nullptr;
+  std::vector<std::pair<const char *, CUfunction>> &known = s.functions[module];
+  for (auto [knownName, function] : known)
+    if (knownName == name)
+      return function;
   CUfunction function = nullptr;
   if (s.failed(s.driver.cuModuleGetFunction(
                    &function, static_cast<CUmodule>(module), name),
                "cuModuleGetFunction"))
     return nullptr;
+  known.emplace_back(name, function);
   return function;
 }
 

@@ -25,15 +25,11 @@
 #include "dialects/spec/SpecOps.h"
 #include "passes/Composition.h"
 #include "passes/Passes.h"
-#include "passes/Pipelines.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/IR/AsmState.h"
 #include "mlir/IR/MLIRContext.h"
 #include "mlir/IR/Verifier.h"
-#include "mlir/InitAllDialects.h"
-#include "mlir/InitAllExtensions.h"
-#include "mlir/Target/LLVMIR/Dialect/All.h"
 #include "mlir/Pass/PassManager.h"
 #include "mlir/Support/FileUtilities.h"
 #include "llvm/Support/CommandLine.h"
@@ -313,50 +309,26 @@ int main(int argc, char **argv) {
                   ? emit.getValue()
                   : (StringRef(outputPath).ends_with(".spec") ? Emit::Artifact
                                                               : Emit::SpecMLIR);
+  ArtifactOptions options;
+  options.device = device;
+  options.chip = chip;
+  options.cudaToolkit = cudaToolkit;
+  options.capacity = capacity;
+  options.gpuScheduleThreads = gpuScheduleOnCPU;
+  options.linker = linker;
+  options.cpu = cpu;
   if (what == Emit::Artifact) {
     if (outputPath == "-") {
       llvm::errs() << "error: an artifact is a directory; name it with -o "
                       "(e.g. -o model.spec)\n";
       return 1;
     }
-    ArtifactOptions options;
-    options.device = device;
-    options.chip = chip;
-    options.cudaToolkit = cudaToolkit;
-    options.capacity = capacity;
-    options.gpuScheduleThreads = gpuScheduleOnCPU;
-    options.linker = linker;
-    options.cpu = cpu;
     return failed(writeArtifact(*module, outputPath, options)) ? 1 : 0;
   }
-  if (what == Emit::LLVMMLIR) {
-    // What writeArtifact compiles, without the object code.
-    DialectRegistry extensions;
-    registerAllDialects(extensions);
-    registerAllExtensions(extensions);
-    registerAllToLLVMIRTranslations(extensions);
-    context.appendDialectRegistry(extensions);
-    PassManager lowering(&context);
-    if (device == ArtifactDevice::CUDA) {
-      if (failed(checkCUDAChip(*module, chip)))
-        return 1;
-      SpecToCUDAOptions options;
-      options.capacity = capacity;
-      options.chip = chip;
-      options.toolkit = cudaToolkit;
-      options.weightsFile = weightsFile;
-      buildSpecToCUDAPipeline(lowering, options);
-    } else {
-      SpecToCPUOptions options;
-      options.capacity = capacity;
-      options.weightsFile = weightsFile;
-      options.gpuScheduleThreads = gpuScheduleOnCPU;
-      buildSpecToCPUPipeline(lowering, options);
-    }
-    if (failed(lowering.run(*module)) ||
-        (device == ArtifactDevice::CUDA && failed(checkKernelsLinked(*module))))
-      return 1;
-  }
+  // What writeArtifact compiles, without the object code.
+  if (what == Emit::LLVMMLIR &&
+      failed(compileToLLVM(*module, options, weightsFile)))
+    return 1;
 
   std::string error;
   auto output = openOutputFile(outputPath, &error);

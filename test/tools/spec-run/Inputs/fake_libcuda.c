@@ -6,6 +6,7 @@
  *   FAKE_CUDA_DEVICES=0      no device
  *   FAKE_CUDA_LOAD_ERROR=222 cuModuleLoadDataEx fails with this code
  *   FAKE_CUDA_ALLOC_ERROR=2  cuMemAllocManaged fails with this code
+ *   FAKE_CUDA_MANAGED=0      the device cannot allocate managed memory
  *
  * Memory comes from malloc; loading a module always fails (there is no GPU
  * to run kernels), with FAKE_CUDA_LOAD_ERROR or CUDA_ERROR_NO_BINARY_FOR_GPU.
@@ -50,6 +51,7 @@ CUresult cuDeviceGetAttribute(int *value, int attribute, int device) {
   int cc = env("FAKE_CUDA_CC", 90);
   if (attribute == 75) *value = cc / 10;      /* major */
   else if (attribute == 76) *value = cc % 10; /* minor */
+  else if (attribute == 83) *value = env("FAKE_CUDA_MANAGED", 1);
   else *value = 1;
   return 0;
 }
