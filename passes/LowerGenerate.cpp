@@ -695,7 +695,14 @@ void LowerGeneratePass::runOnOperation() {
     if (decoderName.empty() || decoder.getSymName() == decoderName)
       failedAny |= failed(lower(decoder, symbols));
   if (failedAny)
-    signalPassFailure();
+    return signalPassFailure();
+  // The decode loops are now the module's entry points; the models they call
+  // become internal, which lets bufferization drop the cache results that
+  // alias their cache arguments instead of copying the cache every forward.
+  for (auto func : module.getOps<func::FuncOp>())
+    if (func->hasAttr(SpecDialect::kRoleAttrName) && !func.isPrivate() &&
+        !SymbolTable::symbolKnownUseEmpty(func, module))
+      func.setPrivate();
 }
 
 LogicalResult LowerGeneratePass::lowerMedusa(DecoderOp decoder,

@@ -275,6 +275,66 @@ def SpecLowerSteps : Pass<"spec-lower-steps", "::mlir::ModuleOp"> {
                            "::mlir::tensor::TensorDialect"];
 }
 
+def SpecBlockContractions
+    : Pass<"spec-block-contractions", "::mlir::func::FuncOp"> {
+  let summary = "Register-block weight contractions for the CPU: one load of "
+                "a weight vector serves every row of a tile";
+  let description = [{
+    A forward of `r` rows (1 for a decode step, gamma + 1 for a verify, the
+    prompt for a prefill) multiplies its activations by each weight matrix:
+    `out[rows..., n] += a[rows..., k] * w[k, n]`. Computed row by row, every
+    row streams all of `w` through the vector units and reloads and stores
+    its output row for every `k`, so a six-row verify costs about six
+    one-row steps. This pass, on tensors before bufferization, tiles such
+    contractions (any `linalg` op with one multiply-accumulate reduction and
+    a static `w` indexed only by `k` and `n`) into `rows x columns` output
+    tiles with a `depth`-long reduction loop innermost, vectorizes every tile
+    with `linalg::vectorize`, turns the result into `vector.contract`, and
+    hoists the tile's accumulators out of the reduction loop
+    (`hoistLoopInvariantSubsets`). Lowered to outer products, each weight
+    vector is loaded once per `k` for all the tile's rows, and the
+    accumulators stay in registers.
+
+    Row counts are dynamic, so the row loop is tiled by `rows`, its partial
+    last tile is peeled off and tiled by `rows / 2`, and so on down to one
+    row (scf tiling and `peelForLoopAndSimplifyBounds`): every tile has
+    static sizes and vectorizes without masks; `r` rows take one tile per
+    set bit of `r mod rows` besides the full tiles. Static remainders of the
+    columns and of the reduction are peeled into tiles of their own.
+
+    Batch invariance (what exact greedy speculation relies on): every output
+    element is still one multiply-add chain over `k` in ascending order
+    starting from the output's initial value, whatever the tile it falls in
+    and however many rows the forward has; the tile shapes only change which
+    elements are computed side by side. Lowering `vector.contract` to outer
+    products (`convert-vector-to-llvm{vector-contract-lowering=outerproduct}`)
+    keeps that order; the products are fused multiply-adds (`llvm.fmuladd`)
+    in every tile alike.
+
+    Contractions whose second operand depends on the rows (the attention's
+    products with the key/value cache) and those with dynamic `k` or `n` are
+    left alone.
+
+    Example: `spec-opt --pass-pipeline='builtin.module(func.func(spec-block-contractions{rows=8 columns=32 depth=8}))'`
+  }];
+  let options = [
+    Option<"rows", "rows", "int64_t", "8",
+           "Rows per tile (a power of two, at most 16); partial tiles are "
+           "split into halves">,
+    Option<"columns", "columns", "int64_t", "32",
+           "Output columns per tile (a power of two, at most 128)">,
+    Option<"depth", "depth", "int64_t", "8",
+           "Reduction steps per iteration of the reduction loop (a power of "
+           "two, at most 64)">,
+  ];
+  let dependentDialects = ["::mlir::affine::AffineDialect",
+                           "::mlir::arith::ArithDialect",
+                           "::mlir::linalg::LinalgDialect",
+                           "::mlir::scf::SCFDialect",
+                           "::mlir::tensor::TensorDialect",
+                           "::mlir::vector::VectorDialect"];
+}
+
 def SpecInterchangeContractions
     : Pass<"spec-interchange-contractions", "::mlir::func::FuncOp"> {
   let summary = "Put the reduction loop of matmul-like ops outside the "

@@ -24,12 +24,16 @@ using namespace specula;
 
 /// Model functions and decode loops on tensors to buffers: the part of the
 /// compilation every device shares.
-static void buildBufferizationPipeline(OpPassManager &pm,
-                                       bool fuseElementwise) {
+/// `blockContractions`: the CPU's register-blocked weight contractions,
+/// scheduled on tensors (spec-block-contractions).
+static void buildBufferizationPipeline(OpPassManager &pm, bool fuseElementwise,
+                                       bool blockContractions) {
   pm.addPass(createCanonicalizerPass());
   pm.addPass(createCSEPass());
   if (fuseElementwise)
     pm.addPass(createLinalgElementwiseOpFusionPass());
+  if (blockContractions)
+    pm.addNestedPass<func::FuncOp>(createSpecBlockContractions());
 
   // tensor.empty only carries a shape: reuse the buffer of a later insert
   // where possible, allocate the rest.
@@ -42,6 +46,9 @@ static void buildBufferizationPipeline(OpPassManager &pm,
   // Decode loops carry tensors built anew each iteration (the proposals).
   bufferize.allowReturnAllocsFromLoops = true;
   pm.addPass(bufferization::createOneShotBufferizePass(bufferize));
+  // A model function returns the KV cache it updated in place: without
+  // this, every forward would return (copy) the whole cache.
+  pm.addPass(bufferization::createDropEquivalentBufferResultsPass());
   pm.addPass(createSpecOrderGlobals());
   bufferization::buildBufferDeallocationPipeline(pm);
   // Results that alias arguments or constants are returned as clones.
@@ -80,8 +87,9 @@ static void buildDecoderToTensorsPipeline(OpPassManager &pm,
 
 void specula::buildGraphToLLVMPipeline(OpPassManager &pm,
                                        const GraphToLLVMOptions &options) {
-  buildBufferizationPipeline(pm, options.fuseElementwise);
   bool gpuSchedule = options.gpuScheduleThreads > 0;
+  buildBufferizationPipeline(pm, options.fuseElementwise,
+                             options.blockContractions && !gpuSchedule);
   if (options.interchangeContractions && !gpuSchedule)
     pm.addNestedPass<func::FuncOp>(createSpecInterchangeContractions());
   if (options.approximateExp) {
@@ -97,9 +105,20 @@ void specula::buildGraphToLLVMPipeline(OpPassManager &pm,
     pm.addNestedPass<func::FuncOp>(createSpecGPUSchedule(schedule));
   }
   pm.addNestedPass<func::FuncOp>(createConvertLinalgToLoopsPass());
+  // The blocked contractions' tiles: transfers of whole tiles become one
+  // load or store per row, contractions outer products (one fused
+  // multiply-add per row and depth step, in depth order).
+  VectorTransferToSCFOptions vectorToSCF;
+  vectorToSCF.unroll = true;
+  pm.addNestedPass<func::FuncOp>(createConvertVectorToSCFPass(vectorToSCF));
   pm.addPass(memref::createExpandStridedMetadataPass());
   pm.addPass(createLowerAffinePass());
   pm.addPass(createSCFToControlFlowPass());
+  ConvertVectorToLLVMPassOptions vectorToLLVM;
+  vectorToLLVM.vectorContractLowering =
+      vector::VectorContractLowering::OuterProduct;
+  pm.addPass(createConvertVectorToLLVMPass(vectorToLLVM));
+  pm.addPass(createUBToLLVMConversionPass());
   buildHostToLLVMPipeline(pm, options.runtimeAllocator);
   pm.addPass(createReconcileUnrealizedCastsPass());
 }
@@ -122,7 +141,8 @@ void specula::buildSpecToCPUPipeline(OpPassManager &pm,
 void specula::buildSpecToCUDAPipeline(OpPassManager &pm,
                                       const SpecToCUDAOptions &options) {
   buildDecoderToTensorsPipeline(pm, options.capacity);
-  buildBufferizationPipeline(pm, /*fuseElementwise=*/true);
+  buildBufferizationPipeline(pm, /*fuseElementwise=*/true,
+                             /*blockContractions=*/false);
 
   // The device split: linalg ops and copies become kernels; the decode
   // loops' control and scalar bookkeeping stay on the host.

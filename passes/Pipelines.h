@@ -16,6 +16,12 @@ struct GraphToLLVMOptions : public mlir::PassPipelineOptions<GraphToLLVMOptions>
       *this, "fuse-elementwise",
       llvm::cl::desc("Fuse producer/consumer elementwise linalg ops first"),
       llvm::cl::init(true)};
+  Option<bool> blockContractions{
+      *this, "block-contractions",
+      llvm::cl::desc("Register-block and vectorize contractions with weight "
+                     "matrices (spec-block-contractions; not with "
+                     "gpu-schedule-threads)"),
+      llvm::cl::init(true)};
   Option<bool> interchangeContractions{
       *this, "interchange-contractions",
       llvm::cl::desc("Move reduction loops of matmul-like ops outside the "

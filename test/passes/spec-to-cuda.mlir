@@ -56,7 +56,7 @@ spec.decoder @decoder target(@target) proposer(#spec.draft<@draft, gamma = 3>) v
 // CHECK-DAG: llvm.func @target(
 // CHECK-DAG: llvm.func @draft(
 
-// LAUNCH: func.func @target(
+// LAUNCH: func.func private @target(
 // LAUNCH: gpu.launch blocks({{.*}}) in ({{.*}}) threads({{.*}}) in (%{{.*}} = %{{.*}}, %{{.*}} = %{{.*}}, %{{.*}} = %{{.*}})
 // LAUNCH: func.func @decoder_generate(
 // LAUNCH: scf.while

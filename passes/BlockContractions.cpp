@@ -1,0 +1,356 @@
+//===- BlockContractions.cpp - register-blocked matmuls for the CPU --------===//
+//
+// Tiles weight contractions (rows x weight matrix) on tensors so that one load
+// of a weight vector serves every row of a tile, vectorizes the tiles, and
+// keeps each tile's accumulators in registers across the reduction loop.
+//
+//===----------------------------------------------------------------------===//
+
+#include "passes/Passes.h"
+
+#include "mlir/Dialect/Affine/IR/AffineOps.h"
+#include "mlir/Dialect/Affine/Utils.h"
+#include "mlir/Dialect/Arith/IR/Arith.h"
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/Dialect/Linalg/IR/Linalg.h"
+#include "mlir/Dialect/Linalg/IR/LinalgInterfaces.h"
+#include "mlir/Dialect/Linalg/Transforms/Transforms.h"
+#include "mlir/Dialect/SCF/IR/SCF.h"
+#include "mlir/Dialect/SCF/Transforms/Patterns.h"
+#include "mlir/Dialect/SCF/Transforms/TileUsingInterface.h"
+#include "mlir/Dialect/SCF/Transforms/Transforms.h"
+#include "mlir/Dialect/Tensor/IR/Tensor.h"
+#include "mlir/Dialect/Vector/IR/VectorOps.h"
+#include "mlir/Dialect/Vector/Transforms/LoweringPatterns.h"
+#include "mlir/Dialect/Vector/Transforms/VectorRewritePatterns.h"
+#include "mlir/Dialect/Vector/Transforms/VectorTransforms.h"
+#include "mlir/IR/PatternMatch.h"
+#include "mlir/Transforms/GreedyPatternRewriteDriver.h"
+#include "mlir/Transforms/LoopInvariantCodeMotionUtils.h"
+#include "llvm/Support/MathExtras.h"
+
+namespace specula {
+#define GEN_PASS_DEF_SPECBLOCKCONTRACTIONS
+#include "passes/Passes.h.inc"
+} // namespace specula
+
+using namespace mlir;
+using namespace specula;
+
+/// Marks the ops being blocked while tiling and peeling clone them.
+static constexpr llvm::StringLiteral kBlockMarker = "__spec_block__";
+
+namespace {
+/// The loops of a weight contraction `out[rows..., n] += a[rows..., k] *
+/// w[k, n]` (any order of `w`'s dimensions) by role.
+struct ContractionDims {
+  SmallVector<unsigned> batch; // row loops outside the innermost row loop
+  unsigned rows;               // the innermost row loop
+  unsigned columns;            // n: the output's innermost dimension
+  unsigned depth;              // k: the reduction
+};
+} // namespace
+
+/// The roles of `op`'s loops if it is an f32 weight contraction: one
+/// reduction, multiply-accumulate body, a weight operand indexed only by
+/// (k, n) with static sizes, an output indexed by the row loops and n.
+static std::optional<ContractionDims> matchWeightContraction(
+    linalg::LinalgOp op) {
+  if (op.getNumDpsInputs() != 2 || op.getNumDpsInits() != 1 ||
+      op.getNumReductionLoops() != 1 || op.getNumParallelLoops() < 2 ||
+      !linalg::isaContractionOpInterface(op))
+    return std::nullopt;
+  auto outputType =
+      dyn_cast<ShapedType>(op.getDpsInitOperand(0)->get().getType());
+  if (!outputType || !outputType.getElementType().isF32())
+    return std::nullopt;
+  SmallVector<unsigned> reductions;
+  op.getReductionDims(reductions);
+  unsigned depth = reductions.front();
+
+  AffineMap output = op.getMatchingIndexingMap(op.getDpsInitOperand(0));
+  if (!output.isProjectedPermutation() || output.getNumResults() < 2)
+    return std::nullopt;
+  unsigned columns = output.getDimPosition(output.getNumResults() - 1);
+
+  // The weight: exactly the (k, n) loops, both static.
+  OpOperand *weight = nullptr, *rowsOperand = nullptr;
+  for (OpOperand *input : op.getDpsInputOperands()) {
+    AffineMap map = op.getMatchingIndexingMap(input);
+    if (!map.isProjectedPermutation())
+      return std::nullopt;
+    if (map.getNumResults() == 2 && map.isFunctionOfDim(depth) &&
+        map.isFunctionOfDim(columns))
+      weight = input;
+    else
+      rowsOperand = input;
+  }
+  if (!weight || !rowsOperand)
+    return std::nullopt;
+  SmallVector<int64_t> ranges = op.getStaticLoopRanges();
+  if (ShapedType::isDynamic(ranges[depth]) ||
+      ShapedType::isDynamic(ranges[columns]))
+    return std::nullopt;
+
+  // The rows: every other loop, all indexing the output and `a`, not `w`.
+  AffineMap a = op.getMatchingIndexingMap(rowsOperand);
+  if (a.isFunctionOfDim(columns) || !a.isFunctionOfDim(depth))
+    return std::nullopt;
+  ContractionDims dims;
+  dims.columns = columns;
+  dims.depth = depth;
+  SmallVector<unsigned> rowLoops;
+  for (unsigned i = 0; i + 1 < output.getNumResults(); ++i) {
+    unsigned loop = output.getDimPosition(i);
+    if (!a.isFunctionOfDim(loop))
+      return std::nullopt;
+    rowLoops.push_back(loop);
+  }
+  if (rowLoops.size() + 2 != op.getNumLoops())
+    return std::nullopt;
+  dims.rows = rowLoops.back();
+  dims.batch.assign(rowLoops.begin(), rowLoops.end() - 1);
+  return dims;
+}
+
+/// Tiles `op` by `sizes` (0: not tiled), loops ordered by `order`; returns
+/// the loops, outermost first, or failure.
+static FailureOr<SmallVector<scf::ForOp>>
+tile(RewriterBase &rewriter, linalg::LinalgOp op, ArrayRef<int64_t> sizes,
+     ArrayRef<int64_t> order) {
+  scf::SCFTilingOptions options;
+  options.setTileSizes(getAsIndexOpFoldResult(op.getContext(), sizes));
+  options.setInterchange(order);
+  rewriter.setInsertionPoint(op);
+  FailureOr<scf::SCFTilingResult> tiled = scf::tileUsingSCF(
+      rewriter, cast<TilingInterface>(op.getOperation()), options);
+  if (failed(tiled))
+    return failure();
+  rewriter.replaceOp(op, tiled->replacements);
+  SmallVector<scf::ForOp> loops;
+  for (LoopLikeOpInterface loop : tiled->loops)
+    loops.push_back(cast<scf::ForOp>(loop.getOperation()));
+  return loops;
+}
+
+/// The marked ops under `root`, in order.
+static SmallVector<linalg::LinalgOp> markedOps(Operation *root) {
+  SmallVector<linalg::LinalgOp> ops;
+  root->walk([&](linalg::LinalgOp op) {
+    if (op->hasAttr(kBlockMarker))
+      ops.push_back(op);
+  });
+  return ops;
+}
+
+/// Folds the constants peeling leaves in tile sizes, so that the tiles of
+/// full iterations get static shapes.
+static LogicalResult canonicalize(func::FuncOp func) {
+  MLIRContext *context = func.getContext();
+  RewritePatternSet patterns(context);
+  for (Dialect *dialect : context->getLoadedDialects())
+    dialect->getCanonicalizationPatterns(patterns);
+  for (RegisteredOperationName op : context->getRegisteredOperations())
+    op.getCanonicalizationPatterns(patterns, context);
+  // Tile sizes `min(t, ub - iv)` in loops that step by t.
+  mlir::scf::populateSCFForLoopCanonicalizationPatterns(patterns);
+  return applyPatternsGreedily(func, std::move(patterns));
+}
+
+/// Rewrites `affine.apply` as arith ops. The row count of a peeled partial
+/// tile is `affine.apply (ub - iv)`; tiling it again would fold that map into
+/// the new tile sizes, and peeling could then no longer prove the full tiles
+/// full. As an opaque value it stays the loop bound that peeling reasons
+/// about.
+static void expandAffineApplies(func::FuncOp func, IRRewriter &rewriter) {
+  SmallVector<affine::AffineApplyOp> applies;
+  func.walk([&](affine::AffineApplyOp apply) { applies.push_back(apply); });
+  for (affine::AffineApplyOp apply : applies) {
+    rewriter.setInsertionPoint(apply);
+    std::optional<SmallVector<Value, 8>> expanded = affine::expandAffineMap(
+        rewriter, apply.getLoc(), apply.getAffineMap(),
+        llvm::to_vector<4>(apply.getMapOperands()));
+    if (expanded)
+      rewriter.replaceOp(apply, *expanded);
+  }
+}
+
+namespace {
+struct BlockContractionsPass
+    : public specula::impl::SpecBlockContractionsBase<BlockContractionsPass> {
+  using Base::Base;
+
+  LogicalResult initialize(MLIRContext *context) override {
+    auto check = [&](StringRef name, int64_t value,
+                     int64_t most) -> LogicalResult {
+      if (value >= 1 && value <= most && llvm::isPowerOf2_64(value))
+        return success();
+      return emitError(UnknownLoc::get(context))
+             << "spec-block-contractions: " << name
+             << " must be a power of two in [1, " << most << "], got "
+             << value;
+    };
+    return success(succeeded(check("rows", rows, 16)) &&
+                   succeeded(check("columns", columns, 128)) &&
+                   succeeded(check("depth", depth, 64)));
+  }
+
+  void runOnOperation() override;
+
+private:
+  LogicalResult blockRows(func::FuncOp func, IRRewriter &rewriter);
+  LogicalResult blockColumnsAndDepth(func::FuncOp func, IRRewriter &rewriter);
+};
+} // namespace
+
+/// Tiles the row loops: batch loops by one, the innermost row loop by
+/// `rows`. The last, partial row tile is peeled off and tiled again by half
+/// the size, down to one row, so that every tile has a static row count and
+/// a forward of r rows reads each weight once per set bit of r below `rows`
+/// (a six-row verify: one four-row and one two-row tile).
+LogicalResult BlockContractionsPass::blockRows(func::FuncOp func,
+                                               IRRewriter &rewriter) {
+  for (int64_t size = rows; size >= 1; size /= 2) {
+    for (linalg::LinalgOp op : markedOps(func)) {
+      ContractionDims dims = *matchWeightContraction(op);
+      SmallVector<int64_t> ranges = op.getStaticLoopRanges();
+      bool staticTile = !ShapedType::isDynamic(ranges[dims.rows]) &&
+                        ranges[dims.rows] <= rows;
+      bool batchDone = llvm::all_of(
+          dims.batch, [&](unsigned loop) { return ranges[loop] == 1; });
+      if (staticTile && batchDone)
+        continue;
+      SmallVector<int64_t> sizes(op.getNumLoops(), 0), order;
+      for (unsigned loop : dims.batch) {
+        sizes[loop] = 1;
+        order.push_back(loop);
+      }
+      sizes[dims.rows] = staticTile ? 0 : size;
+      order.push_back(dims.rows);
+      order.push_back(dims.columns);
+      order.push_back(dims.depth);
+      FailureOr<SmallVector<scf::ForOp>> loops =
+          tile(rewriter, op, sizes, order);
+      if (failed(loops))
+        return op.emitOpError("could not be tiled by rows");
+      if (staticTile)
+        continue;
+      scf::ForOp partial;
+      (void)scf::peelForLoopAndSimplifyBounds(rewriter, loops->back(),
+                                              partial);
+    }
+    if (failed(canonicalize(func)))
+      return func.emitError("tile sizes did not converge");
+    expandAffineApplies(func, rewriter);
+  }
+  return success();
+}
+
+/// Tiles the columns by `columns` and the reduction by `depth`, reduction
+/// innermost; a static remainder of either is peeled into its own tile.
+LogicalResult
+BlockContractionsPass::blockColumnsAndDepth(func::FuncOp func,
+                                            IRRewriter &rewriter) {
+  for (linalg::LinalgOp op : markedOps(func)) {
+    ContractionDims dims = *matchWeightContraction(op);
+    SmallVector<int64_t> ranges = op.getStaticLoopRanges();
+    SmallVector<int64_t> sizes(op.getNumLoops(), 0);
+    sizes[dims.columns] = ranges[dims.columns] > columns ? columns : 0;
+    sizes[dims.depth] = ranges[dims.depth] > depth ? depth : 0;
+    if (!sizes[dims.columns] && !sizes[dims.depth])
+      continue;
+    SmallVector<int64_t> order;
+    for (unsigned loop = 0; loop < op.getNumLoops(); ++loop)
+      if (loop != dims.columns && loop != dims.depth)
+        order.push_back(loop);
+    order.push_back(dims.columns);
+    order.push_back(dims.depth);
+    FailureOr<SmallVector<scf::ForOp>> loops = tile(rewriter, op, sizes, order);
+    if (failed(loops))
+      return op.emitOpError("could not be tiled by columns");
+    // Innermost first: peeling the column loop then clones the peeled
+    // reduction loops into its partial iteration.
+    for (scf::ForOp loop : llvm::reverse(*loops)) {
+      scf::ForOp partial;
+      (void)scf::peelForLoopAndSimplifyBounds(rewriter, loop, partial);
+    }
+  }
+  if (failed(canonicalize(func)))
+    return func.emitError("tile sizes did not converge");
+  return success();
+}
+
+void BlockContractionsPass::runOnOperation() {
+  func::FuncOp func = getOperation();
+  IRRewriter rewriter(func.getContext());
+  bool any = false;
+  WalkResult walk = func.walk([&](linalg::LinalgOp op) {
+    if (!matchWeightContraction(op))
+      return WalkResult::advance();
+    if (!op.hasPureTensorSemantics()) {
+      op.emitOpError("is bufferized; spec-block-contractions schedules ops "
+                     "on tensors: run it before bufferization");
+      return WalkResult::interrupt();
+    }
+    op->setAttr(kBlockMarker, UnitAttr::get(func.getContext()));
+    any = true;
+    return WalkResult::advance();
+  });
+  if (walk.wasInterrupted())
+    return signalPassFailure();
+  if (!any)
+    return;
+  if (failed(blockRows(func, rewriter)) ||
+      failed(blockColumnsAndDepth(func, rewriter)))
+    return signalPassFailure();
+
+  // Every tile now has static sizes: vectorize it without masks.
+  for (linalg::LinalgOp op : markedOps(func)) {
+    if (!op.hasPureTensorSemantics() ||
+        llvm::any_of(op.getStaticLoopRanges(), ShapedType::isDynamic)) {
+      op.emitOpError("tile has dynamic sizes after blocking");
+      return signalPassFailure();
+    }
+    rewriter.setInsertionPoint(op);
+    FailureOr<linalg::VectorizationResult> vectorized =
+        linalg::vectorize(rewriter, op);
+    if (failed(vectorized)) {
+      op.emitOpError("tile could not be vectorized");
+      return signalPassFailure();
+    }
+    rewriter.replaceOp(op, vectorized->replacements);
+  }
+
+  // Broadcast-multiply-reduce becomes vector.contract on the tile's rows x
+  // depth and depth x columns vectors.
+  {
+    RewritePatternSet patterns(func.getContext());
+    vector::populateVectorReductionToContractPatterns(patterns);
+    vector::populateVectorTransferPermutationMapLoweringPatterns(patterns);
+    if (failed(applyPatternsGreedily(func, std::move(patterns))))
+      return signalPassFailure();
+  }
+  if (failed(canonicalize(func)))
+    return signalPassFailure();
+
+  // The accumulators: read before and written after the reduction loop, not
+  // in every iteration.
+  SmallVector<scf::ForOp> reductionLoops;
+  func.walk([&](scf::ForOp loop) {
+    if (!loop.getOps<vector::ContractionOp>().empty())
+      reductionLoops.push_back(loop);
+  });
+  for (scf::ForOp loop : reductionLoops) {
+    moveLoopInvariantCode(cast<LoopLikeOpInterface>(loop.getOperation()));
+    hoistLoopInvariantSubsets(rewriter,
+                              cast<LoopLikeOpInterface>(loop.getOperation()));
+  }
+  {
+    RewritePatternSet patterns(func.getContext());
+    vector::populateCastAwayVectorLeadingOneDimPatterns(patterns);
+    if (failed(applyPatternsGreedily(func, std::move(patterns))))
+      return signalPassFailure();
+  }
+  if (failed(canonicalize(func)))
+    return signalPassFailure();
+}

@@ -1,0 +1,149 @@
+// RUN: spec-opt %s --pass-pipeline='builtin.module(func.func(spec-block-contractions))' | FileCheck %s
+// RUN: spec-opt %s --pass-pipeline='builtin.module(func.func(spec-block-contractions{rows=2 columns=16 depth=4}))' | FileCheck %s --check-prefix=SMALL
+// RUN: spec-opt %s --spec-graph-to-llvm=block-contractions=false -mlir-print-ir-before=one-shot-bufferize 2>&1 >/dev/null | FileCheck %s --check-prefix=OFF
+
+// A projection of a dynamic number of rows by a 40x48 weight. Full tiles of
+// 8 rows, then the partial last tile in halves (4, 2, 1 rows), each with a
+// static row count; 48 columns are a 32-column tile and a 16-column
+// remainder; the reduction steps by 8. Each tile's accumulators are read
+// before the reduction loop, carried through it as vectors, and written
+// after it.
+// CHECK-LABEL: func.func @project
+// CHECK-NOT: linalg.generic
+// CHECK: scf.for %{{.*}} step %c8 iter_args(%{{.*}}) -> (tensor<?x48xf32>)
+// CHECK: %[[ACC:.*]] = vector.transfer_read {{.*}} : tensor<8x32xf32>, vector<8x32xf32>
+// CHECK: %[[SUM:.*]] = scf.for %{{.*}} = %c0 to %c40 step %c8 iter_args(%[[A:.*]] = %[[ACC]]) -> (vector<8x32xf32>)
+// CHECK: %[[X:.*]] = vector.transfer_read {{.*}} : tensor<8x8xf32>, vector<8x8xf32>
+// CHECK: %[[W:.*]] = vector.transfer_read {{.*}} : tensor<8x32xf32>, vector<8x32xf32>
+// CHECK: vector.contract {{.*}} %[[X]], %[[W]], %[[A]] : vector<8x8xf32>, vector<8x32xf32> into vector<8x32xf32>
+// CHECK: vector.transfer_write %[[SUM]], {{.*}} : vector<8x32xf32>, tensor<8x32xf32>
+// CHECK: vector.contract {{.*}} : vector<8x8xf32>, vector<8x16xf32> into vector<8x16xf32>
+// CHECK: vector.contract {{.*}} : vector<4x8xf32>, vector<8x32xf32> into vector<4x32xf32>
+// CHECK: vector.contract {{.*}} : vector<4x8xf32>, vector<8x16xf32> into vector<4x16xf32>
+// CHECK: vector.contract {{.*}} : vector<2x8xf32>, vector<8x32xf32> into vector<2x32xf32>
+// CHECK: vector.contract {{.*}} : vector<2x8xf32>, vector<8x16xf32> into vector<2x16xf32>
+// CHECK: vector.contract {{.*}} : vector<8xf32>, vector<8x32xf32> into vector<32xf32>
+// CHECK: vector.contract {{.*}} : vector<8xf32>, vector<8x16xf32> into vector<16xf32>
+// CHECK-NOT: vector.contract
+// CHECK: return
+
+// SMALL-LABEL: func.func @project
+// SMALL-NOT: linalg.generic
+// SMALL: scf.for %{{.*}} step %c2 iter_args
+// SMALL: vector.contract {{.*}} : vector<2x4xf32>, vector<4x16xf32> into vector<2x16xf32>
+// SMALL: vector.contract {{.*}} : vector<4xf32>, vector<4x16xf32> into vector<16xf32>
+// SMALL-NOT: vector.contract
+// SMALL: return
+
+// OFF-LABEL: func.func @project
+// OFF: linalg.generic
+// OFF-NOT: vector.contract
+func.func @project(%x: tensor<?x40xf32>, %w: tensor<40x48xf32>) -> tensor<?x48xf32> {
+  %c0 = arith.constant 0 : index
+  %zero = arith.constant 0.0 : f32
+  %rows = tensor.dim %x, %c0 : tensor<?x40xf32>
+  %empty = tensor.empty(%rows) : tensor<?x48xf32>
+  %init = linalg.fill ins(%zero : f32) outs(%empty : tensor<?x48xf32>) -> tensor<?x48xf32>
+  %0 = linalg.generic {
+      indexing_maps = [affine_map<(m, n, k) -> (m, k)>,
+                       affine_map<(m, n, k) -> (k, n)>,
+                       affine_map<(m, n, k) -> (m, n)>],
+      iterator_types = ["parallel", "parallel", "reduction"]}
+      ins(%x, %w : tensor<?x40xf32>, tensor<40x48xf32>) outs(%init : tensor<?x48xf32>) {
+  ^bb0(%a: f32, %b: f32, %acc: f32):
+    %p = arith.mulf %a, %b : f32
+    %s = arith.addf %acc, %p : f32
+    linalg.yield %s : f32
+  } -> tensor<?x48xf32>
+  return %0 : tensor<?x48xf32>
+}
+
+// The importer's MatMul of activations (batch, sequence, k) by a weight: the
+// batch loop steps by one, the sequence is the row loop.
+// CHECK-LABEL: func.func @batched
+// CHECK-NOT: linalg.generic
+// CHECK: scf.for %{{.*}} = %c0 to %{{.*}} step %c1
+// CHECK: scf.for %{{.*}} step %c8
+// CHECK: vector.contract {{.*}} : vector<8x8xf32>, vector<8x32xf32> into vector<8x32xf32>
+func.func @batched(%x: tensor<?x?x16xf32>, %w: tensor<16x32xf32>, %init: tensor<?x?x32xf32>) -> tensor<?x?x32xf32> {
+  %0 = linalg.generic {
+      indexing_maps = [affine_map<(b, m, n, k) -> (b, m, k)>,
+                       affine_map<(b, m, n, k) -> (k, n)>,
+                       affine_map<(b, m, n, k) -> (b, m, n)>],
+      iterator_types = ["parallel", "parallel", "parallel", "reduction"]}
+      ins(%x, %w : tensor<?x?x16xf32>, tensor<16x32xf32>) outs(%init : tensor<?x?x32xf32>) {
+  ^bb0(%a: f32, %b: f32, %acc: f32):
+    %p = arith.mulf %a, %b : f32
+    %s = arith.addf %acc, %p : f32
+    linalg.yield %s : f32
+  } -> tensor<?x?x32xf32>
+  return %0 : tensor<?x?x32xf32>
+}
+
+// A row count known at compile time needs no halving: 12 rows are one tile
+// of 8 and one of 4.
+// CHECK-LABEL: func.func @static_rows
+// CHECK: vector.contract {{.*}} : vector<8x8xf32>, vector<8x32xf32> into vector<8x32xf32>
+// CHECK: vector.contract {{.*}} : vector<4x8xf32>, vector<8x32xf32> into vector<4x32xf32>
+// CHECK-NOT: vector.contract
+// CHECK: return
+func.func @static_rows(%x: tensor<12x16xf32>, %w: tensor<16x32xf32>, %init: tensor<12x32xf32>) -> tensor<12x32xf32> {
+  %0 = linalg.generic {
+      indexing_maps = [affine_map<(m, n, k) -> (m, k)>,
+                       affine_map<(m, n, k) -> (k, n)>,
+                       affine_map<(m, n, k) -> (m, n)>],
+      iterator_types = ["parallel", "parallel", "reduction"]}
+      ins(%x, %w : tensor<12x16xf32>, tensor<16x32xf32>) outs(%init : tensor<12x32xf32>) {
+  ^bb0(%a: f32, %b: f32, %acc: f32):
+    %p = arith.mulf %a, %b : f32
+    %s = arith.addf %acc, %p : f32
+    linalg.yield %s : f32
+  } -> tensor<12x32xf32>
+  return %0 : tensor<12x32xf32>
+}
+
+// Left alone: the attention's product with the keys, whose second operand
+// depends on the batch loop (not a weight shared by all rows); a weight with
+// a dynamic reduction; f16.
+// CHECK-LABEL: func.func @not_weights
+// CHECK-COUNT-3: linalg.generic
+// CHECK-NOT: vector.contract
+func.func @not_weights(%q: tensor<?x4x32xf32>, %k: tensor<?x32x16xf32>, %init: tensor<?x4x16xf32>,
+                       %x: tensor<4x?xf32>, %w: tensor<?x16xf32>, %init2: tensor<4x16xf32>,
+                       %xh: tensor<4x8xf16>, %wh: tensor<8x16xf16>, %init3: tensor<4x16xf16>)
+    -> (tensor<?x4x16xf32>, tensor<4x16xf32>, tensor<4x16xf16>) {
+  %0 = linalg.generic {
+      indexing_maps = [affine_map<(b, m, n, k) -> (b, m, k)>,
+                       affine_map<(b, m, n, k) -> (b, k, n)>,
+                       affine_map<(b, m, n, k) -> (b, m, n)>],
+      iterator_types = ["parallel", "parallel", "parallel", "reduction"]}
+      ins(%q, %k : tensor<?x4x32xf32>, tensor<?x32x16xf32>) outs(%init : tensor<?x4x16xf32>) {
+  ^bb0(%a: f32, %b: f32, %acc: f32):
+    %p = arith.mulf %a, %b : f32
+    %s = arith.addf %acc, %p : f32
+    linalg.yield %s : f32
+  } -> tensor<?x4x16xf32>
+  %1 = linalg.generic {
+      indexing_maps = [affine_map<(m, n, k) -> (m, k)>,
+                       affine_map<(m, n, k) -> (k, n)>,
+                       affine_map<(m, n, k) -> (m, n)>],
+      iterator_types = ["parallel", "parallel", "reduction"]}
+      ins(%x, %w : tensor<4x?xf32>, tensor<?x16xf32>) outs(%init2 : tensor<4x16xf32>) {
+  ^bb0(%a: f32, %b: f32, %acc: f32):
+    %p = arith.mulf %a, %b : f32
+    %s = arith.addf %acc, %p : f32
+    linalg.yield %s : f32
+  } -> tensor<4x16xf32>
+  %2 = linalg.generic {
+      indexing_maps = [affine_map<(m, n, k) -> (m, k)>,
+                       affine_map<(m, n, k) -> (k, n)>,
+                       affine_map<(m, n, k) -> (m, n)>],
+      iterator_types = ["parallel", "parallel", "reduction"]}
+      ins(%xh, %wh : tensor<4x8xf16>, tensor<8x16xf16>) outs(%init3 : tensor<4x16xf16>) {
+  ^bb0(%a: f16, %b: f16, %acc: f16):
+    %p = arith.mulf %a, %b : f16
+    %s = arith.addf %acc, %p : f16
+    linalg.yield %s : f16
+  } -> tensor<4x16xf16>
+  return %0, %1, %2 : tensor<?x4x16xf32>, tensor<4x16xf32>, tensor<4x16xf16>
+}
