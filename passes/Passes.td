@@ -222,6 +222,10 @@ def SpecLowerGenerate : Pass<"spec-lower-generate", "::mlir::ModuleOp"> {
     reproduce, and the baseline of speedups. Both loops carry
     `llvm.emit_c_interface` (the runtime calls them from C) and
     `spec.context_capacity` (C, which the artifact's manifest reports).
+    The model functions they call become private: the loops are the
+    module's entry points, and bufferization then drops a model's cache
+    result, which aliases its cache argument, instead of copying the cache
+    on every forward.
   }];
   let options = [
     Option<"decoderName", "decoder", "std::string", "\"\"",
@@ -333,6 +337,29 @@ def SpecBlockContractions
                            "::mlir::scf::SCFDialect",
                            "::mlir::tensor::TensorDialect",
                            "::mlir::vector::VectorDialect"];
+}
+
+def SpecFuseElementwise : Pass<"spec-fuse-elementwise"> {
+  let summary = "Fuse elementwise linalg producers into their consumers when "
+                "no element is computed twice";
+  let description = [{
+    Upstream's `linalg-fuse-elementwise-ops` with a stricter rule. Upstream
+    fuses a single-use elementwise producer into any `linalg.generic`
+    consumer, also one with loops the fused operand does not depend on; the
+    producer's body then runs in every iteration of those loops. In the
+    importer's attention that fused the rotary embedding of the queries into
+    the product with the keys: three multiplies and an add per score instead
+    of per query element, for every cached position. This pass fuses only
+    when the consumer's indexing map of the fused operand uses every loop of
+    the consumer (each producer element is computed once); otherwise the
+    producer stays a separate op. Reshape propagation and constant folding
+    follow the same rule.
+
+    Example: `spec-opt --spec-fuse-elementwise`
+  }];
+  let dependentDialects = ["::mlir::affine::AffineDialect",
+                           "::mlir::linalg::LinalgDialect",
+                           "::mlir::tensor::TensorDialect"];
 }
 
 def SpecInterchangeContractions

@@ -31,7 +31,7 @@ static void buildBufferizationPipeline(OpPassManager &pm, bool fuseElementwise,
   pm.addPass(createCanonicalizerPass());
   pm.addPass(createCSEPass());
   if (fuseElementwise)
-    pm.addPass(createLinalgElementwiseOpFusionPass());
+    pm.addPass(createSpecFuseElementwise());
   if (blockContractions)
     pm.addNestedPass<func::FuncOp>(createSpecBlockContractions());
 

@@ -14,7 +14,9 @@ namespace specula {
 struct GraphToLLVMOptions : public mlir::PassPipelineOptions<GraphToLLVMOptions> {
   Option<bool> fuseElementwise{
       *this, "fuse-elementwise",
-      llvm::cl::desc("Fuse producer/consumer elementwise linalg ops first"),
+      llvm::cl::desc("Fuse producer/consumer elementwise linalg ops first, "
+                     "never computing an element twice "
+                     "(spec-fuse-elementwise)"),
       llvm::cl::init(true)};
   Option<bool> blockContractions{
       *this, "block-contractions",

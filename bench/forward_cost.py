@@ -1,0 +1,146 @@
+#!/usr/bin/env python3
+"""What a target forward costs on the CPU, by rows: the figures that decide
+whether speculative decoding pays.
+
+For k = 2..--max-rows it compiles the example draft decoder with gamma k - 1
+(`specc --gamma`), so that every verify forward of the example target has k
+rows, and runs `spec-run --compare --json` on one prompt: the verify rounds
+and the target-only loop's one-row steps run in the same process, one after
+the other, over the same positions, so verify(k) / step(1) is a ratio
+measured under one load. It then times prefills of growing prompts
+(`spec-run --no-speculation --max-new-tokens 1`) for the cost per prompt row,
+measures this machine's memory bandwidth with a 256 MiB copy (numpy), and
+reports the one-row step's weight bytes per second as a fraction of it.
+
+    /usr/bin/python3 bench/forward_cost.py [--build build] [--max-rows 8]
+        [--max-new-tokens 96] [--json results.json]
+
+Needs numpy and onnx (Debian's python3-numpy, python3-onnx). Not a test:
+nothing here asserts on time.
+"""
+
+import argparse
+import json
+import os
+import subprocess
+import sys
+import tempfile
+import time
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+MODELS = os.path.join(ROOT, "models")
+PROMPT = "import os\nimport sys\n\n\ndef main(argv):\n"
+
+
+def run(command):
+    result = subprocess.run(command, capture_output=True, text=True)
+    if result.returncode != 0:
+        sys.exit(f"error: {' '.join(command)} failed:\n{result.stderr}")
+    return result.stdout
+
+
+def per_round(mode):
+    """Seconds per decode-loop round (the prefill is not a round)."""
+    rounds = mode["target_forwards"] - 1
+    if rounds < 1:
+        sys.exit("error: no decode rounds ran; raise --max-new-tokens")
+    return mode["verify_seconds"] / rounds
+
+
+def copy_bandwidth():
+    """Bytes per second a 256 MiB copy moves (read + write), best of 5."""
+    import numpy as np
+    source = np.ones(64 << 20, dtype=np.float32)
+    target = np.empty_like(source)
+    best = float("inf")
+    for _ in range(5):
+        start = time.perf_counter()
+        np.copyto(target, source)
+        best = min(best, time.perf_counter() - start)
+    return 2 * source.nbytes / best
+
+
+def weight_bytes(model):
+    import onnx
+    from onnx import numpy_helper
+    graph = onnx.load(model).graph
+    return sum(numpy_helper.to_array(t).nbytes for t in graph.initializer)
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--build", default=os.path.join(ROOT, "build"))
+    parser.add_argument("--max-rows", type=int, default=8)
+    parser.add_argument("--max-new-tokens", type=int, default=96)
+    parser.add_argument("--prefill-rows", default="32,128,256",
+                        help="prompt lengths timed for the prefill cost")
+    parser.add_argument("--json", help="also write the results here")
+    args = parser.parse_args()
+    if not 2 <= args.max_rows <= 16:
+        sys.exit("error: --max-rows must be between 2 and 16")
+    specc, spec_run = (os.path.join(args.build, "bin", name)
+                       for name in ("specc", "spec-run"))
+    for tool in (specc, spec_run):
+        if not os.access(tool, os.X_OK):
+            sys.exit(f"error: {tool} not found; run `ninja -C {args.build} "
+                     "specc spec-run` first")
+    prefill_rows = [int(r) for r in args.prefill_rows.split(",")]
+
+    verify = []
+    prefill = []
+    with tempfile.TemporaryDirectory() as tmp:
+        for rows in range(2, args.max_rows + 1):
+            artifact = os.path.join(tmp, f"gamma{rows - 1}.spec")
+            run([specc, f"{MODELS}/target.onnx",
+                 f"--draft={MODELS}/draft.onnx", f"--gamma={rows - 1}",
+                 "-o", artifact])
+            out = json.loads(run([
+                spec_run, artifact, f"--prompt={PROMPT}",
+                f"--max-new-tokens={args.max_new_tokens}", "--compare",
+                "--warmup=2", "--json"]))
+            step = per_round(out["no_speculation"])
+            cost = per_round(out["speculative"])
+            verify.append({"rows": rows, "verify_seconds": cost,
+                           "step_seconds": step, "ratio": cost / step})
+            print(f"  verify({rows}) done", file=sys.stderr)
+        # Prefills: prompts of n bytes (n rows), one new token.
+        text = open(os.path.join(ROOT, "bench", "forward_cost.py")).read()
+        for rows in prefill_rows:
+            prompt = os.path.join(tmp, f"prompt{rows}.txt")
+            with open(prompt, "w") as f:
+                f.write(text[:rows - 1])  # BOS is the first row
+            out = json.loads(run([
+                spec_run, artifact, f"--prompt-file={prompt}",
+                "--no-speculation", "--max-new-tokens=1", "--warmup=3",
+                "--json"]))
+            seconds = out["no_speculation"]["seconds"]
+            prefill.append({"rows": rows, "seconds": seconds,
+                            "seconds_per_row": seconds / rows})
+
+    bandwidth = copy_bandwidth()
+    weights = weight_bytes(os.path.join(MODELS, "target.onnx"))
+    step = min(v["step_seconds"] for v in verify)
+    print(f"example target ({weights / 2**20:.2f} MiB of weights), prompt of "
+          f"{len(PROMPT)} bytes + {args.max_new_tokens} new tokens, greedy")
+    print(f"{'rows k':>6} {'verify(k) us':>12} {'step(1) us':>10} "
+          f"{'verify(k)/step(1)':>17}")
+    for v in verify:
+        print(f"{v['rows']:>6} {v['verify_seconds'] * 1e6:>12.1f} "
+              f"{v['step_seconds'] * 1e6:>10.1f} {v['ratio']:>17.2f}")
+    print(f"{'prefill rows':>12} {'us':>9} {'us per row':>10}")
+    for p in prefill:
+        print(f"{p['rows']:>12} {p['seconds'] * 1e6:>9.1f} "
+              f"{p['seconds_per_row'] * 1e6:>10.2f}")
+    print(f"copy bandwidth {bandwidth / 1e9:.1f} GB/s; one-row step reads "
+          f"weights at {weights / step / 1e9:.1f} GB/s "
+          f"({weights / step / bandwidth:.0%} of it)")
+    if args.json:
+        with open(args.json, "w") as f:
+            json.dump({"weight_bytes": weights,
+                       "copy_bytes_per_second": bandwidth,
+                       "verify": verify, "prefill": prefill}, f, indent=2)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

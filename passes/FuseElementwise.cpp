@@ -1,0 +1,68 @@
+//===- FuseElementwise.cpp - fuse elementwise producers without recomputing ===//
+
+#include "passes/Passes.h"
+
+#include "mlir/Dialect/Affine/IR/AffineOps.h"
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/Dialect/Linalg/IR/Linalg.h"
+#include "mlir/Dialect/Linalg/Transforms/Transforms.h"
+#include "mlir/Dialect/Tensor/IR/Tensor.h"
+#include "mlir/Dialect/Tensor/Transforms/Transforms.h"
+#include "mlir/IR/PatternMatch.h"
+#include "mlir/Transforms/GreedyPatternRewriteDriver.h"
+
+namespace specula {
+#define GEN_PASS_DEF_SPECFUSEELEMENTWISE
+#include "passes/Passes.h.inc"
+} // namespace specula
+
+using namespace mlir;
+using namespace specula;
+
+/// Fuse a single-use producer only when the consumer visits each element of
+/// the fused operand once: its indexing map uses every consumer loop. A
+/// consumer with loops the operand does not depend on (a reduction over
+/// other operands, a broadcast) would recompute the producer in each of
+/// their iterations.
+static bool fusesWithoutRecomputing(OpOperand *fusedOperand) {
+  Operation *producer = fusedOperand->get().getDefiningOp();
+  if (!producer || !producer->hasOneUse())
+    return false;
+  auto consumer = dyn_cast<linalg::LinalgOp>(fusedOperand->getOwner());
+  if (!consumer)
+    return true;
+  AffineMap map = consumer.getMatchingIndexingMap(fusedOperand);
+  for (unsigned loop = 0; loop < map.getNumDims(); ++loop)
+    if (!map.isFunctionOfDim(loop))
+      return false;
+  return true;
+}
+
+namespace {
+struct FuseElementwisePass
+    : public specula::impl::SpecFuseElementwiseBase<FuseElementwisePass> {
+  void runOnOperation() override {
+    MLIRContext *context = &getContext();
+    RewritePatternSet patterns(context);
+    // What upstream's linalg-fuse-elementwise-ops applies, with the control
+    // function above instead of "the producer has one use".
+    linalg::populateElementwiseOpsFusionPatterns(patterns,
+                                                 fusesWithoutRecomputing);
+    linalg::populateFoldReshapeOpsByExpansionPatterns(patterns,
+                                                      fusesWithoutRecomputing);
+    tensor::populateBubbleUpExpandShapePatterns(patterns);
+    affine::AffineApplyOp::getCanonicalizationPatterns(patterns, context);
+    linalg::GenericOp::getCanonicalizationPatterns(patterns, context);
+    tensor::ExpandShapeOp::getCanonicalizationPatterns(patterns, context);
+    tensor::CollapseShapeOp::getCanonicalizationPatterns(patterns, context);
+    context->getLoadedDialect<linalg::LinalgDialect>()
+        ->getCanonicalizationPatterns(patterns);
+    linalg::populateConstantFoldLinalgOperations(patterns,
+                                                 fusesWithoutRecomputing);
+    if (failed(applyPatternsGreedily(
+            getOperation(), std::move(patterns),
+            GreedyRewriteConfig().setUseTopDownTraversal(true))))
+      signalPassFailure();
+  }
+};
+} // namespace
