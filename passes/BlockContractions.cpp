@@ -41,19 +41,22 @@ using namespace specula;
 static constexpr llvm::StringLiteral kBlockMarker = "__spec_block__";
 
 namespace {
-/// The loops of a weight contraction `out[rows..., n] += a[rows..., k] *
-/// w[k, n]` (any order of `w`'s dimensions) by role.
+/// The loops of a contraction `out[batch..., rows..., n] += a[batch...,
+/// rows..., k] * w[batch..., k, n]` by role: `w` (a weight matrix, or the
+/// keys or values of one attention head) is the same for every row.
 struct ContractionDims {
-  SmallVector<unsigned> batch; // row loops outside the innermost row loop
+  SmallVector<unsigned> outer; // batch loops and all row loops but the last
   unsigned rows;               // the innermost row loop
   unsigned columns;            // n: the output's innermost dimension
   unsigned depth;              // k: the reduction
 };
 } // namespace
 
-/// The roles of `op`'s loops if it is an f32 weight contraction: one
-/// reduction, multiply-accumulate body, a weight operand indexed only by
-/// (k, n) with static sizes, an output indexed by the row loops and n.
+/// The roles of `op`'s loops if it is an f32 contraction whose second
+/// operand does not depend on the rows: one reduction k, a multiply-accumulate
+/// body, an output indexed by its innermost loop n, `w` indexed by k, n and
+/// loops shared with `a`, and at least one row loop (indexing `a` and the
+/// output, not `w`).
 static std::optional<ContractionDims> matchWeightContraction(
     linalg::LinalgOp op) {
   if (op.getNumDpsInputs() != 2 || op.getNumDpsInits() != 1 ||
@@ -73,29 +76,21 @@ static std::optional<ContractionDims> matchWeightContraction(
     return std::nullopt;
   unsigned columns = output.getDimPosition(output.getNumResults() - 1);
 
-  // The weight: exactly the (k, n) loops, both static.
+  // `w` is the input indexed by n, `a` the other.
   OpOperand *weight = nullptr, *rowsOperand = nullptr;
   for (OpOperand *input : op.getDpsInputOperands()) {
     AffineMap map = op.getMatchingIndexingMap(input);
     if (!map.isProjectedPermutation())
       return std::nullopt;
-    if (map.getNumResults() == 2 && map.isFunctionOfDim(depth) &&
-        map.isFunctionOfDim(columns))
-      weight = input;
-    else
-      rowsOperand = input;
+    (map.isFunctionOfDim(columns) ? weight : rowsOperand) = input;
   }
   if (!weight || !rowsOperand)
     return std::nullopt;
-  SmallVector<int64_t> ranges = op.getStaticLoopRanges();
-  if (ShapedType::isDynamic(ranges[depth]) ||
-      ShapedType::isDynamic(ranges[columns]))
+  AffineMap w = op.getMatchingIndexingMap(weight);
+  AffineMap a = op.getMatchingIndexingMap(rowsOperand);
+  if (!w.isFunctionOfDim(depth) || !a.isFunctionOfDim(depth))
     return std::nullopt;
 
-  // The rows: every other loop, all indexing the output and `a`, not `w`.
-  AffineMap a = op.getMatchingIndexingMap(rowsOperand);
-  if (a.isFunctionOfDim(columns) || !a.isFunctionOfDim(depth))
-    return std::nullopt;
   ContractionDims dims;
   dims.columns = columns;
   dims.depth = depth;
@@ -104,12 +99,16 @@ static std::optional<ContractionDims> matchWeightContraction(
     unsigned loop = output.getDimPosition(i);
     if (!a.isFunctionOfDim(loop))
       return std::nullopt;
-    rowLoops.push_back(loop);
+    if (w.isFunctionOfDim(loop))
+      dims.outer.push_back(loop);
+    else
+      rowLoops.push_back(loop);
   }
-  if (rowLoops.size() + 2 != op.getNumLoops())
+  if (rowLoops.empty() ||
+      dims.outer.size() + rowLoops.size() + 2 != op.getNumLoops())
     return std::nullopt;
   dims.rows = rowLoops.back();
-  dims.batch.assign(rowLoops.begin(), rowLoops.end() - 1);
+  dims.outer.append(rowLoops.begin(), rowLoops.end() - 1);
   return dims;
 }
 
@@ -120,7 +119,12 @@ tile(RewriterBase &rewriter, linalg::LinalgOp op, ArrayRef<int64_t> sizes,
      ArrayRef<int64_t> order) {
   scf::SCFTilingOptions options;
   options.setTileSizes(getAsIndexOpFoldResult(op.getContext(), sizes));
-  options.setInterchange(order);
+  // A full permutation: the tiled loops in `order`, then the others.
+  SmallVector<int64_t> interchange(order);
+  for (int64_t loop = 0, e = sizes.size(); loop < e; ++loop)
+    if (!llvm::is_contained(order, loop))
+      interchange.push_back(loop);
+  options.setInterchange(interchange);
   rewriter.setInsertionPoint(op);
   FailureOr<scf::SCFTilingResult> tiled = scf::tileUsingSCF(
       rewriter, cast<TilingInterface>(op.getOperation()), options);
@@ -198,43 +202,71 @@ struct BlockContractionsPass
   void runOnOperation() override;
 
 private:
-  LogicalResult blockRows(func::FuncOp func, IRRewriter &rewriter);
-  LogicalResult blockColumnsAndDepth(func::FuncOp func, IRRewriter &rewriter);
+  LogicalResult tileOuterLoops(func::FuncOp func, IRRewriter &rewriter);
+  LogicalResult
+  tileByHalves(func::FuncOp func, IRRewriter &rewriter,
+               llvm::function_ref<unsigned(const ContractionDims &)> role,
+               int64_t size, bool everyHalf);
 };
 } // namespace
 
-/// Tiles the row loops: batch loops by one, the innermost row loop by
-/// `rows`. The last, partial row tile is peeled off and tiled again by half
-/// the size, down to one row, so that every tile has a static row count and
-/// a forward of r rows reads each weight once per set bit of r below `rows`
-/// (a six-row verify: one four-row and one two-row tile).
-LogicalResult BlockContractionsPass::blockRows(func::FuncOp func,
-                                               IRRewriter &rewriter) {
-  for (int64_t size = rows; size >= 1; size /= 2) {
+/// Tiles the outer loops (batch loops, row loops but the innermost) by one.
+LogicalResult BlockContractionsPass::tileOuterLoops(func::FuncOp func,
+                                                    IRRewriter &rewriter) {
+  for (linalg::LinalgOp op : markedOps(func)) {
+    ContractionDims dims = *matchWeightContraction(op);
+    SmallVector<int64_t> ranges = op.getStaticLoopRanges();
+    if (llvm::all_of(dims.outer,
+                     [&](unsigned loop) { return ranges[loop] == 1; }))
+      continue;
+    SmallVector<int64_t> sizes(op.getNumLoops(), 0), order;
+    for (unsigned loop : dims.outer) {
+      sizes[loop] = 1;
+      order.push_back(loop);
+    }
+    if (failed(tile(rewriter, op, sizes, order)))
+      return op.emitOpError("could not be tiled by its outer loops");
+  }
+  if (failed(canonicalize(func)))
+    return func.emitError("tile sizes did not converge");
+  return success();
+}
+
+/// The tile size for the dynamic remainder of tiles of `size` (0: none).
+/// Rows halve (8, 4, 2, 1): a verify's rows are all remainder. Columns and
+/// reductions go to 8, then 1: fewer tile shapes (compile time, code size)
+/// for remainders that are a small part of the work.
+static int64_t nextTileSize(int64_t size, bool everyHalf) {
+  if (size <= 1)
+    return 0;
+  if (everyHalf)
+    return size / 2;
+  return size > 8 ? 8 : 1;
+}
+
+/// Tiles loop `role(dims)` of every marked op by `size` and peels the last,
+/// partial tile off. A static remainder is a tile of its own; a dynamic one
+/// (the rows of a forward, the cached positions of an attention) is tiled
+/// again by `nextTileSize`, down to one, so that every tile has static
+/// sizes: r rows take the full tiles and one tile per set bit of
+/// `r mod size`.
+LogicalResult BlockContractionsPass::tileByHalves(
+    func::FuncOp func, IRRewriter &rewriter,
+    llvm::function_ref<unsigned(const ContractionDims &)> role,
+    int64_t size, bool everyHalf) {
+  for (int64_t half = size; half >= 1; half = nextTileSize(half, everyHalf)) {
     for (linalg::LinalgOp op : markedOps(func)) {
-      ContractionDims dims = *matchWeightContraction(op);
-      SmallVector<int64_t> ranges = op.getStaticLoopRanges();
-      bool staticTile = !ShapedType::isDynamic(ranges[dims.rows]) &&
-                        ranges[dims.rows] <= rows;
-      bool batchDone = llvm::all_of(
-          dims.batch, [&](unsigned loop) { return ranges[loop] == 1; });
-      if (staticTile && batchDone)
+      unsigned loop = role(*matchWeightContraction(op));
+      int64_t range = op.getStaticLoopRanges()[loop];
+      // Static ranges are split once, by `size`.
+      if (!ShapedType::isDynamic(range) && (range <= size || half < size))
         continue;
-      SmallVector<int64_t> sizes(op.getNumLoops(), 0), order;
-      for (unsigned loop : dims.batch) {
-        sizes[loop] = 1;
-        order.push_back(loop);
-      }
-      sizes[dims.rows] = staticTile ? 0 : size;
-      order.push_back(dims.rows);
-      order.push_back(dims.columns);
-      order.push_back(dims.depth);
+      SmallVector<int64_t> sizes(op.getNumLoops(), 0);
+      sizes[loop] = half;
       FailureOr<SmallVector<scf::ForOp>> loops =
-          tile(rewriter, op, sizes, order);
+          tile(rewriter, op, sizes, {static_cast<int64_t>(loop)});
       if (failed(loops))
-        return op.emitOpError("could not be tiled by rows");
-      if (staticTile)
-        continue;
+        return op.emitOpError("could not be tiled");
       scf::ForOp partial;
       (void)scf::peelForLoopAndSimplifyBounds(rewriter, loops->back(),
                                               partial);
@@ -243,40 +275,6 @@ LogicalResult BlockContractionsPass::blockRows(func::FuncOp func,
       return func.emitError("tile sizes did not converge");
     expandAffineApplies(func, rewriter);
   }
-  return success();
-}
-
-/// Tiles the columns by `columns` and the reduction by `depth`, reduction
-/// innermost; a static remainder of either is peeled into its own tile.
-LogicalResult
-BlockContractionsPass::blockColumnsAndDepth(func::FuncOp func,
-                                            IRRewriter &rewriter) {
-  for (linalg::LinalgOp op : markedOps(func)) {
-    ContractionDims dims = *matchWeightContraction(op);
-    SmallVector<int64_t> ranges = op.getStaticLoopRanges();
-    SmallVector<int64_t> sizes(op.getNumLoops(), 0);
-    sizes[dims.columns] = ranges[dims.columns] > columns ? columns : 0;
-    sizes[dims.depth] = ranges[dims.depth] > depth ? depth : 0;
-    if (!sizes[dims.columns] && !sizes[dims.depth])
-      continue;
-    SmallVector<int64_t> order;
-    for (unsigned loop = 0; loop < op.getNumLoops(); ++loop)
-      if (loop != dims.columns && loop != dims.depth)
-        order.push_back(loop);
-    order.push_back(dims.columns);
-    order.push_back(dims.depth);
-    FailureOr<SmallVector<scf::ForOp>> loops = tile(rewriter, op, sizes, order);
-    if (failed(loops))
-      return op.emitOpError("could not be tiled by columns");
-    // Innermost first: peeling the column loop then clones the peeled
-    // reduction loops into its partial iteration.
-    for (scf::ForOp loop : llvm::reverse(*loops)) {
-      scf::ForOp partial;
-      (void)scf::peelForLoopAndSimplifyBounds(rewriter, loop, partial);
-    }
-  }
-  if (failed(canonicalize(func)))
-    return func.emitError("tile sizes did not converge");
   return success();
 }
 
@@ -300,8 +298,17 @@ void BlockContractionsPass::runOnOperation() {
     return signalPassFailure();
   if (!any)
     return;
-  if (failed(blockRows(func, rewriter)) ||
-      failed(blockColumnsAndDepth(func, rewriter)))
+  // Loops from outermost to innermost: outer, rows, columns, reduction.
+  if (failed(tileOuterLoops(func, rewriter)) ||
+      failed(tileByHalves(
+          func, rewriter, [](const ContractionDims &d) { return d.rows; },
+          rows, /*everyHalf=*/true)) ||
+      failed(tileByHalves(
+          func, rewriter, [](const ContractionDims &d) { return d.columns; },
+          columns, /*everyHalf=*/false)) ||
+      failed(tileByHalves(
+          func, rewriter, [](const ContractionDims &d) { return d.depth; },
+          depth, /*everyHalf=*/false)))
     return signalPassFailure();
 
   // Every tile now has static sizes: vectorize it without masks.

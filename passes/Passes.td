@@ -281,30 +281,37 @@ def SpecLowerSteps : Pass<"spec-lower-steps", "::mlir::ModuleOp"> {
 
 def SpecBlockContractions
     : Pass<"spec-block-contractions", "::mlir::func::FuncOp"> {
-  let summary = "Register-block weight contractions for the CPU: one load of "
-                "a weight vector serves every row of a tile";
+  let summary = "Register-block contractions for the CPU: one load of a "
+                "weight (or key, or value) vector serves every row of a tile";
   let description = [{
     A forward of `r` rows (1 for a decode step, gamma + 1 for a verify, the
-    prompt for a prefill) multiplies its activations by each weight matrix:
-    `out[rows..., n] += a[rows..., k] * w[k, n]`. Computed row by row, every
-    row streams all of `w` through the vector units and reloads and stores
-    its output row for every `k`, so a six-row verify costs about six
-    one-row steps. This pass, on tensors before bufferization, tiles such
-    contractions (any `linalg` op with one multiply-accumulate reduction and
-    a static `w` indexed only by `k` and `n`) into `rows x columns` output
-    tiles with a `depth`-long reduction loop innermost, vectorizes every tile
-    with `linalg::vectorize`, turns the result into `vector.contract`, and
-    hoists the tile's accumulators out of the reduction loop
-    (`hoistLoopInvariantSubsets`). Lowered to outer products, each weight
-    vector is loaded once per `k` for all the tile's rows, and the
-    accumulators stay in registers.
+    prompt for a prefill) multiplies its activations by each weight matrix,
+    `out[rows..., n] += a[rows..., k] * w[k, n]`, and its queries by the
+    keys and values of each attention head, `out[h, rows, n] += a[h, rows,
+    k] * w[h, k, n]`. Computed row by row, every row streams all of `w`
+    through the vector units and reloads and stores its output row for every
+    `k`, so a six-row verify costs about six one-row steps. This pass, on
+    tensors before bufferization, tiles every f32 contraction whose second
+    operand `w` does not depend on the row loops (any `linalg` op with one
+    multiply-accumulate reduction `k`, the output's innermost loop `n`
+    indexing `w`, and at least one row loop indexing `a` and the output but
+    not `w`) into `rows x columns` output tiles with a `depth`-long
+    reduction loop innermost, vectorizes every tile with `linalg::vectorize`,
+    turns the result into `vector.contract`, and hoists the tile's
+    accumulators out of the reduction loop (`hoistLoopInvariantSubsets`).
+    Lowered to outer products, each vector of `w` is loaded once per `k` for
+    all the tile's rows, and the accumulators stay in registers. Loops that
+    index both operands (batch, attention head) and outer row loops are
+    tiled by one.
 
-    Row counts are dynamic, so the row loop is tiled by `rows`, its partial
-    last tile is peeled off and tiled by `rows / 2`, and so on down to one
-    row (scf tiling and `peelForLoopAndSimplifyBounds`): every tile has
-    static sizes and vectorizes without masks; `r` rows take one tile per
-    set bit of `r mod rows` besides the full tiles. Static remainders of the
-    columns and of the reduction are peeled into tiles of their own.
+    Dynamic sizes (the rows of a forward; the cached positions, which are
+    `n` of the product with the keys and `k` of the product with the
+    values) are tiled, the partial last tile peeled off
+    (`peelForLoopAndSimplifyBounds`) and tiled again: rows by `rows / 2`, and
+    so on down to one row, so that a six-row verify is one four-row and one
+    two-row tile; columns and reductions by 8, then by one. Every tile has
+    static sizes and vectorizes without masks. Static remainders are peeled
+    into tiles of their own.
 
     Batch invariance (what exact greedy speculation relies on): every output
     element is still one multiply-add chain over `k` in ascending order
@@ -315,9 +322,8 @@ def SpecBlockContractions
     keeps that order; the products are fused multiply-adds (`llvm.fmuladd`)
     in every tile alike.
 
-    Contractions whose second operand depends on the rows (the attention's
-    products with the key/value cache) and those with dynamic `k` or `n` are
-    left alone.
+    Left alone: contractions whose second operand depends on every output
+    loop, and other element types.
 
     Example: `spec-opt --pass-pipeline='builtin.module(func.func(spec-block-contractions{rows=8 columns=32 depth=8}))'`
   }];

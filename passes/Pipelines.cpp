@@ -32,12 +32,13 @@ static void buildBufferizationPipeline(OpPassManager &pm, bool fuseElementwise,
   pm.addPass(createCSEPass());
   if (fuseElementwise)
     pm.addPass(createSpecFuseElementwise());
-  if (blockContractions)
-    pm.addNestedPass<func::FuncOp>(createSpecBlockContractions());
 
   // tensor.empty only carries a shape: reuse the buffer of a later insert
   // where possible, allocate the rest.
   pm.addPass(bufferization::createEmptyTensorEliminationPass());
+  // After the elimination, whose analysis grows fast with the tiles' slices.
+  if (blockContractions)
+    pm.addNestedPass<func::FuncOp>(createSpecBlockContractions());
   pm.addPass(bufferization::createEmptyTensorToAllocTensorPass());
   bufferization::OneShotBufferizePassOptions bufferize;
   bufferize.bufferizeFunctionBoundaries = true;

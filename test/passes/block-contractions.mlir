@@ -102,48 +102,84 @@ func.func @static_rows(%x: tensor<12x16xf32>, %w: tensor<16x32xf32>, %init: tens
   return %0 : tensor<12x32xf32>
 }
 
-// Left alone: the attention's product with the keys, whose second operand
-// depends on the batch loop (not a weight shared by all rows); a weight with
-// a dynamic reduction; f16.
-// CHECK-LABEL: func.func @not_weights
-// CHECK-COUNT-3: linalg.generic
-// CHECK-NOT: vector.contract
-func.func @not_weights(%q: tensor<?x4x32xf32>, %k: tensor<?x32x16xf32>, %init: tensor<?x4x16xf32>,
-                       %x: tensor<4x?xf32>, %w: tensor<?x16xf32>, %init2: tensor<4x16xf32>,
-                       %xh: tensor<4x8xf16>, %wh: tensor<8x16xf16>, %init3: tensor<4x16xf16>)
-    -> (tensor<?x4x16xf32>, tensor<4x16xf32>, tensor<4x16xf16>) {
+// The attention's product with the keys: the keys of one head are shared by
+// every query row (the head is an outer loop, tiled by one). The cached
+// positions n are dynamic: tiles of 32, the remainder in tiles of 8, then 1.
+// CHECK-LABEL: func.func @attention_keys
+// CHECK-NOT: linalg.generic
+// CHECK: vector.contract {{.*}} : vector<8x8xf32>, vector<8x32xf32> into vector<8x32xf32>
+// CHECK: vector.contract {{.*}} : vector<8x8xf32>, vector<8x8xf32> into vector<8x8xf32>
+// CHECK: vector.contract {{.*}} : vector<8x8xf32>, vector<8x1xf32> into vector<8x1xf32>
+// CHECK: vector.contract {{.*}} : vector<4x8xf32>, vector<8x32xf32> into vector<4x32xf32>
+// CHECK: return
+func.func @attention_keys(%q: tensor<4x?x32xf32>, %kt: tensor<4x32x?xf32>, %init: tensor<4x?x?xf32>) -> tensor<4x?x?xf32> {
   %0 = linalg.generic {
-      indexing_maps = [affine_map<(b, m, n, k) -> (b, m, k)>,
-                       affine_map<(b, m, n, k) -> (b, k, n)>,
-                       affine_map<(b, m, n, k) -> (b, m, n)>],
+      indexing_maps = [affine_map<(h, r, j, d) -> (h, r, d)>,
+                       affine_map<(h, r, j, d) -> (h, d, j)>,
+                       affine_map<(h, r, j, d) -> (h, r, j)>],
       iterator_types = ["parallel", "parallel", "parallel", "reduction"]}
-      ins(%q, %k : tensor<?x4x32xf32>, tensor<?x32x16xf32>) outs(%init : tensor<?x4x16xf32>) {
+      ins(%q, %kt : tensor<4x?x32xf32>, tensor<4x32x?xf32>) outs(%init : tensor<4x?x?xf32>) {
   ^bb0(%a: f32, %b: f32, %acc: f32):
     %p = arith.mulf %a, %b : f32
     %s = arith.addf %acc, %p : f32
     linalg.yield %s : f32
-  } -> tensor<?x4x16xf32>
-  %1 = linalg.generic {
-      indexing_maps = [affine_map<(m, n, k) -> (m, k)>,
-                       affine_map<(m, n, k) -> (k, n)>,
+  } -> tensor<4x?x?xf32>
+  return %0 : tensor<4x?x?xf32>
+}
+
+// The product with the values: the reduction over cached positions is
+// dynamic: steps of 8, then of 1, in order.
+// CHECK-LABEL: func.func @attention_values
+// CHECK-NOT: linalg.generic
+// CHECK: scf.for {{.*}} step %c8 iter_args({{.*}}) -> (vector<1x8x32xf32>)
+// CHECK: vector.contract {{.*}} : vector<8x8xf32>, vector<8x32xf32> into vector<8x32xf32>
+// CHECK: scf.for {{.*}} step %c1 iter_args({{.*}}) -> (vector<1x8x32xf32>)
+// CHECK: vector.contract {{.*}} : vector<8x1xf32>, vector<1x32xf32> into vector<8x32xf32>
+// CHECK: return
+func.func @attention_values(%p: tensor<4x?x?xf32>, %v: tensor<4x?x32xf32>, %init: tensor<4x?x32xf32>) -> tensor<4x?x32xf32> {
+  %0 = linalg.generic {
+      indexing_maps = [affine_map<(h, r, d, j) -> (h, r, j)>,
+                       affine_map<(h, r, d, j) -> (h, j, d)>,
+                       affine_map<(h, r, d, j) -> (h, r, d)>],
+      iterator_types = ["parallel", "parallel", "parallel", "reduction"]}
+      ins(%p, %v : tensor<4x?x?xf32>, tensor<4x?x32xf32>) outs(%init : tensor<4x?x32xf32>) {
+  ^bb0(%a: f32, %b: f32, %acc: f32):
+    %m = arith.mulf %a, %b : f32
+    %s = arith.addf %acc, %m : f32
+    linalg.yield %s : f32
+  } -> tensor<4x?x32xf32>
+  return %0 : tensor<4x?x32xf32>
+}
+
+// Left alone: a product whose second operand depends on every output loop
+// (no row shares it), and f16.
+// CHECK-LABEL: func.func @not_blocked
+// CHECK-COUNT-2: linalg.generic
+// CHECK-NOT: vector.contract
+func.func @not_blocked(%x: tensor<4x16x8xf32>, %y: tensor<4x8xf32>, %init: tensor<4x16xf32>,
+                       %xh: tensor<4x8xf16>, %wh: tensor<8x16xf16>, %init2: tensor<4x16xf16>)
+    -> (tensor<4x16xf32>, tensor<4x16xf16>) {
+  %0 = linalg.generic {
+      indexing_maps = [affine_map<(m, n, k) -> (m, n, k)>,
+                       affine_map<(m, n, k) -> (m, k)>,
                        affine_map<(m, n, k) -> (m, n)>],
       iterator_types = ["parallel", "parallel", "reduction"]}
-      ins(%x, %w : tensor<4x?xf32>, tensor<?x16xf32>) outs(%init2 : tensor<4x16xf32>) {
+      ins(%x, %y : tensor<4x16x8xf32>, tensor<4x8xf32>) outs(%init : tensor<4x16xf32>) {
   ^bb0(%a: f32, %b: f32, %acc: f32):
     %p = arith.mulf %a, %b : f32
     %s = arith.addf %acc, %p : f32
     linalg.yield %s : f32
   } -> tensor<4x16xf32>
-  %2 = linalg.generic {
+  %1 = linalg.generic {
       indexing_maps = [affine_map<(m, n, k) -> (m, k)>,
                        affine_map<(m, n, k) -> (k, n)>,
                        affine_map<(m, n, k) -> (m, n)>],
       iterator_types = ["parallel", "parallel", "reduction"]}
-      ins(%xh, %wh : tensor<4x8xf16>, tensor<8x16xf16>) outs(%init3 : tensor<4x16xf16>) {
+      ins(%xh, %wh : tensor<4x8xf16>, tensor<8x16xf16>) outs(%init2 : tensor<4x16xf16>) {
   ^bb0(%a: f16, %b: f16, %acc: f16):
     %p = arith.mulf %a, %b : f16
     %s = arith.addf %acc, %p : f16
     linalg.yield %s : f16
   } -> tensor<4x16xf16>
-  return %0, %1, %2 : tensor<?x4x16xf32>, tensor<4x16xf32>, tensor<4x16xf16>
+  return %0, %1 : tensor<4x16xf32>, tensor<4x16xf16>
 }
