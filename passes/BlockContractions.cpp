@@ -1,4 +1,5 @@
-//===- BlockContractions.cpp - register-blocked matmuls for the CPU --------===//
+//===- BlockContractions.cpp - register-blocked matmuls for the CPU
+//--------===//
 //
 // Tiles weight contractions (rows x weight matrix) on tensors so that one load
 // of a weight vector serves every row of a tile, vectorizes the tiles, and
@@ -57,8 +58,8 @@ struct ContractionDims {
 /// body, an output indexed by its innermost loop n, `w` indexed by k, n and
 /// loops shared with `a`, and at least one row loop (indexing `a` and the
 /// output, not `w`).
-static std::optional<ContractionDims> matchWeightContraction(
-    linalg::LinalgOp op) {
+static std::optional<ContractionDims>
+matchWeightContraction(linalg::LinalgOp op) {
   if (op.getNumDpsInputs() != 2 || op.getNumDpsInits() != 1 ||
       op.getNumReductionLoops() != 1 || op.getNumParallelLoops() < 2 ||
       !linalg::isaContractionOpInterface(op))
@@ -114,9 +115,10 @@ static std::optional<ContractionDims> matchWeightContraction(
 
 /// Tiles `op` by `sizes` (0: not tiled), loops ordered by `order`; returns
 /// the loops, outermost first, or failure.
-static FailureOr<SmallVector<scf::ForOp>>
-tile(RewriterBase &rewriter, linalg::LinalgOp op, ArrayRef<int64_t> sizes,
-     ArrayRef<int64_t> order) {
+static FailureOr<SmallVector<scf::ForOp>> tile(RewriterBase &rewriter,
+                                               linalg::LinalgOp op,
+                                               ArrayRef<int64_t> sizes,
+                                               ArrayRef<int64_t> order) {
   scf::SCFTilingOptions options;
   options.setTileSizes(getAsIndexOpFoldResult(op.getContext(), sizes));
   // A full permutation: the tiled loops in `order`, then the others.
@@ -171,9 +173,9 @@ static void expandAffineApplies(func::FuncOp func, IRRewriter &rewriter) {
   func.walk([&](affine::AffineApplyOp apply) { applies.push_back(apply); });
   for (affine::AffineApplyOp apply : applies) {
     rewriter.setInsertionPoint(apply);
-    std::optional<SmallVector<Value, 8>> expanded = affine::expandAffineMap(
-        rewriter, apply.getLoc(), apply.getAffineMap(),
-        llvm::to_vector<4>(apply.getMapOperands()));
+    std::optional<SmallVector<Value, 8>> expanded =
+        affine::expandAffineMap(rewriter, apply.getLoc(), apply.getAffineMap(),
+                                llvm::to_vector<4>(apply.getMapOperands()));
     if (expanded)
       rewriter.replaceOp(apply, *expanded);
   }
@@ -191,8 +193,7 @@ struct BlockContractionsPass
         return success();
       return emitError(UnknownLoc::get(context))
              << "spec-block-contractions: " << name
-             << " must be a power of two in [1, " << most << "], got "
-             << value;
+             << " must be a power of two in [1, " << most << "], got " << value;
     };
     return success(succeeded(check("rows", rows, 16)) &&
                    succeeded(check("columns", columns, 128)) &&
@@ -214,13 +215,15 @@ private:
 LogicalResult BlockContractionsPass::tileOuterLoops(func::FuncOp func,
                                                     IRRewriter &rewriter) {
   for (linalg::LinalgOp op : markedOps(func)) {
-    ContractionDims dims = *matchWeightContraction(op);
+    std::optional<ContractionDims> dims = matchWeightContraction(op);
+    if (!dims)
+      return op.emitOpError("is no longer a contraction the pass can block");
     SmallVector<int64_t> ranges = op.getStaticLoopRanges();
-    if (llvm::all_of(dims.outer,
+    if (llvm::all_of(dims->outer,
                      [&](unsigned loop) { return ranges[loop] == 1; }))
       continue;
     SmallVector<int64_t> sizes(op.getNumLoops(), 0), order;
-    for (unsigned loop : dims.outer) {
+    for (unsigned loop : dims->outer) {
       sizes[loop] = 1;
       order.push_back(loop);
     }
@@ -252,11 +255,14 @@ static int64_t nextTileSize(int64_t size, bool everyHalf) {
 /// `r mod size`.
 LogicalResult BlockContractionsPass::tileByHalves(
     func::FuncOp func, IRRewriter &rewriter,
-    llvm::function_ref<unsigned(const ContractionDims &)> role,
-    int64_t size, bool everyHalf) {
+    llvm::function_ref<unsigned(const ContractionDims &)> role, int64_t size,
+    bool everyHalf) {
   for (int64_t half = size; half >= 1; half = nextTileSize(half, everyHalf)) {
     for (linalg::LinalgOp op : markedOps(func)) {
-      unsigned loop = role(*matchWeightContraction(op));
+      std::optional<ContractionDims> dims = matchWeightContraction(op);
+      if (!dims)
+        return op.emitOpError("is no longer a contraction the pass can block");
+      unsigned loop = role(*dims);
       int64_t range = op.getStaticLoopRanges()[loop];
       // Static ranges are split once, by `size`.
       if (!ShapedType::isDynamic(range) && (range <= size || half < size))
@@ -268,8 +274,7 @@ LogicalResult BlockContractionsPass::tileByHalves(
       if (failed(loops))
         return op.emitOpError("could not be tiled");
       scf::ForOp partial;
-      (void)scf::peelForLoopAndSimplifyBounds(rewriter, loops->back(),
-                                              partial);
+      (void)scf::peelForLoopAndSimplifyBounds(rewriter, loops->back(), partial);
     }
     if (failed(canonicalize(func)))
       return func.emitError("tile sizes did not converge");
@@ -301,8 +306,8 @@ void BlockContractionsPass::runOnOperation() {
   // Loops from outermost to innermost: outer, rows, columns, reduction.
   if (failed(tileOuterLoops(func, rewriter)) ||
       failed(tileByHalves(
-          func, rewriter, [](const ContractionDims &d) { return d.rows; },
-          rows, /*everyHalf=*/true)) ||
+          func, rewriter, [](const ContractionDims &d) { return d.rows; }, rows,
+          /*everyHalf=*/true)) ||
       failed(tileByHalves(
           func, rewriter, [](const ContractionDims &d) { return d.columns; },
           columns, /*everyHalf=*/false)) ||

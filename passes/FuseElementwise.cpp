@@ -1,4 +1,5 @@
-//===- FuseElementwise.cpp - fuse elementwise producers without recomputing ===//
+//===- FuseElementwise.cpp - fuse elementwise producers without recomputing
+//===//
 
 #include "passes/Passes.h"
 

@@ -11,16 +11,11 @@
 //
 //===----------------------------------------------------------------------===//
 
-#include "passes/Passes.h"
+#include "InplaceModel.h"
 #include "specula/GraphExecutor.h"
-#include "specula/InitAll.h"
-#include "specula/ONNXImport.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/IR/MLIRContext.h"
-#include "mlir/InitAllDialects.h"
-#include "mlir/Pass/PassManager.h"
-#include "llvm/Support/MemoryBuffer.h"
 
 #include "gtest/gtest.h"
 
@@ -39,30 +34,13 @@ struct Forward {
 class BatchInvarianceTest : public ::testing::TestWithParam<const char *> {
 protected:
   void SetUp() override {
-    DialectRegistry registry;
-    registerAllDialects(registry);
-    registerSpeculaDialects(registry);
-    context.appendDialectRegistry(registry);
-    context.loadAllAvailableDialects();
+    test_models::loadDialects(context);
     module = ModuleOp::create(UnknownLoc::get(&context));
-    std::string path =
-        std::string(SPECULA_MODELS_DIR) + "/" + GetParam() + ".onnx";
-    auto buffer = llvm::MemoryBuffer::getFile(path, /*IsText=*/false);
-    ASSERT_TRUE(bool(buffer)) << path;
-    ONNXImportOptions options;
-    options.functionName = "model";
-    ASSERT_TRUE(succeeded(importONNX(*module, (*buffer)->getBuffer(), path,
-                                     options)));
-    PassManager pm(&context);
-    SpecKVCacheInplaceOptions cache;
-    cache.capacity = kCapacity;
-    pm.addPass(createSpecKVCacheInplace(cache));
-    pm.addPass(createSpecLowerSteps());
-    ASSERT_TRUE(succeeded(pm.run(*module)));
+    ASSERT_TRUE(succeeded(test_models::importInplaceModel(
+        *module, std::string(GetParam()) + ".onnx", "model", kCapacity)));
     auto func = module->lookupSymbol<func::FuncOp>("model");
     ASSERT_TRUE(func);
-    auto cacheType =
-        dyn_cast<RankedTensorType>(func.getArgumentTypes()[2]);
+    auto cacheType = dyn_cast<RankedTensorType>(func.getArgumentTypes()[2]);
     ASSERT_TRUE(cacheType && cacheType.hasStaticShape());
     cacheShape.assign(cacheType.getShape().begin(), cacheType.getShape().end());
     vocab = cast<ShapedType>(func.getResultTypes()[0]).getDimSize(2);
@@ -119,8 +97,8 @@ TEST_P(BatchInvarianceTest, RowsOfAForwardEqualOneRowForwards) {
     tokens.push_back(byte(random));
 
   for (int64_t past : {1, 5, 19}) {
-    Forward prefix = forward(ArrayRef(tokens).take_front(past), 0,
-                             emptyCache());
+    Forward prefix =
+        forward(ArrayRef(tokens).take_front(past), 0, emptyCache());
     // One row at a time: the reference.
     std::vector<std::vector<char>> alone;
     HostTensor cache = prefix.cache;

@@ -9,15 +9,10 @@
 //
 //===----------------------------------------------------------------------===//
 
-#include "passes/Passes.h"
+#include "InplaceModel.h"
 #include "specula/GraphExecutor.h"
-#include "specula/InitAll.h"
-#include "specula/ONNXImport.h"
 
 #include "mlir/IR/MLIRContext.h"
-#include "mlir/InitAllDialects.h"
-#include "mlir/Pass/PassManager.h"
-#include "llvm/Support/MemoryBuffer.h"
 
 #include "gtest/gtest.h"
 
@@ -37,25 +32,10 @@ struct Step {
 class CacheRollbackTest : public ::testing::Test {
 protected:
   void SetUp() override {
-    DialectRegistry registry;
-    registerAllDialects(registry);
-    registerSpeculaDialects(registry);
-    context.appendDialectRegistry(registry);
-    context.loadAllAvailableDialects();
+    test_models::loadDialects(context);
     module = ModuleOp::create(UnknownLoc::get(&context));
-    std::string path = std::string(SPECULA_MODELS_DIR) + "/target.onnx";
-    auto buffer = llvm::MemoryBuffer::getFile(path, /*IsText=*/false);
-    ASSERT_TRUE(bool(buffer));
-    ONNXImportOptions options;
-    options.functionName = "target";
-    ASSERT_TRUE(succeeded(importONNX(*module, (*buffer)->getBuffer(), path,
-                                     options)));
-    PassManager pm(&context);
-    SpecKVCacheInplaceOptions cache;
-    cache.capacity = kCapacity;
-    pm.addPass(createSpecKVCacheInplace(cache));
-    pm.addPass(createSpecLowerSteps());
-    ASSERT_TRUE(succeeded(pm.run(*module)));
+    ASSERT_TRUE(succeeded(test_models::importInplaceModel(*module, "target.onnx",
+                                                      "target", kCapacity)));
     FailureOr<std::unique_ptr<GraphExecutor>> compiled =
         GraphExecutor::compile(*module, "target");
     ASSERT_TRUE(succeeded(compiled));
