@@ -158,7 +158,9 @@ LogicalResult ChooseGammaPass::chooseFor(DecoderOp decoder,
   std::string numbers = llvm::formatv(
       "acceptance rate {0:F2}, draft/target cost {1:F3} ({2})", alpha, ratio,
       costReason);
-  if (verifyCost > 0.0)
+  // Given costs (measured by `spec-run --profile`) are shown even when the
+  // verify cost is 0: a measured verify that costs no more than a step.
+  if (verifyCost > 0.0 || isSet(costRatio))
     numbers += llvm::formatv(", verify cost {0:F3} per extra position",
                              static_cast<double>(verifyCost));
   if (choice.speedup <= 1.0) {

@@ -41,7 +41,7 @@ spec.decoder @decoder target(@target) proposer(#spec.draft<@draft, gamma = 1>)
 // paying: (1 + 0.8 + 0.64) / (1 + 2 * (0.1 + 0.3)).
 // VERIFY: remark: gamma = 2: 2.44 expected tokens per target step, predicted speedup 1.36x (acceptance rate 0.80, draft/target cost 0.100 (25.5 KiB / 256.0 KiB of weights), verify cost 0.300 per extra position)
 // A nearly free draft is bounded by max-gamma.
-// BOUNDED: remark: gamma = 3: 2.95 expected tokens per target step, predicted speedup 2.87x (acceptance rate 0.80, draft/target cost 0.010 (given))
+// BOUNDED: remark: gamma = 3: 2.95 expected tokens per target step, predicted speedup 2.87x (acceptance rate 0.80, draft/target cost 0.010 (given), verify cost 0.000 per extra position)
 // BOUNDED: spec.decoder @decoder target(@target) proposer(#spec.draft<@draft, gamma = 3>)
 
 // -----
