@@ -24,8 +24,8 @@ using namespace specula;
 
 /// Model functions and decode loops on tensors to buffers: the part of the
 /// compilation every device shares.
-/// `blockContractions`: the CPU's register-blocked weight contractions,
-/// scheduled on tensors (spec-block-contractions).
+/// `blockContractions`: the CPU's register-blocked contractions (weights,
+/// attention keys and values), scheduled on tensors (spec-block-contractions).
 static void buildBufferizationPipeline(OpPassManager &pm, bool fuseElementwise,
                                        bool blockContractions) {
   pm.addPass(createCanonicalizerPass());

@@ -20,8 +20,9 @@ struct GraphToLLVMOptions : public mlir::PassPipelineOptions<GraphToLLVMOptions>
       llvm::cl::init(true)};
   Option<bool> blockContractions{
       *this, "block-contractions",
-      llvm::cl::desc("Register-block and vectorize contractions with weight "
-                     "matrices (spec-block-contractions; not with "
+      llvm::cl::desc("Register-block and vectorize the contractions whose "
+                     "second operand all rows share: weights, attention keys "
+                     "and values (spec-block-contractions; not with "
                      "gpu-schedule-threads)"),
       llvm::cl::init(true)};
   Option<bool> interchangeContractions{

@@ -1,6 +1,6 @@
 // RUN: spec-opt %s --pass-pipeline='builtin.module(func.func(spec-block-contractions))' | FileCheck %s
 // RUN: spec-opt %s --pass-pipeline='builtin.module(func.func(spec-block-contractions{rows=2 columns=16 depth=4}))' | FileCheck %s --check-prefix=SMALL
-// RUN: spec-opt %s --spec-graph-to-llvm=block-contractions=false -mlir-print-ir-before=one-shot-bufferize 2>&1 >/dev/null | FileCheck %s --check-prefix=OFF
+// RUN: spec-opt %s --spec-graph-to-llvm=block-contractions=false -mlir-disable-threading -mlir-print-ir-before=one-shot-bufferize 2>&1 >/dev/null | FileCheck %s --check-prefix=OFF
 
 // A projection of a dynamic number of rows by a 40x48 weight. Full tiles of
 // 8 rows, then the partial last tile in halves (4, 2, 1 rows), each with a

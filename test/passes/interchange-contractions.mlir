@@ -1,6 +1,6 @@
 // RUN: spec-opt %s --pass-pipeline='builtin.module(func.func(spec-interchange-contractions))' | FileCheck %s
-// RUN: spec-opt %s --spec-graph-to-llvm="interchange-contractions=false block-contractions=false" -mlir-print-ir-before=convert-linalg-to-loops 2>&1 >/dev/null | FileCheck %s --check-prefix=OFF
-// RUN: spec-opt %s --spec-graph-to-llvm=block-contractions=false -mlir-print-ir-before=convert-linalg-to-loops 2>&1 >/dev/null | FileCheck %s --check-prefix=ON
+// RUN: spec-opt %s --spec-graph-to-llvm="interchange-contractions=false block-contractions=false" -mlir-disable-threading -mlir-print-ir-before=convert-linalg-to-loops 2>&1 >/dev/null | FileCheck %s --check-prefix=OFF
+// RUN: spec-opt %s --spec-graph-to-llvm=block-contractions=false -mlir-disable-threading -mlir-print-ir-before=convert-linalg-to-loops 2>&1 >/dev/null | FileCheck %s --check-prefix=ON
 
 // A batched MatMul as the importer writes it, (b, m, n, k): the reduction k
 // moves before n, the output's innermost dimension. The body is unchanged;

@@ -1,5 +1,5 @@
-// RUN: spec-opt %s --spec-to-cuda -mlir-print-ir-after=convert-parallel-loops-to-gpu 2>&1 >/dev/null | FileCheck %s --check-prefix=LAUNCH
-// RUN: spec-opt %s --spec-to-cuda -mlir-print-ir-after=convert-gpu-to-nvvm 2>&1 >/dev/null | FileCheck %s --check-prefix=NVVM
+// RUN: spec-opt %s --spec-to-cuda -mlir-disable-threading -mlir-print-ir-after=convert-parallel-loops-to-gpu 2>&1 >/dev/null | FileCheck %s --check-prefix=LAUNCH
+// RUN: spec-opt %s --spec-to-cuda -mlir-disable-threading -mlir-print-ir-after=convert-gpu-to-nvvm 2>&1 >/dev/null | FileCheck %s --check-prefix=NVVM
 // RUN: spec-opt %s --spec-to-cuda | FileCheck %s
 // RUN: spec-opt %s --pass-pipeline='builtin.module(spec-to-cuda{chip=sm_80 threads=64 capacity=16})' | FileCheck %s --check-prefix=SM80
 // RUN: spec-opt %s --pass-pipeline='builtin.module(spec-to-cuda{weights-file=%t.bin})' | FileCheck %s --check-prefix=WEIGHTS
