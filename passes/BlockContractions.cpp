@@ -1,9 +1,9 @@
-//===- BlockContractions.cpp - register-blocked matmuls for the CPU
-//--------===//
+//===- BlockContractions.cpp - register-blocked contractions, CPU ---------===//
 //
-// Tiles weight contractions (rows x weight matrix) on tensors so that one load
-// of a weight vector serves every row of a tile, vectorizes the tiles, and
-// keeps each tile's accumulators in registers across the reduction loop.
+// Tiles contractions whose second operand all rows share (weight matrices,
+// one head's keys or values) on tensors so that one load of a vector of it
+// serves every row of a tile, vectorizes the tiles, and keeps each tile's
+// accumulators in registers across the reduction loop.
 //
 //===----------------------------------------------------------------------===//
 
@@ -149,18 +149,18 @@ static SmallVector<linalg::LinalgOp> markedOps(Operation *root) {
   return ops;
 }
 
-/// Folds the constants peeling leaves in tile sizes, so that the tiles of
-/// full iterations get static shapes.
-static LogicalResult canonicalize(func::FuncOp func) {
-  MLIRContext *context = func.getContext();
+/// Every canonicalization pattern, and the scf ones that fold tile sizes
+/// `min(t, ub - iv)` in loops stepping by t: they fold the constants peeling
+/// leaves in tile sizes, so that the tiles of full iterations get static
+/// shapes.
+static FrozenRewritePatternSet tileSizeFolding(MLIRContext *context) {
   RewritePatternSet patterns(context);
   for (Dialect *dialect : context->getLoadedDialects())
     dialect->getCanonicalizationPatterns(patterns);
   for (RegisteredOperationName op : context->getRegisteredOperations())
     op.getCanonicalizationPatterns(patterns, context);
-  // Tile sizes `min(t, ub - iv)` in loops that step by t.
   mlir::scf::populateSCFForLoopCanonicalizationPatterns(patterns);
-  return applyPatternsGreedily(func, std::move(patterns));
+  return FrozenRewritePatternSet(std::move(patterns));
 }
 
 /// Rewrites `affine.apply` as arith ops. The row count of a peeled partial
@@ -195,9 +195,12 @@ struct BlockContractionsPass
              << "spec-block-contractions: " << name
              << " must be a power of two in [1, " << most << "], got " << value;
     };
-    return success(succeeded(check("rows", rows, 16)) &&
-                   succeeded(check("columns", columns, 128)) &&
-                   succeeded(check("depth", depth, 64)));
+    if (failed(check("rows", rows, 16)) ||
+        failed(check("columns", columns, 128)) ||
+        failed(check("depth", depth, 64)))
+      return failure();
+    canonicalPatterns = tileSizeFolding(context);
+    return success();
   }
 
   void runOnOperation() override;
@@ -207,7 +210,12 @@ private:
   LogicalResult
   tileByHalves(func::FuncOp func, IRRewriter &rewriter,
                llvm::function_ref<unsigned(const ContractionDims &)> role,
-               int64_t size, bool everyHalf);
+                            int64_t size, bool everyHalf);
+  LogicalResult canonicalize(func::FuncOp func) {
+    return applyPatternsGreedily(func, canonicalPatterns);
+  }
+
+  FrozenRewritePatternSet canonicalPatterns;
 };
 } // namespace
 

@@ -1,5 +1,4 @@
-//===- FuseElementwise.cpp - fuse elementwise producers without recomputing
-//===//
+//===- FuseElementwise.cpp - elementwise fusion without recomputation ----===//
 
 #include "passes/Passes.h"
 

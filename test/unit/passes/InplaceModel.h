@@ -1,5 +1,4 @@
-//===- InplaceModel.h - a bundled model as the decode loops call it -*- C++
-//-*-//
+//===- InplaceModel.h - bundled models as the loops call them -*- C++ -*-===//
 //
 // Shared by the unit tests that run a bundled model in the in-place cache
 // form (spec-kv-cache-inplace, spec-lower-steps), compiled with the CPU
