@@ -149,9 +149,13 @@ static void redirectAddresses(ModuleOp module, ArrayRef<Weight> weights) {
                                      /*isVolatile=*/false,
                                      /*isNonTemporal=*/false,
                                      /*isInvariant=*/true);
-    // Constant GEP indices are 32-bit; larger offsets need a value.
+    // A constant GEP index is stored in kGEPConstantBitWidth (29) signed
+    // bits and silently truncated beyond: offsets from 256 MiB on need a
+    // value.
+    constexpr uint64_t kMaxConstantIndex =
+        (uint64_t(1) << (LLVM::kGEPConstantBitWidth - 1)) - 1;
     LLVM::GEPArg offset =
-        it->second <= static_cast<uint64_t>(INT32_MAX)
+        it->second <= kMaxConstantIndex
             ? LLVM::GEPArg(static_cast<int32_t>(it->second))
             : LLVM::GEPArg(LLVM::ConstantOp::create(
                   b, loc, b.getI64Type(),
