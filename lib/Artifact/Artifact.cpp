@@ -73,6 +73,40 @@ checksumFile(StringRef path) {
   return std::make_pair(text, static_cast<uint64_t>(data.size()));
 }
 
+/// A file of the artifact as the manifest describes it: name, size,
+/// checksum.
+static FailureOr<llvm::json::Object> describeFile(ModuleOp module,
+                                                  StringRef path) {
+  auto sum = checksumFile(path);
+  if (failed(sum))
+    return module.emitError() << "cannot read back '" << path << "'";
+  return llvm::json::Object{{"file", llvm::sys::path::filename(path).str()},
+                            {"size", static_cast<int64_t>(sum->second)},
+                            {"checksum", sum->first}};
+}
+
+/// Defines SPECRT_FACTS_SYMBOL in the LLVM-dialect module: `facts` as a
+/// NUL-terminated JSON text.
+static LogicalResult embedFacts(ModuleOp module,
+                                const llvm::json::Object &facts) {
+  std::string text;
+  llvm::raw_string_ostream(text) << llvm::json::Value(llvm::json::Object(facts));
+  text.push_back('\0');
+  if (text.size() > SPECRT_FACTS_MAX_BYTES)
+    return module.emitError() << "the artifact's facts take " << text.size()
+                              << " bytes; the runtime reads at most "
+                              << SPECRT_FACTS_MAX_BYTES;
+  if (module.lookupSymbol(SPECRT_FACTS_SYMBOL))
+    return module.emitError() << "the module already defines @"
+                              << SPECRT_FACTS_SYMBOL;
+  OpBuilder b = OpBuilder::atBlockEnd(module.getBody());
+  auto type = LLVM::LLVMArrayType::get(b.getI8Type(), text.size());
+  LLVM::GlobalOp::create(b, module.getLoc(), type, /*isConstant=*/true,
+                         LLVM::Linkage::External, SPECRT_FACTS_SYMBOL,
+                         b.getStringAttr(text));
+  return success();
+}
+
 /// The manifest's description of the decoder and its target model, read
 /// before lowering erases the spec ops.
 static FailureOr<llvm::json::Object> describeDecoder(ModuleOp module,
@@ -442,24 +476,13 @@ LogicalResult specula::writeArtifact(ModuleOp module, StringRef path,
   FailureOr<std::string> ptx = cuda ? ptxVersion(module) : std::string();
   if (failed(ptx))
     return failure();
-  std::string object = inStaging("decoder.o");
-  if (failed(emitObject(module, **machine, object)) ||
-      failed(linkSharedObject(module, object, inStaging(SPECRT_LIBRARY_FILE),
-                              *linker)))
+  FailureOr<llvm::json::Object> weights =
+      describeFile(module, inStaging(SPECRT_WEIGHTS_FILE));
+  if (failed(weights))
     return failure();
-  llvm::sys::fs::remove(object);
 
-  llvm::json::Object files;
-  for (StringRef file : {StringRef(SPECRT_LIBRARY_FILE),
-                         StringRef(SPECRT_WEIGHTS_FILE)}) {
-    auto sum = checksumFile(inStaging(file));
-    if (failed(sum))
-      return module.emitError() << "cannot read back '" << file << "'";
-    files[file == SPECRT_LIBRARY_FILE ? "library" : "weights"] =
-        llvm::json::Object{{"file", file},
-                           {"size", static_cast<int64_t>(sum->second)},
-                           {"checksum", sum->first}};
-  }
+  // What the code is, stated by the code itself (SPECRT_FACTS_SYMBOL): the
+  // manifest repeats it, and the runtime refuses a manifest that disagrees.
   llvm::json::Object target{
       {"device", cuda ? "cuda" : "cpu"},
       {"triple", (*machine)->getTargetTriple().str()},
@@ -469,18 +492,34 @@ LogicalResult specula::writeArtifact(ModuleOp module, StringRef path,
     target["chip"] = options.chip;
     target["ptx_isa"] = *ptx;
   }
-  llvm::json::Object manifest{
-      {"format", SPECRT_ARTIFACT_FORMAT},
-      {"format_version", SPECRT_ARTIFACT_FORMAT_VERSION},
-      {"producer", "specc (MLIR/LLVM " LLVM_VERSION_STRING ")"},
-      {"target", std::move(target)},
+  llvm::json::Object facts{
       {"abi", SPECRT_ARTIFACT_ABI},
+      {"target", std::move(target)},
       {"entry_points",
        llvm::json::Object{{"generate", "_mlir_ciface_" + entryNames[0]},
                           {"target_only", "_mlir_ciface_" + entryNames[1]}}},
-      {"files", std::move(files)}};
+      {"files", llvm::json::Object{{"weights", std::move(*weights)}}}};
   for (auto &entry : *description)
-    manifest[entry.first] = std::move(entry.second);
+    facts[entry.first] = std::move(entry.second);
+  if (failed(embedFacts(module, facts)))
+    return failure();
+
+  std::string object = inStaging("decoder.o");
+  if (failed(emitObject(module, **machine, object)) ||
+      failed(linkSharedObject(module, object, inStaging(SPECRT_LIBRARY_FILE),
+                              *linker)))
+    return failure();
+  llvm::sys::fs::remove(object);
+  FailureOr<llvm::json::Object> library =
+      describeFile(module, inStaging(SPECRT_LIBRARY_FILE));
+  if (failed(library))
+    return failure();
+
+  llvm::json::Object manifest = std::move(facts);
+  manifest["format"] = SPECRT_ARTIFACT_FORMAT;
+  manifest["format_version"] = SPECRT_ARTIFACT_FORMAT_VERSION;
+  manifest["producer"] = "specc (MLIR/LLVM " LLVM_VERSION_STRING ")";
+  (*manifest.getObject("files"))["library"] = std::move(*library);
 
   std::error_code ec;
   llvm::raw_fd_ostream os(inStaging(SPECRT_MANIFEST_FILE), ec);

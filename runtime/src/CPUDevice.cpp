@@ -149,6 +149,12 @@ specrt_status HostLibrary::open(const std::string &directory,
               "' that the manifest names";
     return address;
   };
+  // Before any symbol the manifest names is trusted.
+  if (specrt_status status = checkLibraryFacts(
+          manifest,
+          static_cast<const char *>(dlsym(handle, SPECRT_FACTS_SYMBOL)),
+          libraryPath, error))
+    return status;
   auto *base = static_cast<const void **>(symbol(SPECRT_WEIGHTS_BASE_SYMBOL));
   generate = reinterpret_cast<specrt_entry_fn>(symbol(manifest.generateEntry));
   targetOnly =

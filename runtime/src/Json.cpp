@@ -2,6 +2,8 @@
 
 #include "Json.h"
 
+#include <cctype>
+#include <charconv>
 #include <cstdlib>
 #include <cstring>
 
@@ -86,17 +88,50 @@ private:
       value.kind = JsonValue::Kind::Null;
       return true;
     }
-    if (c == '-' || (c >= '0' && c <= '9')) {
-      const char *begin = text.c_str() + pos;
-      char *end = nullptr;
-      value.kind = JsonValue::Kind::Number;
-      value.number = std::strtod(begin, &end);
-      if (end == begin)
-        return fail("malformed number");
-      pos += end - begin;
-      return true;
-    }
+    if (c == '-' || (c >= '0' && c <= '9'))
+      return parseNumber(value);
     return fail(std::string("unexpected character '") + c + "'");
+  }
+
+  /// RFC 8259's grammar exactly: no hexadecimal, leading zeros, '+', inf
+  /// or nan (which strtod would take).
+  bool parseNumber(JsonValue &value) {
+    size_t begin = pos;
+    auto digits = [&] {
+      size_t start = pos;
+      while (pos < text.size() && text[pos] >= '0' && text[pos] <= '9')
+        ++pos;
+      return pos > start;
+    };
+    if (text[pos] == '-')
+      ++pos;
+    if (pos < text.size() && text[pos] == '0')
+      ++pos;
+    else if (!digits())
+      return fail("malformed number");
+    if (pos < text.size() && text[pos] == '.') {
+      ++pos;
+      if (!digits())
+        return fail("malformed number: no digits after '.'");
+    }
+    if (pos < text.size() && (text[pos] == 'e' || text[pos] == 'E')) {
+      ++pos;
+      if (pos < text.size() && (text[pos] == '+' || text[pos] == '-'))
+        ++pos;
+      if (!digits())
+        return fail("malformed number: no exponent digits");
+    }
+    if (pos < text.size() &&
+        (std::isalnum(static_cast<unsigned char>(text[pos])) ||
+         text[pos] == '.'))
+      return fail("malformed number");
+    value.kind = JsonValue::Kind::Number;
+    // from_chars: locale-independent, unlike strtod.
+    auto [end, ec] = std::from_chars(text.data() + begin, text.data() + pos,
+                                     value.number);
+    if (ec != std::errc() || end != text.data() + pos)
+      return fail("number out of range");
+    return true;
   }
 
   bool parseObject(JsonValue &value, int depth) {
@@ -110,6 +145,7 @@ private:
     while (true) {
       skipSpace();
       std::string key;
+      size_t keyStart = pos;
       if (pos >= text.size() || text[pos] != '"')
         return fail("expected a member name in quotes");
       if (!parseString(key))
@@ -118,6 +154,10 @@ private:
       if (pos >= text.size() || text[pos] != ':')
         return fail("expected ':' after a member name");
       ++pos;
+      if (value.object.count(key)) {
+        pos = keyStart;
+        return fail("duplicate member '" + key + "'");
+      }
       if (!parseValue(value.object[key], depth + 1))
         return false;
       skipSpace();
@@ -193,6 +233,10 @@ private:
           else return fail("malformed \\u escape");
         }
         // UTF-8 of a BMP code point (surrogate pairs are not needed here).
+        if (code == 0)
+          return fail("a NUL character (\\u0000) in a string");
+        if (code >= 0xd800 && code <= 0xdfff)
+          return fail("a surrogate escape in a string (not supported)");
         if (code < 0x80) {
           out.push_back(static_cast<char>(code));
         } else if (code < 0x800) {

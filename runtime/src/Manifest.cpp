@@ -5,15 +5,33 @@
 
 #include "specrt/artifact_format.h"
 
+#include <cerrno>
 #include <cinttypes>
 #include <cmath>
 #include <cstdio>
-#include <fstream>
-#include <sstream>
+#include <cstring>
+
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 using namespace specrt;
 
 namespace {
+/// The value at a dotted path, or null.
+const JsonValue *at(const JsonValue &root, const std::string &path) {
+  const JsonValue *value = &root;
+  size_t start = 0;
+  while (value) {
+    size_t dot = path.find('.', start);
+    value = value->get(path.substr(start, dot - start));
+    if (dot == std::string::npos)
+      break;
+    start = dot + 1;
+  }
+  return value;
+}
+
 /// Reads typed fields of the manifest; the first problem is kept and names
 /// the field's path ("decoder.proposals").
 class FieldReader {
@@ -22,15 +40,7 @@ public:
       : root(root), file(std::move(file)) {}
 
   const JsonValue *find(const std::string &path, bool required = true) {
-    const JsonValue *value = &root;
-    size_t start = 0;
-    while (value) {
-      size_t dot = path.find('.', start);
-      value = value->get(path.substr(start, dot - start));
-      if (dot == std::string::npos)
-        break;
-      start = dot + 1;
-    }
+    const JsonValue *value = at(root, path);
     if (!value && required)
       problem(path, "is missing");
     return value;
@@ -81,25 +91,112 @@ private:
   std::string file;
 };
 
-bool readText(const std::string &path, std::string &text) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in)
+/// A manifest is about a kilobyte; reading is capped so that a path to a
+/// device or a huge file cannot allocate without bound.
+constexpr size_t kMaxManifestBytes = 1 << 20;
+
+/// Reads a regular file of at most kMaxManifestBytes; on failure returns
+/// false with `why` set.
+bool readText(const std::string &path, std::string &text, std::string &why) {
+  int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0) {
+    why = std::strerror(errno);
     return false;
-  std::ostringstream buffer;
-  buffer << in.rdbuf();
-  text = buffer.str();
-  return static_cast<bool>(in) || in.eof();
+  }
+  struct stat st;
+  bool ok = fstat(fd, &st) == 0 && S_ISREG(st.st_mode);
+  if (!ok)
+    why = "not a regular file";
+  else if (static_cast<uint64_t>(st.st_size) > kMaxManifestBytes)
+    why = std::to_string(st.st_size) + " bytes, more than a manifest's " +
+          std::to_string(kMaxManifestBytes);
+  ok = ok && why.empty();
+  char buffer[65536];
+  while (ok) {
+    ssize_t n = ::read(fd, buffer, sizeof(buffer));
+    if (n < 0 && errno == EINTR)
+      continue;
+    if (n < 0) {
+      why = std::strerror(errno);
+      ok = false;
+    } else if (n == 0) {
+      break;
+    } else if (text.size() + n > kMaxManifestBytes) {
+      why = "it grew past " + std::to_string(kMaxManifestBytes) + " bytes";
+      ok = false;
+    } else {
+      text.append(buffer, n);
+    }
+  }
+  ::close(fd);
+  return ok;
 }
+
+/// A value as a message shows it.
+std::string show(const JsonValue &value) {
+  switch (value.kind) {
+  case JsonValue::Kind::Null: return "null";
+  case JsonValue::Kind::Bool: return value.boolean ? "true" : "false";
+  case JsonValue::Kind::Number: {
+    char text[32];
+    std::snprintf(text, sizeof(text), "%.17g", value.number);
+    return text;
+  }
+  case JsonValue::Kind::String: return "'" + value.string + "'";
+  case JsonValue::Kind::Array: {
+    std::string text = "[";
+    for (const JsonValue &element : value.array)
+      text += (text.size() > 1 ? ", " : "") + show(element);
+    return text + "]";
+  }
+  case JsonValue::Kind::Object: return "an object";
+  }
+  return "?";
+}
+
+/// The first path under `path` where `facts` and `manifest` differ (every
+/// member of `facts` must be in `manifest`); empty when none.
+std::string firstDifference(const JsonValue &facts, const JsonValue *manifest,
+                            const std::string &path) {
+  if (!manifest || manifest->kind != facts.kind)
+    return path;
+  switch (facts.kind) {
+  case JsonValue::Kind::Object:
+    for (const auto &[key, value] : facts.object) {
+      std::string difference = firstDifference(
+          value, manifest->get(key), path.empty() ? key : path + "." + key);
+      if (!difference.empty())
+        return difference;
+    }
+    return "";
+  case JsonValue::Kind::Array:
+    if (facts.array.size() != manifest->array.size())
+      return path;
+    for (size_t i = 0; i < facts.array.size(); ++i)
+      if (!firstDifference(facts.array[i], &manifest->array[i], path).empty())
+        return path;
+    return "";
+  case JsonValue::Kind::Null: return "";
+  case JsonValue::Kind::Bool:
+    return facts.boolean == manifest->boolean ? "" : path;
+  case JsonValue::Kind::Number:
+    return facts.number == manifest->number ? "" : path;
+  case JsonValue::Kind::String:
+    return facts.string == manifest->string ? "" : path;
+  }
+  return path;
+}
+
 } // namespace
 
 specrt_status specrt::readManifest(const std::string &directory,
                                    Manifest &manifest, std::string &error) {
   std::string path = directory + "/" SPECRT_MANIFEST_FILE;
-  std::string text;
-  if (!readText(path, text)) {
+  std::string text, why;
+  if (!readText(path, text, why)) {
     error = "'" + directory +
             "' is not a Specula artifact: cannot read " SPECRT_MANIFEST_FILE
-            " (compile one with specc -o model.spec)";
+            " (" + why + "; compile one with specc -o model.spec)";
     return SPECRT_ERROR_IO;
   }
   JsonValue root;
@@ -162,7 +259,8 @@ specrt_status specrt::readManifest(const std::string &directory,
     int64_t size = fields.integer(prefix + ".size");
     file->size = size < 0 ? 0 : static_cast<uint64_t>(size);
     file->checksum = fields.string(prefix + ".checksum");
-    if (file->name.find('/') != std::string::npos || file->name == "..")
+    if (file->name.find('/') != std::string::npos || file->name.empty() ||
+        file->name == "." || file->name == "..")
       fields.problem(prefix + ".file", "must name a file in the artifact");
   }
   m.vocabSize = fields.integer("model.vocab_size");
@@ -197,7 +295,42 @@ specrt_status specrt::readManifest(const std::string &directory,
     error = fields.error;
     return SPECRT_ERROR_FORMAT;
   }
+  m.document = std::move(root);
   return SPECRT_OK;
+}
+
+specrt_status specrt::checkLibraryFacts(const Manifest &manifest,
+                                        const char *text,
+                                        const std::string &library,
+                                        std::string &error) {
+  if (!text) {
+    error = "'" + library + "' states no facts (" SPECRT_FACTS_SYMBOL
+            "): it was not compiled by this release's specc";
+    return SPECRT_ERROR_FORMAT;
+  }
+  size_t length = strnlen(text, SPECRT_FACTS_MAX_BYTES);
+  JsonValue facts;
+  std::string jsonError;
+  if (length == SPECRT_FACTS_MAX_BYTES) {
+    error = "'" + library + "': " SPECRT_FACTS_SYMBOL " is longer than " +
+            std::to_string(SPECRT_FACTS_MAX_BYTES) + " bytes";
+    return SPECRT_ERROR_FORMAT;
+  }
+  if (!parseJson(std::string(text, length), facts, jsonError) ||
+      facts.kind != JsonValue::Kind::Object) {
+    error = "'" + library + "': " SPECRT_FACTS_SYMBOL " is not a JSON object" +
+            (jsonError.empty() ? "" : ": " + jsonError);
+    return SPECRT_ERROR_FORMAT;
+  }
+  std::string path = firstDifference(facts, &manifest.document, "");
+  if (path.empty())
+    return SPECRT_OK;
+  const JsonValue *said = at(manifest.document, path);
+  error = "the manifest disagrees with the compiled code in '" + library +
+          "': " + path + " is " + (said ? show(*said) : "missing") +
+          " in the manifest, " + show(*at(facts, path)) +
+          " in the code (was the manifest edited?)";
+  return SPECRT_ERROR_CORRUPT;
 }
 
 specrt_status specrt::checkArtifactFile(const std::string &path,

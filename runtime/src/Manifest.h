@@ -3,6 +3,7 @@
 #ifndef SPECRT_MANIFEST_H
 #define SPECRT_MANIFEST_H
 
+#include "Json.h"
 #include "specrt/specrt.h"
 
 #include <cstdint>
@@ -31,12 +32,21 @@ struct Manifest {
   std::string proposer, verify;
   int64_t proposals = 0, contextCapacity = 0, topK = 0;
   double temperature = 0, topP = 1;
+  /// The whole document, which the library's facts are checked against.
+  JsonValue document;
 };
 
 /// Reads and checks `<directory>/manifest.json`. On failure returns the
 /// status and sets `error` to a message naming the file and the field.
 specrt_status readManifest(const std::string &directory, Manifest &manifest,
                            std::string &error);
+
+/// Checks the compiled library's own facts (SPECRT_FACTS_SYMBOL's JSON text,
+/// read from `library`) against the manifest: every member of the facts must
+/// be in the manifest at the same path with the same value.
+specrt_status checkLibraryFacts(const Manifest &manifest, const char *facts,
+                                const std::string &library,
+                                std::string &error);
 
 /// Checks a file of the artifact against the manifest's size and (when
 /// `checksum`) its checksum.

@@ -5,7 +5,8 @@
  *   manifest.json  what the artifact is: format version, target, entry
  *                  points, model configuration, decoding strategy, and the
  *                  size and checksum of the two other files;
- *   decoder.so     the host shared object with the decode loops and kernels;
+ *   decoder.so     the host shared object with the decode loops and kernels,
+ *                  and the facts it was compiled with (SPECRT_FACTS_SYMBOL);
  *   weights.bin    the model weights, mapped read-only by the runtime, whose
  *                  address it stores in the library's `spec_weights_base`.
  *
@@ -43,6 +44,16 @@
 #define SPECRT_LIBRARY_FILE "decoder.so"
 #define SPECRT_WEIGHTS_FILE "weights.bin"
 #define SPECRT_WEIGHTS_BASE_SYMBOL "spec_weights_base"
+
+/* decoder.so's own account of what it was compiled as: a NUL-terminated
+ * JSON object of at most SPECRT_FACTS_MAX_BYTES bytes (NUL included) whose
+ * members sit at the manifest's paths (abi, target, entry_points, model,
+ * decoder, files.weights). The manifest must say the same; the runtime
+ * refuses an artifact whose manifest disagrees before it runs anything, so
+ * an edited manifest cannot make the runtime trust a larger context or
+ * vocabulary, another entry point or other weights than the code's. */
+#define SPECRT_FACTS_SYMBOL "spec_artifact_facts"
+#define SPECRT_FACTS_MAX_BYTES 65536
 
 /* A rank-1 int64 memref descriptor as MLIR's C interface passes it. */
 typedef struct {

@@ -47,6 +47,30 @@ TEST(Json, ReportsWhereItFails) {
   EXPECT_FALSE(parseJson(std::string(1000, '['), v, error));
   EXPECT_NE(error.find("nested too deeply"), std::string::npos);
 }
+
+// What strtod or a lenient reader would take, RFC 8259 does not: a manifest
+// must mean one thing.
+TEST(Json, RefusesWhatTheGrammarDoesNot) {
+  JsonValue v;
+  std::string error;
+  for (const char *number : {"0x103", "0512", "+1", "1.", ".5", "1e", "-",
+                             "inf", "nan", "NaN", "-Infinity", "1e999", "1_0"}) {
+    EXPECT_FALSE(parseJson(std::string("[") + number + "]", v, error))
+        << number;
+  }
+  EXPECT_FALSE(parseJson(R"({"a": 1, "a": 2})", v, error));
+  EXPECT_EQ(error, "line 1, column 10: duplicate member 'a'");
+  EXPECT_FALSE(parseJson(R"({"file": "decoder.so\u0000x"})", v, error));
+  EXPECT_NE(error.find("NUL"), std::string::npos) << error;
+  EXPECT_FALSE(parseJson(R"(["\ud800"])", v, error));
+
+  ASSERT_TRUE(parseJson("[0, -0, 0.5, 1e3, 1E-2, 10, -7.25e+1]", v, error))
+      << error;
+  std::vector<double> expected = {0, 0, 0.5, 1000, 0.01, 10, -72.5};
+  ASSERT_EQ(v.array.size(), expected.size());
+  for (size_t i = 0; i < expected.size(); ++i)
+    EXPECT_EQ(v.array[i].number, expected[i]) << i;
+}
 } // namespace
 
 extern "C" void memrefCopy(int64_t elementSize, void *source, void *target);
