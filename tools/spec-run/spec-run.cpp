@@ -16,10 +16,13 @@
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
+#include <cctype>
 #include <cstring>
 #include <optional>
 #include <string>
 #include <vector>
+
+#include <sys/stat.h>
 
 namespace {
 const char *kUsage =
@@ -34,7 +37,8 @@ const char *kUsage =
     "  --prompt-ids IDS       the prompt as comma-separated token ids\n"
     "  --max-new-tokens N     tokens to generate at most (default 128)\n"
     "  --seed S               key of the sampler, for sampling artifacts\n"
-    "                         (default 0; a seeded run reproduces exactly)\n"
+    "                         (0 to 2^64-1, or -1 for 2^64-1 and so on;\n"
+    "                         default 0; a seeded run reproduces exactly)\n"
     "  --stop-token ID        stop after this token as well as EOS; repeat\n"
     "  --temperature T, --top-k K, --top-p P\n"
     "                         sampling settings; they are compiled into the\n"
@@ -89,13 +93,68 @@ bool parseInteger(const std::string &text, int64_t &value) {
   return true;
 }
 
+/// A finite number (strtod would also take nan and inf).
 bool parseNumber(const std::string &text, double &value) {
   if (text.empty())
     return false;
   errno = 0;
   char *end = nullptr;
   value = std::strtod(text.c_str(), &end);
-  return !errno && !*end;
+  return !errno && !*end && std::isfinite(value);
+}
+
+/// A 64-bit key: 0 to 2^64-1, or a negative number down to -2^63 for the
+/// same bits in two's complement (-1 is 2^64-1).
+bool parseSeed(const std::string &text, uint64_t &value) {
+  int64_t negative;
+  if (!text.empty() && text[0] == '-') {
+    if (!parseInteger(text, negative))
+      return false;
+    value = static_cast<uint64_t>(negative);
+    return true;
+  }
+  if (text.empty() || !std::isdigit(static_cast<unsigned char>(text[0])))
+    return false;
+  errno = 0;
+  char *end = nullptr;
+  unsigned long long parsed = std::strtoull(text.c_str(), &end, 10);
+  if (errno || *end)
+    return false;
+  value = parsed;
+  return true;
+}
+
+/// Reads a prompt file: a regular file, a pipe or a terminal (not a
+/// directory), of at most kMaxPromptBytes; on failure returns false with
+/// `why` set.
+constexpr size_t kMaxPromptBytes = 64 << 20;
+bool readPromptFile(const std::string &path, std::string &text,
+                    std::string &why) {
+  FILE *f = std::fopen(path.c_str(), "rb");
+  if (!f) {
+    why = std::strerror(errno);
+    return false;
+  }
+  struct stat st;
+  if (fstat(fileno(f), &st) != 0 || S_ISDIR(st.st_mode)) {
+    why = "it is a directory";
+    std::fclose(f);
+    return false;
+  }
+  char buffer[65536];
+  for (size_t n; (n = std::fread(buffer, 1, sizeof(buffer), f)) > 0;) {
+    if (text.size() + n > kMaxPromptBytes) {
+      why = "it is larger than " + std::to_string(kMaxPromptBytes) + " bytes";
+      std::fclose(f);
+      return false;
+    }
+    text.append(buffer, n);
+  }
+  bool ok = !std::ferror(f);
+  if (!ok)
+    why = std::strerror(errno);
+  std::fclose(f);
+  return ok;
 }
 
 /// Parses the command line; returns an exit code to stop with, or -1.
@@ -133,15 +192,10 @@ int parseOptions(int argc, char **argv, Options &o) {
     } else if (arg == "--prompt-file") {
       if (!next())
         return needsValue();
-      FILE *f = std::fopen(value.c_str(), "rb");
-      if (!f)
+      std::string text, why;
+      if (!readPromptFile(value, text, why))
         return usageError("cannot read the prompt file '" + value +
-                          "': " + std::strerror(errno));
-      std::string text;
-      char buffer[4096];
-      for (size_t n; (n = std::fread(buffer, 1, sizeof(buffer), f)) > 0;)
-        text.append(buffer, n);
-      std::fclose(f);
+                          "': " + why);
       if (o.prompt)
         return usageError("give one of --prompt and --prompt-file");
       o.prompt = text;
@@ -167,13 +221,21 @@ int parseOptions(int argc, char **argv, Options &o) {
                arg == "--warmup") {
       if (!next())
         return needsValue();
+      if (arg == "--seed") {
+        if (!parseSeed(value, o.seed))
+          return usageError("--seed: '" + value +
+                            "' is not a 64-bit integer (0 to "
+                            "18446744073709551615, or -9223372036854775808 "
+                            "to -1 for the same bits)");
+        continue;
+      }
       int64_t n;
       if (!parseInteger(value, n))
         return usageError(arg + ": '" + value + "' is not an integer");
+      if ((arg == "--top-k" || arg == "--warmup") && n < 0)
+        return usageError(arg + ": '" + value + "' is negative");
       if (arg == "--max-new-tokens")
         o.maxNewTokens = n;
-      else if (arg == "--seed")
-        o.seed = static_cast<uint64_t>(n);
       else if (arg == "--stop-token")
         o.stopTokens.push_back(n);
       else if (arg == "--warmup")
@@ -186,7 +248,7 @@ int parseOptions(int argc, char **argv, Options &o) {
       double x;
       if (!parseNumber(value, x) || x < 0)
         return usageError(arg + ": '" + value +
-                          "' is not a non-negative number");
+                          "' is not a finite non-negative number");
       (arg == "--temperature" ? o.temperature : o.topP) = x;
     } else if (arg == "--no-speculation") {
       o.noSpeculation = true;
