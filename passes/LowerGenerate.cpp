@@ -228,7 +228,8 @@ struct Prologue {
   Prologue(OpBuilder &b, DecoderOp decoder, const CachedModel &target,
            int64_t capacity, SymbolTable &symbols,
            StringRef suffix = "_generate")
-      : loc(decoder.getLoc()), lb(b, decoder.getLoc()), capacity(capacity) {
+      : loc(decoder.getLoc()), lb(b, decoder.getLoc()), capacity(capacity),
+        target(target), rule(decoder.getRule()) {
     Type i64 = b.getI64Type(), indexType = b.getIndexType();
     floatType = cast<RankedTensorType>(
                     func::FuncOp(target.func).getResultTypes()[0])
@@ -360,13 +361,42 @@ struct Prologue {
     func::ReturnOp::create(b, loc, results);
   }
 
-  /// Where the loop state keeps what the loop condition and finish() read.
+  /// Where the loop state keeps what the loop condition, the tail and
+  /// finish() read.
   struct StateLayout {
-    unsigned seq, length, generated, steps, last;
+    unsigned seq, cache, length, generated, steps, last;
   };
 
+  /// One target-only step: the target's forward on `last` at position
+  /// `lengthT` and the token `rule` picks from its logits, committed after
+  /// it. Returns the sequence, cache, length and the new last token.
+  SmallVector<Value> targetStep(OpBuilder &b, Location l, Value seq,
+                                Value cache, Value lengthT, Value last) {
+    Type i64 = b.getI64Type();
+    Value one = lb.index(1);
+    Value token = tensor::FromElementsOp::create(
+        b, l, RankedTensorType::get({1}, i64), ValueRange{last});
+    auto [logits, newCache] = lb.call(target, lb.toRow(token, one),
+                                      lb.positions(lengthT, one), cache,
+                                      lengthT);
+    // Keys below 2^20 are the target-only positions'; rounds use larger.
+    Value stepKey = arith::AddIOp::create(
+        b, l, key, arith::IndexCastOp::create(b, l, i64, lengthT));
+    Value next =
+        lb.propose(lb.logitsRow(logits, lb.index(0), target.vocab), rule,
+                   stepKey)
+            .first;
+    Value newLength = arith::AddIOp::create(b, l, lengthT, one);
+    Value newSeq =
+        tensor::InsertOp::create(b, l, next, seq, ValueRange{newLength});
+    return {newSeq, newCache, newLength, next};
+  }
+
   /// Builds the decode loop over `inits` and the function's return: rounds
-  /// of at most `round` positions run while shouldContinue holds; `body`
+  /// of at most `round` positions run while shouldContinue holds, then, when
+  /// fewer than `round` positions are left in the context, target-only steps
+  /// (targetStep) fill them, so that generation stops exactly where the
+  /// target alone stops; `body`
   /// builds one round at `b`'s insertion point and returns the next state
   /// followed by the number of proposals the round accepted and the
   /// nanoseconds it spent proposing (readClock). The loop counts rounds by
@@ -424,8 +454,44 @@ struct Prologue {
         {func.getResultTypes()[0], b.getIndexType(), b.getIndexType(),
          histogramType, i64, i64}));
     ValueRange results = whileOp.getResults();
-    finish(b, results[layout.seq], results[layout.length],
-           results[layout.steps], results.take_back(kCounters).drop_back());
+    ValueRange counters = results.take_back(kCounters);
+    if (round == 1)
+      return finish(b, results[layout.seq], results[layout.length],
+                    results[layout.steps], counters.drop_back());
+
+    // The tail: sequence, cache, length, generated, steps, last token,
+    // nanoseconds verifying, ended. Its steps are target forwards but not
+    // verify rounds, so the histogram does not count them.
+    SmallVector<Value> tail0{results[layout.seq],    results[layout.cache],
+                             results[layout.length], results[layout.generated],
+                             results[layout.steps],  results[layout.last],
+                             counters[2],            counters[3]};
+    auto tail = scf::WhileOp::create(
+        b, loc, llvm::to_vector(ValueRange(tail0).getTypes()), tail0,
+        [&](OpBuilder &nb, Location l, ValueRange state) {
+          scf::ConditionOp::create(
+              nb, l, shouldContinue(nb, l, state[3], state[2], state[7], 1),
+              state);
+        },
+        [&](OpBuilder &nb, Location l, ValueRange state) {
+          OpBuilder::InsertionGuard guard(b);
+          b.setInsertionPoint(nb.getInsertionBlock(), nb.getInsertionPoint());
+          Value start = readClock(b, l);
+          SmallVector<Value> next =
+              targetStep(b, l, state[0], state[1], state[2], state[5]);
+          Value one = lb.index(1);
+          Value elapsed = arith::SubIOp::create(b, l, readClock(b, l), start);
+          scf::YieldOp::create(
+              b, l,
+              ValueRange{next[0], next[1], next[2],
+                         arith::AddIOp::create(b, l, state[3], one),
+                         arith::AddIOp::create(b, l, state[4], one), next[3],
+                         arith::AddIOp::create(b, l, state[6], elapsed),
+                         isStop(b, l, next[3])});
+        });
+    ValueRange tailResults = tail.getResults();
+    finish(b, tailResults[0], tailResults[2], tailResults[4],
+           {counters[0], counters[1], tailResults[6]});
   }
 
   /// The runtime clock, in nanoseconds.
@@ -446,6 +512,8 @@ struct Prologue {
   Location loc;
   LoopBuilder lb;
   int64_t capacity;
+  CachedModel target;
+  Attribute rule;
   std::optional<int64_t> eos;
   Type floatType;
   func::FuncOp func, clock;
@@ -467,7 +535,7 @@ private:
   LogicalResult lowerMTPModule(DecoderOp decoder, MTPProposerAttr modules,
                                SymbolTable &symbols);
   void emitTargetOnly(DecoderOp decoder, const CachedModel &target,
-                      SymbolTable &symbols);
+                      int64_t capacity, SymbolTable &symbols);
 };
 } // namespace
 
@@ -495,7 +563,15 @@ LogicalResult LowerGeneratePass::lower(DecoderOp decoder,
   FailureOr<CachedModel> baseline = CachedModel::get(target, decoder);
   if (failed(baseline))
     return failure();
-  emitTargetOnly(decoder, *baseline, symbols);
+  // The same context as the speculative loop's (the smaller of the target's
+  // and the proposer's caches), so that both stop at the same length.
+  auto generate = symbols.lookup<func::FuncOp>(
+      (decoder.getSymName() + "_generate").str());
+  int64_t capacity =
+      generate
+          ->getAttrOfType<IntegerAttr>(SpecDialect::kContextCapacityAttrName)
+          .getInt();
+  emitTargetOnly(decoder, *baseline, capacity, symbols);
   return success();
 }
 
@@ -504,14 +580,13 @@ LogicalResult LowerGeneratePass::lower(DecoderOp decoder,
 /// must reproduce (token for token under greedy verification).
 void LowerGeneratePass::emitTargetOnly(DecoderOp decoder,
                                        const CachedModel &target,
+                                       int64_t capacity,
                                        SymbolTable &symbols) {
   OpBuilder b(decoder.getContext());
-  Prologue pro(b, decoder, target, target.cache.getCapacity(), symbols,
-               "_target_only");
+  Prologue pro(b, decoder, target, capacity, symbols, "_target_only");
   LoopBuilder &lb = pro.lb;
   Location loc = pro.loc;
   Attribute rule = decoder.getRule();
-  Type i64 = b.getI64Type();
   Value lastRow = arith::SubIOp::create(b, loc, pro.promptLength, lb.index(1));
   Value first = lb.propose(lb.logitsRow(pro.prefill.getResult(0), lastRow,
                                         target.vocab),
@@ -522,34 +597,21 @@ void LowerGeneratePass::emitTargetOnly(DecoderOp decoder,
   Value one = lb.index(1);
   SmallVector<Value> inits{seq1, pro.prefill.getResults().back(),
                            pro.promptLength, one, one, first};
-  pro.loop(
-      b, inits,
-      {/*seq=*/0, /*length=*/2, /*generated=*/3, /*steps=*/4, /*last=*/5}, 1,
-      [&](Location l, ValueRange state) -> SmallVector<Value> {
-        Value seq = state[0], cache = state[1], lengthT = state[2],
-              generated = state[3], steps = state[4], last = state[5];
-        Value token = tensor::FromElementsOp::create(
-            b, l, RankedTensorType::get({1}, i64), ValueRange{last});
-        auto [logits, newCache] =
-            lb.call(target, lb.toRow(token, one), lb.positions(lengthT, one),
-                    cache, lengthT);
-        Value key = arith::AddIOp::create(
-            b, l, pro.key, arith::IndexCastOp::create(b, l, i64, lengthT));
-        Value next = lb.propose(lb.logitsRow(logits, lb.index(0), target.vocab),
-                                rule, key)
-                         .first;
-        Value newLength = arith::AddIOp::create(b, l, lengthT, one);
-        Value newSeq = tensor::InsertOp::create(b, l, next, seq,
-                                                ValueRange{newLength});
-        return {newSeq,
-                newCache,
-                newLength,
-                arith::AddIOp::create(b, l, generated, one),
-                arith::AddIOp::create(b, l, steps, one),
-                next,
-                lb.index(0),
-                lb.i64(0)};
-      });
+  pro.loop(b, inits,
+           {/*seq=*/0, /*cache=*/1, /*length=*/2, /*generated=*/3,
+            /*steps=*/4, /*last=*/5},
+           1, [&](Location l, ValueRange state) -> SmallVector<Value> {
+             SmallVector<Value> next =
+                 pro.targetStep(b, l, state[0], state[1], state[2], state[5]);
+             return {next[0],
+                     next[1],
+                     next[2],
+                     arith::AddIOp::create(b, l, state[3], one),
+                     arith::AddIOp::create(b, l, state[4], one),
+                     next[3],
+                     lb.index(0),
+                     lb.i64(0)};
+           });
 }
 
 LogicalResult LowerGeneratePass::lowerDraft(DecoderOp decoder,
@@ -599,7 +661,8 @@ LogicalResult LowerGeneratePass::lowerDraft(DecoderOp decoder,
                            one,          first};
   pro.loop(
       b, inits,
-      {/*seq=*/0, /*length=*/3, /*generated=*/5, /*steps=*/6, /*last=*/7},
+      {/*seq=*/0, /*cache=*/1, /*length=*/3, /*generated=*/5, /*steps=*/6,
+       /*last=*/7},
       gamma + 1, [&](Location l, ValueRange state) -> SmallVector<Value> {
         Value seq = state[0], cacheTarget = state[1], cacheDraft = state[2],
               lengthT = state[3], lengthD = state[4], generated = state[5],
@@ -784,7 +847,8 @@ LogicalResult LowerGeneratePass::lowerMedusa(DecoderOp decoder,
                            one,   first,          proposals0,       probs0};
   pro.loop(
       b, inits,
-      {/*seq=*/0, /*length=*/2, /*generated=*/3, /*steps=*/4, /*last=*/5},
+      {/*seq=*/0, /*cache=*/1, /*length=*/2, /*generated=*/3, /*steps=*/4,
+       /*last=*/5},
       numHeads + 1, [&](Location l, ValueRange state) -> SmallVector<Value> {
         Value seq = state[0], cache = state[1], lengthT = state[2],
               generated = state[3], steps = state[4], last = state[5],
@@ -907,7 +971,9 @@ LogicalResult LowerGeneratePass::lowerMTPModule(DecoderOp decoder,
                            probs0};
   pro.loop(
       b, inits,
-      {/*seq=*/0, /*length=*/3, /*generated=*/4, /*steps=*/5, /*last=*/6}, 2,
+      {/*seq=*/0, /*cache=*/1, /*length=*/3, /*generated=*/4, /*steps=*/5,
+       /*last=*/6},
+      2,
       [&](Location l, ValueRange state) -> SmallVector<Value> {
         Value seq = state[0], cache = state[1], moduleCache = state[2],
               lengthT = state[3], generated = state[4], steps = state[5],

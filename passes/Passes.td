@@ -202,7 +202,14 @@ def SpecLowerGenerate : Pass<"spec-lower-generate", "::mlir::ModuleOp"> {
       prefix (target: n + 1 new positions; draft: at most gamma), which
       discards the rejected positions of both caches in O(1).
 
-    Sampling rules draw with keys `key + 2^20 * round + position`, so a run
+    When fewer than gamma + 1 positions are left in the context, a second
+    loop steps the target alone (one forward per token, as the target-only
+    loop does) until the context is full, so that speculative generation
+    stops exactly where target-only generation stops. Its forwards count as
+    target forwards and verify time, not as verify rounds.
+
+    Sampling rules draw with keys `key + 2^20 * round + position` (target-only
+    steps: `key + position`), so a run
     is reproducible from its key. The returned length never exceeds the
     prompt plus `max_new_tokens` (a round may compute up to gamma tokens
     more); tokens after an EOS accepted inside a round are for the caller to
@@ -217,8 +224,8 @@ def SpecLowerGenerate : Pass<"spec-lower-generate", "::mlir::ModuleOp"> {
     tokens after them) and its last row proposes. Chains of MTP modules are
     refused for now.
 
-    It also creates `@<decoder>_target_only`, the same signature with one
-    target forward per token: the reference speculative decoding must
+    It also creates `@<decoder>_target_only`, the same signature and
+    context capacity with one target forward per token: the reference speculative decoding must
     reproduce, and the baseline of speedups. Both loops carry
     `llvm.emit_c_interface` (the runtime calls them from C) and
     `spec.context_capacity` (C, which the artifact's manifest reports).

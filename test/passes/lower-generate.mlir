@@ -121,7 +121,16 @@ spec.decoder @sampled target(@target) proposer(#spec.draft<@draft, gamma = 2>) v
 // CHECK: %[[VTIME:.*]] = arith.subi %[[TOTAL]], %[[PTIME]] : i64
 // CHECK: %[[VERIFYING:.*]] = arith.addi %{{.*}}, %[[VTIME]] : i64
 // CHECK: scf.yield %{{.*}}, %[[V]]#1, %[[PROPOSE]]#0, %[[NEWT]], %[[NEWD]], {{.*}}, %[[NEWHIST]], %[[PROPOSING]], %[[VERIFYING]], %[[SAWEOS]]
-// CHECK: return %[[LOOP]]#0, %{{.*}}, %[[LOOP]]#6, %[[LOOP]]#8, %[[LOOP]]#9, %[[LOOP]]#10
+// When fewer than gamma + 1 positions are left, the target alone fills the
+// context: a second loop of one-token forwards from the first's state.
+// CHECK: %[[TAIL:.*]]:8 = scf.while ({{.*}} = %[[LOOP]]#0, {{.*}} = %[[LOOP]]#1, {{.*}} = %[[LOOP]]#3, {{.*}} = %[[LOOP]]#5, {{.*}} = %[[LOOP]]#6, {{.*}} = %[[LOOP]]#7, {{.*}} = %[[LOOP]]#10, {{.*}} = %[[LOOP]]#11)
+// CHECK: arith.constant 31 : index
+// CHECK: scf.condition
+// CHECK: } do {
+// CHECK: func.call @target(%{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}) : (tensor<?x?xi64>, tensor<?x?xi64>, !spec.kv_cache<2x2x64x8xf32>, index)
+// CHECK: spec.propose %{{.*}} rule(#spec.greedy)
+// CHECK: scf.yield
+// CHECK: return %[[TAIL]]#0, %{{.*}}, %[[TAIL]]#4, %[[LOOP]]#8, %[[LOOP]]#9, %[[TAIL]]#6
 
 // The Medusa decoder's target-only baseline runs the target the heads were
 // fused into (spec.fused_from), so it does not compute the heads.
