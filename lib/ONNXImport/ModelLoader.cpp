@@ -11,7 +11,9 @@
 #include "onnx/defs/schema.h"
 #include "onnx/shape_inference/implementation.h"
 
+#include <algorithm>
 #include <fstream>
+#include <map>
 #include <sstream>
 
 using namespace specula::onnx_import;
@@ -72,6 +74,208 @@ static bool loadExternalData(onnx::TensorProto &tensor,
   return true;
 }
 
+namespace {
+/// Checks every tensor stored in a graph (initializers, and tensor
+/// attributes of its nodes, subgraphs included) before libonnx reads it:
+/// libonnx trusts that the stored data has as many elements as the dims say
+/// and reads past the end otherwise.
+class TensorValidator {
+public:
+  explicit TensorValidator(std::string &error) : error(error) {}
+
+  bool check(const onnx::GraphProto &graph) {
+    for (const auto *values : {&graph.input(), &graph.output(),
+                               &graph.value_info()})
+      for (const onnx::ValueInfoProto &value : *values)
+        if (!declared(value))
+          return false;
+    for (const onnx::TensorProto &tensor : graph.initializer())
+      if (!check(tensor, "initializer '" + tensor.name() + "'"))
+        return false;
+    if (graph.sparse_initializer_size()) {
+      error = "sparse initializers are not supported ('" +
+              graph.sparse_initializer(0).values().name() + "')";
+      return false;
+    }
+    for (const onnx::NodeProto &node : graph.node())
+      for (const onnx::AttributeProto &attribute : node.attribute()) {
+        std::string where = "attribute '" + attribute.name() + "' of node '" +
+                            node.name() + "' (" + node.op_type() + ")";
+        if (attribute.has_t() && !check(attribute.t(), where))
+          return false;
+        for (const onnx::TensorProto &tensor : attribute.tensors())
+          if (!check(tensor, where))
+            return false;
+        if (attribute.has_sparse_tensor() ||
+            attribute.sparse_tensors_size()) {
+          error = where + ": sparse tensors are not supported";
+          return false;
+        }
+        if (attribute.has_g() && !check(attribute.g()))
+          return false;
+        for (const onnx::GraphProto &subgraph : attribute.graphs())
+          if (!check(subgraph))
+            return false;
+      }
+    return true;
+  }
+
+private:
+  /// A declared shape's dims are sizes: not negative (-1 is not "unknown"
+  /// in ONNX; a dim_param or no value is).
+  bool declared(const onnx::ValueInfoProto &value) {
+    if (!value.type().has_tensor_type() ||
+        !value.type().tensor_type().has_shape())
+      return true;
+    const auto &dims = value.type().tensor_type().shape().dim();
+    for (int i = 0; i < dims.size(); ++i)
+      if (dims[i].has_dim_value() && dims[i].dim_value() < 0) {
+        error = "'" + value.name() + "' is declared with dimension " +
+                std::to_string(i) + " of size " +
+                std::to_string(dims[i].dim_value()) +
+                " (sizes are not negative; leave a dim unknown with a "
+                "dim_param)";
+        return false;
+      }
+    return true;
+  }
+
+  /// The element count the dims give, and that the data holds it.
+  bool check(const onnx::TensorProto &tensor, const std::string &where) {
+    using T = onnx::TensorProto;
+    int32_t type = tensor.data_type();
+    if (!T::DataType_IsValid(type) || type == T::UNDEFINED) {
+      error = where + " has data type " + std::to_string(type) +
+              ", which is not an ONNX tensor type";
+      return false;
+    }
+    // Elements times bytes per element stays far below 2^63.
+    constexpr uint64_t kMaxElements = uint64_t(1) << 48;
+    uint64_t count = 1;
+    for (int64_t dim : tensor.dims()) {
+      if (dim < 0) {
+        error = where + " has a negative dimension (" + std::to_string(dim) +
+                ")";
+        return false;
+      }
+      if (dim != 0 && count > kMaxElements / static_cast<uint64_t>(dim)) {
+        error = where + " has more than 2^48 elements";
+        return false;
+      }
+      count *= static_cast<uint64_t>(dim);
+    }
+    if (tensor.data_location() == T::EXTERNAL) {
+      error = where + " has external data, which only initializers may have";
+      return false;
+    }
+    uint64_t width = 0;    // bytes per element in raw_data
+    uint64_t typed = 0;    // values in the typed field
+    uint64_t perElement = 1;
+    switch (type) {
+    case T::FLOAT: width = 4; typed = tensor.float_data_size(); break;
+    case T::COMPLEX64:
+      width = 8; typed = tensor.float_data_size(); perElement = 2; break;
+    case T::DOUBLE: width = 8; typed = tensor.double_data_size(); break;
+    case T::COMPLEX128:
+      width = 16; typed = tensor.double_data_size(); perElement = 2; break;
+    case T::INT64: width = 8; typed = tensor.int64_data_size(); break;
+    case T::UINT32: width = 4; typed = tensor.uint64_data_size(); break;
+    case T::UINT64: width = 8; typed = tensor.uint64_data_size(); break;
+    case T::STRING: typed = tensor.string_data_size(); break;
+    case T::INT32: width = 4; typed = tensor.int32_data_size(); break;
+    case T::INT16: case T::UINT16: case T::FLOAT16: case T::BFLOAT16:
+      width = 2; typed = tensor.int32_data_size(); break;
+    default: // INT8, UINT8, BOOL
+      width = 1; typed = tensor.int32_data_size(); break;
+    }
+    if (tensor.has_raw_data() && type != T::STRING) {
+      uint64_t bytes = tensor.raw_data().size();
+      if (bytes != count * width) {
+        error = where + " holds " + std::to_string(bytes) +
+                " bytes of raw data; its dims say " + std::to_string(count) +
+                " elements of " + std::to_string(width) + " bytes";
+        return false;
+      }
+      return true;
+    }
+    if (typed != count * perElement) {
+      error = where + " holds " + std::to_string(typed) +
+              " values; its dims say " + std::to_string(count) + " elements";
+      return false;
+    }
+    return true;
+  }
+
+  std::string &error;
+};
+
+/// The rank of every value libonnx's inference (or the graph) gives a rank.
+std::map<std::string, int64_t> knownRanks(const onnx::GraphProto &graph) {
+  std::map<std::string, int64_t> ranks;
+  auto add = [&](const onnx::ValueInfoProto &value) {
+    if (value.type().has_tensor_type() &&
+        value.type().tensor_type().has_shape())
+      ranks[value.name()] = value.type().tensor_type().shape().dim_size();
+  };
+  for (const auto &value : graph.input())
+    add(value);
+  for (const auto &value : graph.value_info())
+    add(value);
+  for (const auto &value : graph.output())
+    add(value);
+  for (const auto &tensor : graph.initializer())
+    ranks[tensor.name()] = tensor.dims_size();
+  return ranks;
+}
+
+/// libonnx's inference of LayerNormalization with its Mean and InvStdDev
+/// outputs indexes the input's dims with an unchecked axis (with one output
+/// it checks). The ranks come from an inference of a copy whose
+/// LayerNormalization nodes have one output.
+bool checkLayerNormAxes(const onnx::ModelProto &model, std::string &error) {
+  auto hasStatistics = [](const onnx::NodeProto &node) {
+    return node.op_type() == "LayerNormalization" && node.domain().empty() &&
+           node.output_size() > 1;
+  };
+  const auto &nodes = model.graph().node();
+  if (std::none_of(nodes.begin(), nodes.end(), hasStatistics))
+    return true;
+  onnx::ModelProto copy = model;
+  for (auto &node : *copy.mutable_graph()->mutable_node())
+    if (hasStatistics(node))
+      while (node.output_size() > 1)
+        node.mutable_output()->RemoveLast();
+  try {
+    onnx::ShapeInferenceOptions options{/*check_type=*/false,
+                                        /*error_mode=*/0,
+                                        /*enable_data_propagation=*/false};
+    onnx::shape_inference::InferShapes(
+        copy, onnx::OpSchemaRegistry::Instance(), options);
+  } catch (const std::exception &) {
+    // Only the ranks are wanted here; errors are reported by the real run.
+  }
+  std::map<std::string, int64_t> ranks = knownRanks(copy.graph());
+  for (const onnx::NodeProto &node : nodes) {
+    if (!hasStatistics(node) || node.input_size() == 0)
+      continue;
+    auto rank = ranks.find(node.input(0));
+    if (rank == ranks.end())
+      continue;
+    int64_t axis = -1;
+    for (const auto &attribute : node.attribute())
+      if (attribute.name() == "axis")
+        axis = attribute.i();
+    if (axis < -rank->second || axis >= rank->second) {
+      error = "node '" + node.name() + "' (LayerNormalization): axis " +
+              std::to_string(axis) + " is out of range for its input '" +
+              node.input(0) + "' of rank " + std::to_string(rank->second);
+      return false;
+    }
+  }
+  return true;
+}
+} // namespace
+
 bool specula::onnx_import::loadModel(const std::string &contents,
                                      const std::string &modelDir,
                                      const LoadOptions &options,
@@ -96,14 +300,29 @@ bool specula::onnx_import::loadModel(const std::string &contents,
     for (auto &tensor : *model.mutable_graph()->mutable_initializer())
       if (!loadExternalData(tensor, modelDir, error))
         return false;
+    // libonnx trusts what it reads: check the tensors and the attributes
+    // its inference indexes with before any of it runs.
+    if (!TensorValidator(error).check(model.graph()))
+      return false;
     if (options.runChecker)
       onnx::checker::check_model(model);
     if (options.runShapeInference) {
-      onnx::ShapeInferenceOptions inferOptions{/*check_type=*/true,
-                                               /*error_mode=*/1,
-                                               /*enable_data_propagation=*/true};
+      if (!checkLayerNormAxes(model, error))
+        return false;
+      // Data propagation dereferences the types of a node's inputs without
+      // checking them, which are missing after an earlier node's inference
+      // failed (a Shape of such a value crashes). So inference runs first
+      // without it, on a copy, and reports any failure; only a model that
+      // infers cleanly gets the run with data propagation.
+      onnx::ModelProto copy = model;
       onnx::shape_inference::InferShapes(
-          model, onnx::OpSchemaRegistry::Instance(), inferOptions);
+          copy, onnx::OpSchemaRegistry::Instance(),
+          onnx::ShapeInferenceOptions{/*check_type=*/true, /*error_mode=*/1,
+                                      /*enable_data_propagation=*/false});
+      onnx::shape_inference::InferShapes(
+          model, onnx::OpSchemaRegistry::Instance(),
+          onnx::ShapeInferenceOptions{/*check_type=*/true, /*error_mode=*/1,
+                                      /*enable_data_propagation=*/true});
     }
     return true;
   } catch (const onnx::checker::ValidationError &e) {

@@ -151,6 +151,38 @@ SmallVector<int64_t> specula::onnx_import::broadcastShape(ValueRange inputs) {
   return shape;
 }
 
+LogicalResult specula::onnx_import::checkBroadcastsTo(NodeImporter &node,
+                                                     Value input,
+                                                     StringRef name,
+                                                     ArrayRef<int64_t> shape) {
+  auto type = cast<RankedTensorType>(input.getType());
+  int64_t offset = static_cast<int64_t>(shape.size()) - type.getRank();
+  bool ok = offset >= 0;
+  for (int64_t d = 0; ok && d < type.getRank(); ++d) {
+    int64_t size = type.getDimSize(d), target = shape[d + offset];
+    ok = size == 1 || ShapedType::isDynamic(size) ||
+         ShapedType::isDynamic(target) || size == target;
+  }
+  if (ok)
+    return success();
+  auto shapeText = [](ArrayRef<int64_t> dims) {
+    std::string text;
+    llvm::raw_string_ostream os(text);
+    os << "[";
+    llvm::interleaveComma(dims, os, [&](int64_t dim) {
+      if (ShapedType::isDynamic(dim))
+        os << "?";
+      else
+        os << dim;
+    });
+    os << "]";
+    return text;
+  };
+  return node.emitError() << name << " has shape " << shapeText(type.getShape())
+                          << ", which does not broadcast to "
+                          << shapeText(shape);
+}
+
 SmallVector<int64_t> specula::onnx_import::dynamicShape(int64_t rank) {
   return SmallVector<int64_t>(rank, ShapedType::kDynamic);
 }

@@ -52,6 +52,14 @@ mlir::Value scalarConstant(mlir::OpBuilder &b, mlir::Location loc,
 /// agrees (or broadcasts a static 1), dynamic otherwise.
 llvm::SmallVector<int64_t> broadcastShape(mlir::ValueRange inputs);
 
+/// Checks that `input` (operand `name` of the node) broadcasts to `shape`
+/// numpy-style: no larger rank, and every static dim equal to the target's
+/// static dim or 1. Emits an error naming the node and operand otherwise
+/// (for operators whose ONNX inference does not check it).
+mlir::LogicalResult checkBroadcastsTo(NodeImporter &node, mlir::Value input,
+                                      llvm::StringRef name,
+                                      llvm::ArrayRef<int64_t> shape);
+
 /// A shape of `rank` dynamic sizes.
 llvm::SmallVector<int64_t> dynamicShape(int64_t rank);
 

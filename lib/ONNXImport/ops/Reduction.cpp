@@ -221,6 +221,12 @@ LogicalResult importLayerNormalization(NodeImporter &node) {
   FailureOr<int64_t> axis = normalizeAxis(node, node.intAttr("axis", -1), rank);
   if (failed(axis))
     return failure();
+  // ONNX's inference does not check Scale and B against the normalized
+  // dimensions.
+  ArrayRef<int64_t> normalized = resultType->getShape().drop_front(*axis);
+  if (failed(checkBroadcastsTo(node, scale, "Scale", normalized)) ||
+      (bias && failed(checkBroadcastsTo(node, bias, "B", normalized))))
+    return failure();
   float epsilon = node.floatAttr("epsilon", 1e-5f);
   SmallVector<bool> reduced(rank, false);
   for (int64_t d = *axis; d < rank; ++d)

@@ -79,6 +79,12 @@ LogicalResult importSlice(NodeImporter &node) {
   if (startsType.isDynamicDim(0))
     return node.emitError() << "starts must have a static length";
   int64_t count = startsType.getDimSize(0);
+  // Each axis is sliced at most once; more bounds than the rank would cost
+  // IR without meaning anything.
+  if (count > rank)
+    return node.emitError() << "starts has " << count
+                            << " elements; the data has rank " << rank
+                            << " (each axis may be sliced once)";
 
   std::optional<SmallVector<int64_t>> axes, steps;
   if (!axesValue) {

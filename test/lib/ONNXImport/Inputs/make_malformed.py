@@ -1,0 +1,152 @@
+"""Writes malformed ONNX models that crashed libonnx's shape inference (or
+would mislead the importer) when loaded unchecked; each must be refused with
+a message instead.
+
+usage: make_malformed.py OUTDIR
+"""
+
+import os
+import sys
+
+import numpy as np
+import onnx
+from onnx import TensorProto, helper
+
+
+def save(graph, name, opset=17):
+    model = helper.make_model(
+        graph, opset_imports=[helper.make_opsetid("", opset)])
+    model.ir_version = 8
+    onnx.save(model, os.path.join(sys.argv[1], name + ".onnx"))
+
+
+def short_shape_tensor():
+    # (a) Reshape's shape: an int64 tensor declared [2] with 8 bytes of data.
+    shape = helper.make_tensor("shape", TensorProto.INT64, [2], [1, 6])
+    shape.raw_data = np.array([6], dtype=np.int64).tobytes()
+    del shape.int64_data[:]
+    graph = helper.make_graph(
+        [helper.make_node("Reshape", ["x", "shape"], ["y"], name="reshape")],
+        "short_shape",
+        [helper.make_tensor_value_info("x", TensorProto.FLOAT, [2, 3])],
+        [helper.make_tensor_value_info("y", TensorProto.FLOAT, ["a", "b"])],
+        [shape])
+    save(graph, "short-shape")
+
+
+def short_typed_data():
+    # The typed field with fewer values than the dims say.
+    w = helper.make_tensor("w", TensorProto.FLOAT, [4], [1.0, 2.0, 3.0, 4.0])
+    del w.float_data[2:]
+    graph = helper.make_graph(
+        [helper.make_node("Add", ["x", "w"], ["y"], name="add")],
+        "short_typed",
+        [helper.make_tensor_value_info("x", TensorProto.FLOAT, [4])],
+        [helper.make_tensor_value_info("y", TensorProto.FLOAT, [4])],
+        [w])
+    save(graph, "short-typed")
+
+
+def short_constant():
+    # The same inside a Constant node's value attribute.
+    value = helper.make_tensor("c", TensorProto.INT64, [3], [1, 2, 3])
+    value.raw_data = b"\x01"
+    del value.int64_data[:]
+    graph = helper.make_graph(
+        [helper.make_node("Constant", [], ["shape"], name="const", value=value),
+         helper.make_node("Reshape", ["x", "shape"], ["y"], name="reshape")],
+        "short_constant",
+        [helper.make_tensor_value_info("x", TensorProto.FLOAT, [6])],
+        [helper.make_tensor_value_info("y", TensorProto.FLOAT, ["a", "b", "c"])])
+    save(graph, "short-constant")
+
+
+def negative_dim():
+    w = helper.make_tensor("w", TensorProto.FLOAT, [2], [1.0, 2.0])
+    w.dims[0] = -2
+    graph = helper.make_graph(
+        [helper.make_node("Add", ["x", "w"], ["y"], name="add")],
+        "negative_dim",
+        [helper.make_tensor_value_info("x", TensorProto.FLOAT, [2])],
+        [helper.make_tensor_value_info("y", TensorProto.FLOAT, [2])],
+        [w])
+    save(graph, "negative-dim")
+
+
+def huge_dims():
+    # 2^31 x 2^31 x 2^31 elements: the byte count overflows 64 bits.
+    w = helper.make_tensor("w", TensorProto.FLOAT, [1], [1.0])
+    w.dims[:] = [2**31, 2**31, 2**31]
+    graph = helper.make_graph(
+        [helper.make_node("Identity", ["w"], ["y"], name="id")],
+        "huge_dims", [],
+        [helper.make_tensor_value_info("y", TensorProto.FLOAT, ["a", "b", "c"])],
+        [w])
+    save(graph, "huge-dims")
+
+
+def layernorm_axis():
+    # (b) LayerNormalization with its Mean and InvStdDev outputs and an axis
+    # below -rank.
+    scale = helper.make_tensor("scale", TensorProto.FLOAT, [4], [1.0] * 4)
+    graph = helper.make_graph(
+        [helper.make_node("LayerNormalization", ["x", "scale"],
+                          ["y", "mean", "inv"], name="ln", axis=-3)],
+        "layernorm_axis",
+        [helper.make_tensor_value_info("x", TensorProto.FLOAT, [3, 4])],
+        [helper.make_tensor_value_info("y", TensorProto.FLOAT, ["p"]),
+         helper.make_tensor_value_info("mean", TensorProto.FLOAT, ["a"]),
+         helper.make_tensor_value_info("inv", TensorProto.FLOAT, ["a"])],
+        [scale])
+    save(graph, "layernorm-axis")
+
+
+def shape_of_failed():
+    # (c) Shape of a value whose inference failed (Gather's axis 5 on a
+    # rank-3 input).
+    idx = helper.make_tensor("idx", TensorProto.INT64, [1], [0])
+    graph = helper.make_graph(
+        [helper.make_node("Gather", ["x", "idx"], ["g"], name="gather", axis=5),
+         helper.make_node("Shape", ["g"], ["y"], name="shape")],
+        "shape_of_failed",
+        [helper.make_tensor_value_info("x", TensorProto.FLOAT, [2, 3, 4])],
+        [helper.make_tensor_value_info("y", TensorProto.INT64, ["n"])],
+        [idx])
+    save(graph, "shape-of-failed")
+
+
+def declared_dims(name, dim):
+    # A LayerNormalization whose scale (a graph input) is declared with a
+    # dim that no tensor has.
+    graph = helper.make_graph(
+        [helper.make_node("LayerNormalization", ["x", "scale"], ["y"],
+                          name="ln", axis=-1)],
+        "declared_dims",
+        [helper.make_tensor_value_info("x", TensorProto.FLOAT, [2, 4]),
+         helper.make_tensor_value_info("scale", TensorProto.FLOAT, [dim])],
+        [helper.make_tensor_value_info("y", TensorProto.FLOAT, [2, 4])])
+    save(graph, name)
+
+
+def slice_many_starts():
+    # Slice's starts declared with 100,000 elements on rank-2 data (import
+    # cost grew with the declared length).
+    graph = helper.make_graph(
+        [helper.make_node("Slice", ["x", "starts", "ends"], ["y"],
+                          name="slice")],
+        "slice_many_starts",
+        [helper.make_tensor_value_info("x", TensorProto.FLOAT, [2, 4]),
+         helper.make_tensor_value_info("starts", TensorProto.INT64, [100000]),
+         helper.make_tensor_value_info("ends", TensorProto.INT64, [100000])],
+        [helper.make_tensor_value_info("y", TensorProto.FLOAT, ["a", "b"])])
+    save(graph, "slice-many-starts")
+
+
+os.makedirs(sys.argv[1], exist_ok=True)
+declared_dims("declared-negative", -2)
+declared_dims("declared-2p31", 2**31)
+declared_dims("declared-2p40", 2**40)
+for make in (short_shape_tensor, short_typed_data, short_constant,
+             negative_dim, huge_dims, layernorm_axis, shape_of_failed,
+             slice_many_starts):
+    make()
