@@ -11,7 +11,8 @@ config.test_format = lit.formats.ShTest(not llvm_config.use_lit_shell)
 config.suffixes = [".mlir", ".test", ".onnxtxt"]
 config.test_source_root = os.path.dirname(__file__)
 config.test_exec_root = os.path.join(config.specula_obj_root, "test")
-config.excludes = ["CMakeLists.txt", "lit.cfg.py", "lit.site.cfg.py.in", "unit", "Inputs"]
+config.excludes = ["CMakeLists.txt", "lit.cfg.py", "lit.site.cfg.py.in", "unit", "Inputs",
+                   "fuzz"]
 
 llvm_config.with_system_environment(["HOME", "TMP", "TEMP"])
 llvm_config.use_default_substitutions()
@@ -40,6 +41,11 @@ if os.path.isdir("/usr/lib/python3.11") and subprocess.run(
         ["/usr/bin/python3", "-c", "import numpy, torch"],
         capture_output=True).returncode == 0:
     config.available_features.add("torch")
+
+# A sanitizer build's shared objects need the sanitizer runtime in the
+# process: they cannot be loaded into Debian's uninstrumented mlir-opt.
+if config.specula_sanitizers:
+    config.available_features.add("sanitizers")
 
 # The CUDA toolkit's assembler validates the PTX spec-to-cuda emits; tests
 # that need it are reported unsupported (by name) where it is missing.

@@ -456,8 +456,15 @@ LogicalResult GraphImporter::run() {
       return emitError(fileLoc) << "graph output '" << info.name()
                                 << "' is not produced by any node";
     Value value = it->second;
-    if (value.getType() != type)
+    if (value.getType() != type) {
+      // An output may name a graph input or another node's value whose
+      // type contradicts the declared one, which ONNX does not check.
+      if (!tensor::CastOp::areCastCompatible(value.getType(), type))
+        return emitError(fileLoc)
+               << "graph output '" << info.name() << "' is declared as "
+               << type << " but its value is " << value.getType();
       value = tensor::CastOp::create(builder, fileLoc, type, value);
+    }
     results.push_back(value);
   }
   func::ReturnOp::create(builder, fileLoc, results);

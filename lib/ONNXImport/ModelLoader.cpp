@@ -274,6 +274,75 @@ bool checkLayerNormAxes(const onnx::ModelProto &model, std::string &error) {
   }
   return true;
 }
+/// Checks that the inputs a node's schema binds to one type parameter (the
+/// "T" of Concat(T...)) have one element type. libonnx's own check lets
+/// some mismatches through (Concat of int64 and int32 shape pieces), and
+/// operator importers rely on it.
+bool checkTypeParameters(const onnx::ModelProto &model, std::string &error) {
+  std::map<std::string, int32_t> elementTypes;
+  auto add = [&](const onnx::ValueInfoProto &value) {
+    if (value.type().has_tensor_type())
+      elementTypes[value.name()] = value.type().tensor_type().elem_type();
+  };
+  const onnx::GraphProto &graph = model.graph();
+  for (const auto *values : {&graph.input(), &graph.value_info(),
+                             &graph.output()})
+    for (const auto &value : *values)
+      add(value);
+  for (const auto &tensor : graph.initializer())
+    elementTypes[tensor.name()] = tensor.data_type();
+  for (const auto &node : graph.node())
+    if (node.op_type() == "Constant" && node.output_size() == 1)
+      for (const auto &attribute : node.attribute())
+        if (attribute.has_t())
+          elementTypes[node.output(0)] = attribute.t().data_type();
+  std::map<std::string, int> opsets;
+  for (const auto &opset : model.opset_import())
+    opsets[opset.domain()] = static_cast<int>(opset.version());
+  for (int index = 0; index < graph.node_size(); ++index) {
+    const onnx::NodeProto &node = graph.node(index);
+    auto opset = opsets.find(node.domain());
+    const onnx::OpSchema *schema =
+        opset == opsets.end()
+            ? nullptr
+            : onnx::OpSchemaRegistry::Schema(node.op_type(), opset->second,
+                                             node.domain());
+    if (!schema || schema->inputs().empty())
+      continue;
+    std::map<std::string, std::pair<int, int32_t>> bound;
+    for (int i = 0; i < node.input_size(); ++i) {
+      const auto &formals = schema->inputs();
+      const auto &formal = formals[std::min<size_t>(i, formals.size() - 1)];
+      auto type = elementTypes.find(node.input(i));
+      if (node.input(i).empty() || type == elementTypes.end())
+        continue;
+      auto [it, inserted] =
+          bound.try_emplace(formal.GetTypeStr(), i, type->second);
+      if (inserted || it->second.second == type->second ||
+          (i >= static_cast<int>(formals.size()) &&
+           !formal.GetIsHomogeneous()))
+        continue;
+      auto name = [](int32_t t) {
+        return onnx::TensorProto::DataType_IsValid(t)
+                   ? onnx::TensorProto::DataType_Name(
+                         static_cast<onnx::TensorProto::DataType>(t))
+                   : std::to_string(t);
+      };
+      // Unnamed nodes are called as the importer calls them: Concat#3.
+      std::string nodeName = node.name().empty()
+                                 ? node.op_type() + "#" + std::to_string(index)
+                                 : node.name();
+      error = "node '" + nodeName + "' (" + node.op_type() +
+              "): inputs " + std::to_string(it->second.first) + " ('" +
+              node.input(it->second.first) + "', " + name(it->second.second) +
+              ") and " + std::to_string(i) + " ('" + node.input(i) + "', " +
+              name(type->second) + ") must have the same type (" +
+              formal.GetTypeStr() + ")";
+      return false;
+    }
+  }
+  return true;
+}
 } // namespace
 
 bool specula::onnx_import::loadModel(const std::string &contents,
@@ -323,6 +392,8 @@ bool specula::onnx_import::loadModel(const std::string &contents,
           model, onnx::OpSchemaRegistry::Instance(),
           onnx::ShapeInferenceOptions{/*check_type=*/true, /*error_mode=*/1,
                                       /*enable_data_propagation=*/true});
+      if (!checkTypeParameters(model, error))
+        return false;
     }
     return true;
   } catch (const onnx::checker::ValidationError &e) {

@@ -199,6 +199,12 @@ specrt_status specrt::readManifest(const std::string &directory,
             " (" + why + "; compile one with specc -o model.spec)";
     return SPECRT_ERROR_IO;
   }
+  return parseManifest(text, path, manifest, error);
+}
+
+specrt_status specrt::parseManifest(const std::string &text,
+                                    const std::string &path,
+                                    Manifest &manifest, std::string &error) {
   JsonValue root;
   std::string jsonError;
   if (!parseJson(text, root, jsonError)) {

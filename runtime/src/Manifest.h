@@ -41,6 +41,10 @@ struct Manifest {
 specrt_status readManifest(const std::string &directory, Manifest &manifest,
                            std::string &error);
 
+/// Parses and checks a manifest's text; `path` names it in messages.
+specrt_status parseManifest(const std::string &text, const std::string &path,
+                            Manifest &manifest, std::string &error);
+
 /// Checks the compiled library's own facts (SPECRT_FACTS_SYMBOL's JSON text,
 /// read from `library`) against the manifest: every member of the facts must
 /// be in the manifest at the same path with the same value.

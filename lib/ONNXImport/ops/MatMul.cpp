@@ -108,6 +108,20 @@ SmallVector<Value> contractionSizes(OpBuilder &b, Location loc,
   return sizes;
 }
 
+/// Checks that the contracted dims of the operands agree where both are
+/// static (ONNX's Gemm inference does not).
+LogicalResult checkContractedDims(NodeImporter &node, RankedTensorType a,
+                                  int64_t aDim, RankedTensorType b,
+                                  int64_t bDim) {
+  int64_t k = a.getDimSize(aDim), other = b.getDimSize(bDim);
+  if (ShapedType::isDynamic(k) || ShapedType::isDynamic(other) || k == other)
+    return success();
+  return node.emitError() << "the contracted dimensions differ: " << k
+                          << " (dimension " << aDim << " of " << a << ") and "
+                          << other << " (dimension " << bDim << " of " << b
+                          << ")";
+}
+
 LogicalResult importMatMul(NodeImporter &node) {
   Value a = node.operand(0), b = node.operand(1);
   auto aType = cast<RankedTensorType>(a.getType());
@@ -120,6 +134,9 @@ LogicalResult importMatMul(NodeImporter &node) {
   if (aType.getRank() < 2 || bType.getRank() < 2)
     return node.emitError() << "1-D operands are not supported yet (got "
                             << aType << " and " << bType << ")";
+  if (failed(checkContractedDims(node, aType, aType.getRank() - 1, bType,
+                                 bType.getRank() - 2)))
+    return failure();
   int64_t rank = resultType->getRank();
   // Loops: batch..., m = rank - 2, n = rank - 1, k = rank.
   MatrixOperand lhs{a, rank - 2, rank}, rhs{b, rank, rank - 1};
@@ -139,6 +156,15 @@ LogicalResult importGemm(NodeImporter &node) {
     return failure();
   Value a = node.operand(0), b = node.operand(1), c = node.operand(2);
   bool transA = node.intAttr("transA", 0), transB = node.intAttr("transB", 0);
+  auto aType = cast<RankedTensorType>(a.getType());
+  auto bType = cast<RankedTensorType>(b.getType());
+  if (aType.getRank() != 2 || bType.getRank() != 2 || resultType->getRank() != 2)
+    return node.emitError() << "Gemm takes matrices (got " << aType << " and "
+                            << bType << ")";
+  if (failed(checkContractedDims(node, aType, transA ? 0 : 1, bType,
+                                 transB ? 1 : 0)) ||
+      (c && failed(checkBroadcastsTo(node, c, "C", resultType->getShape()))))
+    return failure();
   float alpha = node.floatAttr("alpha", 1.0f), beta = node.floatAttr("beta", 1.0f);
   // Loops: m = 0, n = 1, k = 2.
   MatrixOperand lhs{a, transA ? 2 : 0, transA ? 0 : 2};

@@ -56,9 +56,17 @@ SliceBounds sliceBounds(OpBuilder &b, Location loc, Value start, Value end,
   Value last = arith::SelectOp::create(
       b, loc, negativeStep, clamp(wrap(end), minusOne, dimMinusOne),
       clamp(wrap(end), zero, dim));
-  Value length = arith::CeilDivSIOp::create(
-      b, loc, arith::SubIOp::create(b, loc, last, first), step);
-  return {first, arith::MaxSIOp::create(b, loc, length, zero)};
+  Value length = arith::MaxSIOp::create(
+      b, loc,
+      arith::CeilDivSIOp::create(
+          b, loc, arith::SubIOp::create(b, loc, last, first), step),
+      zero);
+  // An empty slice may start at the end of the dimension (x[..., 16:] of 16
+  // elements), which a memref.subview refuses as out of bounds; any offset
+  // reads nothing, and 0 is always valid.
+  Value empty =
+      arith::CmpIOp::create(b, loc, arith::CmpIPredicate::eq, length, zero);
+  return {arith::SelectOp::create(b, loc, empty, zero, first), length};
 }
 
 /// Slice(data, starts, ends, axes?, steps?). Constant axes and positive
