@@ -14,6 +14,7 @@
 #include <algorithm>
 #include <fstream>
 #include <map>
+#include <set>
 #include <sstream>
 
 using namespace specula::onnx_import;
@@ -75,13 +76,15 @@ static bool loadExternalData(onnx::TensorProto &tensor,
 }
 
 namespace {
-/// Checks every tensor stored in a graph (initializers, and tensor
-/// attributes of its nodes, subgraphs included) before libonnx reads it:
-/// libonnx trusts that the stored data has as many elements as the dims say
-/// and reads past the end otherwise.
-class TensorValidator {
+/// Checks what libonnx and the importer would trust in a graph before
+/// either reads it: every tensor stored in it (initializers, tensor
+/// attributes of its nodes, subgraphs included) holds as many elements as
+/// its dims say (libonnx reads past the end otherwise), declared dims, and
+/// single assignment (a node output that redefines a graph input, an
+/// initializer or another node's output gets two types).
+class GraphValidator {
 public:
-  explicit TensorValidator(std::string &error) : error(error) {}
+  explicit GraphValidator(std::string &error) : error(error) {}
 
   bool check(const onnx::GraphProto &graph) {
     for (const auto *values : {&graph.input(), &graph.output(),
@@ -92,6 +95,70 @@ public:
     for (const onnx::TensorProto &tensor : graph.initializer())
       if (!check(tensor, "initializer '" + tensor.name() + "'"))
         return false;
+    // A name declared twice (a graph output that is a graph input, or has a
+    // value_info too) must be declared alike: libonnx's inference takes the
+    // last declaration for every use.
+    std::map<std::string, std::pair<std::string, std::pair<int32_t, int>>>
+        declarations;
+    auto declare = [&](const std::string &name, const std::string &where,
+                       int32_t elementType, int rank) {
+      auto [it, inserted] = declarations.try_emplace(
+          name, where, std::make_pair(elementType, rank));
+      auto [firstType, firstRank] = it->second.second;
+      // An undefined element type or a missing shape declares nothing.
+      if (inserted ||
+          ((firstType == elementType || !firstType || !elementType) &&
+           (firstRank == rank || firstRank < 0 || rank < 0)))
+        return true;
+      auto describe = [](const std::string &kind, std::pair<int32_t, int> t) {
+        std::string type =
+            onnx::TensorProto::DataType_IsValid(t.first)
+                ? onnx::TensorProto::DataType_Name(
+                      static_cast<onnx::TensorProto::DataType>(t.first))
+                : std::to_string(t.first);
+        return kind + " (" + type +
+               (t.second < 0 ? "" : ", rank " + std::to_string(t.second)) + ")";
+      };
+      error = "'" + name + "' is declared as " +
+              describe(it->second.first, it->second.second) + " and as " +
+              describe(where, {elementType, rank});
+      return false;
+    };
+    for (const auto &[kind, values] :
+         {std::make_pair("a graph input", &graph.input()),
+          std::make_pair("a value_info", &graph.value_info()),
+          std::make_pair("a graph output", &graph.output())})
+      for (const onnx::ValueInfoProto &value : *values) {
+        if (!value.type().has_tensor_type())
+          continue;
+        const auto &type = value.type().tensor_type();
+        if (!declare(value.name(), kind, type.elem_type(),
+                     type.has_shape() ? type.shape().dim_size() : -1))
+          return false;
+      }
+    for (const onnx::TensorProto &tensor : graph.initializer())
+      if (!declare(tensor.name(), "an initializer", tensor.data_type(),
+                   tensor.dims_size()))
+        return false;
+
+    std::set<std::string> defined;
+    for (const auto &input : graph.input())
+      defined.insert(input.name());
+    for (const auto &tensor : graph.initializer())
+      defined.insert(tensor.name());
+    for (int index = 0; index < graph.node_size(); ++index)
+      for (const std::string &output : graph.node(index).output())
+        if (!output.empty() && !defined.insert(output).second) {
+          const onnx::NodeProto &node = graph.node(index);
+          error = "node '" +
+                  (node.name().empty()
+                       ? node.op_type() + "#" + std::to_string(index)
+                       : node.name()) +
+                  "' (" + node.op_type() + ") defines '" + output +
+                  "', which is already defined (ONNX graphs assign each "
+                  "value once)";
+          return false;
+        }
     if (graph.sparse_initializer_size()) {
       error = "sparse initializers are not supported ('" +
               graph.sparse_initializer(0).values().name() + "')";
@@ -371,7 +438,7 @@ bool specula::onnx_import::loadModel(const std::string &contents,
         return false;
     // libonnx trusts what it reads: check the tensors and the attributes
     // its inference indexes with before any of it runs.
-    if (!TensorValidator(error).check(model.graph()))
+    if (!GraphValidator(error).check(model.graph()))
       return false;
     if (options.runChecker)
       onnx::checker::check_model(model);

@@ -2,6 +2,8 @@
 
 #include "lib/ONNXImport/ops/Common.h"
 
+#include <limits>
+
 using namespace mlir;
 using namespace specula::onnx_import;
 
@@ -181,6 +183,27 @@ LogicalResult specula::onnx_import::checkBroadcastsTo(NodeImporter &node,
   return node.emitError() << name << " has shape " << shapeText(type.getShape())
                           << ", which does not broadcast to "
                           << shapeText(shape);
+}
+
+LogicalResult specula::onnx_import::checkOperandRank(NodeImporter &node,
+                                                    unsigned i, StringRef name,
+                                                    int64_t minRank,
+                                                    int64_t maxRank) {
+  Value operand = node.operand(i);
+  if (!operand)
+    return success();
+  int64_t rank = cast<RankedTensorType>(operand.getType()).getRank();
+  if (rank >= minRank && rank <= maxRank)
+    return success();
+  InFlightDiagnostic diag = node.emitError() << name << " has rank " << rank
+                                             << "; expected ";
+  if (minRank == maxRank)
+    diag << minRank;
+  else if (maxRank == std::numeric_limits<int64_t>::max())
+    diag << "at least " << minRank;
+  else
+    diag << minRank << " to " << maxRank;
+  return diag;
 }
 
 SmallVector<int64_t> specula::onnx_import::dynamicShape(int64_t rank) {

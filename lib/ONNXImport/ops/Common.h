@@ -60,6 +60,13 @@ mlir::LogicalResult checkBroadcastsTo(NodeImporter &node, mlir::Value input,
                                       llvm::StringRef name,
                                       llvm::ArrayRef<int64_t> shape);
 
+/// Checks that operand `i` (called `name`) has a rank in [minRank, maxRank]
+/// before a handler indexes its dims (ONNX's inference does not check every
+/// operand's rank); emits an error naming the node and operand otherwise.
+mlir::LogicalResult checkOperandRank(NodeImporter &node, unsigned i,
+                                     llvm::StringRef name, int64_t minRank,
+                                     int64_t maxRank);
+
 /// A shape of `rank` dynamic sizes.
 llvm::SmallVector<int64_t> dynamicShape(int64_t rank);
 

@@ -77,6 +77,8 @@ LogicalResult importRange(NodeImporter &node) {
 /// ConstantOfShape(shape): a tensor of that shape filled with `value`
 /// (float 0 by default).
 LogicalResult importConstantOfShape(NodeImporter &node) {
+  if (failed(checkOperandRank(node, 0, "shape", 1, 1)))
+    return failure();
   FailureOr<RankedTensorType> resultType = node.resultType(0, [&] {
     return dynamicShape(
         cast<RankedTensorType>(node.operand(0).getType()).getDimSize(0));
@@ -112,6 +114,8 @@ LogicalResult importConstantOfShape(NodeImporter &node) {
 
 /// Expand(input, shape): numpy broadcast of input and shape.
 LogicalResult importExpand(NodeImporter &node) {
+  if (failed(checkOperandRank(node, 1, "shape", 1, 1)))
+    return failure();
   Value input = node.operand(0), shape = node.operand(1);
   auto inputType = cast<RankedTensorType>(input.getType());
   auto shapeType = cast<RankedTensorType>(shape.getType());

@@ -12,6 +12,8 @@
 #include "mlir/Dialect/Utils/IndexingUtils.h"
 #include "mlir/IR/Matchers.h"
 
+#include <limits>
+
 using namespace mlir;
 using namespace specula::onnx_import;
 
@@ -319,6 +321,9 @@ LogicalResult importConcat(NodeImporter &node) {
 /// Gather(data, indices, axis): result[..., i..., ...] =
 /// data[..., indices[i...], ...], negative indices counting from the end.
 LogicalResult importGather(NodeImporter &node) {
+  if (failed(checkOperandRank(node, 0, "data", 1,
+                              std::numeric_limits<int64_t>::max())))
+    return failure();
   Value data = node.operand(0), indices = node.operand(1);
   auto dataType = cast<RankedTensorType>(data.getType());
   auto indicesType = cast<RankedTensorType>(indices.getType());

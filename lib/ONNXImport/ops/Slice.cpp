@@ -9,6 +9,8 @@
 
 #include "mlir/Dialect/Utils/StaticValueUtils.h"
 
+#include <limits>
+
 using namespace mlir;
 using namespace specula::onnx_import;
 
@@ -74,6 +76,13 @@ SliceBounds sliceBounds(OpBuilder &b, Location loc, Value start, Value end,
 /// computed at run time, negative steps) a linalg.generic reads
 /// data[start + i * step] in every dimension.
 LogicalResult importSlice(NodeImporter &node) {
+  static constexpr StringLiteral kOperands[] = {"data", "starts", "ends",
+                                               "axes", "steps"};
+  for (unsigned i = 0; i < std::size(kOperands); ++i)
+    if (failed(checkOperandRank(node, i, kOperands[i], 1,
+                                i == 0 ? std::numeric_limits<int64_t>::max()
+                                       : 1)))
+      return failure();
   Value data = node.operand(0), starts = node.operand(1),
         ends = node.operand(2), axesValue = node.operand(3),
         stepsValue = node.operand(4);

@@ -142,11 +142,35 @@ def slice_many_starts():
     save(graph, "slice-many-starts")
 
 
+def slice_scalar_starts():
+    # Slice's starts of rank 0 (found by onnx-import-fuzzer: the importer
+    # read its first dim).
+    graph = helper.make_graph(
+        [helper.make_node("Slice", ["x", "starts", "ends"], ["y"],
+                          name="slice")],
+        "slice_scalar_starts",
+        [helper.make_tensor_value_info("x", TensorProto.FLOAT, [2, 4]),
+         helper.make_tensor_value_info("starts", TensorProto.INT64, []),
+         helper.make_tensor_value_info("ends", TensorProto.INT64, [1])],
+        [helper.make_tensor_value_info("y", TensorProto.FLOAT, ["a", "b"])])
+    save(graph, "slice-scalar-starts")
+
+
+def gather_scalar_data():
+    graph = helper.make_graph(
+        [helper.make_node("Gather", ["x", "i"], ["y"], name="gather")],
+        "gather_scalar_data",
+        [helper.make_tensor_value_info("x", TensorProto.FLOAT, []),
+         helper.make_tensor_value_info("i", TensorProto.INT64, [2])],
+        [helper.make_tensor_value_info("y", TensorProto.FLOAT, ["a"])])
+    save(graph, "gather-scalar-data")
+
+
 os.makedirs(sys.argv[1], exist_ok=True)
 declared_dims("declared-negative", -2)
 declared_dims("declared-2p31", 2**31)
 declared_dims("declared-2p40", 2**40)
 for make in (short_shape_tensor, short_typed_data, short_constant,
              negative_dim, huge_dims, layernorm_axis, shape_of_failed,
-             slice_many_starts):
+             slice_many_starts, slice_scalar_starts, gather_scalar_data):
     make()
