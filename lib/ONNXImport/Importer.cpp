@@ -512,6 +512,21 @@ FailureOr<RankedTensorType> NodeImporter::resultType(unsigned i,
     for (const auto &dim : tensorType.shape().dim())
       shape.push_back(dim.has_dim_value() ? dim.dim_value()
                                           : ShapedType::kDynamic);
+    // What the importer knows of the operator's result (its rank, and the
+    // static sizes it can tell) must agree with the declared or inferred
+    // shape: libonnx's inference keeps a declared shape it cannot check.
+    if (fallback) {
+      SmallVector<int64_t> known = fallback();
+      bool agree = known.size() == shape.size();
+      for (size_t d = 0; agree && d < known.size(); ++d)
+        agree = ShapedType::isDynamic(known[d]) ||
+                ShapedType::isDynamic(shape[d]) || known[d] == shape[d];
+      if (!agree)
+        return emitError() << "output '" << name << "' is declared as "
+                           << RankedTensorType::get(shape, *elementType)
+                           << ", but " << nodeProto.op_type() << " gives "
+                           << RankedTensorType::get(known, *elementType);
+    }
   } else if (fallback) {
     shape = fallback();
   } else {

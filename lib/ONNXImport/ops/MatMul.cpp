@@ -126,14 +126,14 @@ LogicalResult importMatMul(NodeImporter &node) {
   Value a = node.operand(0), b = node.operand(1);
   auto aType = cast<RankedTensorType>(a.getType());
   auto bType = cast<RankedTensorType>(b.getType());
+  if (aType.getRank() < 2 || bType.getRank() < 2)
+    return node.emitError() << "1-D operands are not supported yet (got "
+                            << aType << " and " << bType << ")";
   FailureOr<RankedTensorType> resultType = node.resultType(0, [&] {
     return dynamicShape(std::max(aType.getRank(), bType.getRank()));
   });
   if (failed(resultType))
     return failure();
-  if (aType.getRank() < 2 || bType.getRank() < 2)
-    return node.emitError() << "1-D operands are not supported yet (got "
-                            << aType << " and " << bType << ")";
   if (failed(checkContractedDims(node, aType, aType.getRank() - 1, bType,
                                  bType.getRank() - 2)))
     return failure();
