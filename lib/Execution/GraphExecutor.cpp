@@ -217,10 +217,12 @@ GraphExecutor::compile(ModuleOp module, StringRef function,
   } else {
     llvm::consumeError(hostBuilder.takeError());
   }
+  // ExecutionEngineOptions::transformer is a function_ref: the function it
+  // refers to must outlive create().
+  std::function<llvm::Error(llvm::Module *)> optimize =
+      makeOptimizingTransformer(/*optLevel=*/3, /*sizeLevel=*/0, host.get());
   ExecutionEngineOptions options;
-  options.transformer = makeOptimizingTransformer(/*optLevel=*/3,
-                                                  /*sizeLevel=*/0,
-                                                  host.get());
+  options.transformer = optimize;
   options.jitCodeGenOptLevel = llvm::CodeGenOptLevel::Aggressive;
   // memref.copy of non-contiguous buffers calls into the runner utilities.
   SmallVector<StringRef> libs{SPECULA_MLIR_C_RUNNER_UTILS};
