@@ -36,16 +36,23 @@ using namespace specrt;
 extern "C" void *_mlir_memref_to_llvm_alloc(uint64_t size);
 extern "C" void _mlir_memref_to_llvm_free(void *block);
 
+// The driver's opaque handle types, at global scope as cuda.h declares
+// them, so that the functions have the driver's exact types.
+struct CUctx_st;
+struct CUmod_st;
+struct CUfunc_st;
+struct CUstream_st;
+
 namespace {
 // The few driver API types and constants used here (cuda.h), so that the
 // runtime builds without the CUDA toolkit.
 using CUresult = int;
 using CUdevice = int;
 using CUdeviceptr = unsigned long long;
-using CUcontext = struct CUctx_st *;
-using CUmodule = struct CUmod_st *;
-using CUfunction = struct CUfunc_st *;
-using CUstream = struct CUstream_st *;
+using CUcontext = CUctx_st *;
+using CUmodule = CUmod_st *;
+using CUfunction = CUfunc_st *;
+using CUstream = CUstream_st *;
 constexpr CUresult CUDA_SUCCESS = 0;
 constexpr int CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR = 75;
 constexpr int CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR = 76;

@@ -14,7 +14,15 @@
 #include <stdlib.h>
 #include <string.h>
 
+/* The driver API's types as cuda.h declares them (the runtime calls these
+ * functions through pointers of exactly these types). */
 typedef int CUresult;
+typedef int CUdevice;
+typedef unsigned long long CUdeviceptr;
+typedef struct CUctx_st *CUcontext;
+typedef struct CUmod_st *CUmodule;
+typedef struct CUfunc_st *CUfunction;
+typedef struct CUstream_st *CUstream;
 
 static int env(const char *name, int fallback) {
   const char *value = getenv(name);
@@ -40,13 +48,13 @@ CUresult cuDeviceGetCount(int *count) {
   *count = env("FAKE_CUDA_DEVICES", 1);
   return 0;
 }
-CUresult cuDeviceGet(int *device, int ordinal) { *device = ordinal; return 0; }
-CUresult cuDeviceGetName(char *name, int length, int device) {
+CUresult cuDeviceGet(CUdevice *device, int ordinal) { *device = ordinal; return 0; }
+CUresult cuDeviceGetName(char *name, int length, CUdevice device) {
   (void)device;
   strncpy(name, "Fake GPU", length);
   return 0;
 }
-CUresult cuDeviceGetAttribute(int *value, int attribute, int device) {
+CUresult cuDeviceGetAttribute(int *value, int attribute, CUdevice device) {
   (void)device;
   int cc = env("FAKE_CUDA_CC", 90);
   if (attribute == 75) *value = cc / 10;      /* major */
@@ -55,19 +63,19 @@ CUresult cuDeviceGetAttribute(int *value, int attribute, int device) {
   else *value = 1;
   return 0;
 }
-CUresult cuDevicePrimaryCtxRetain(void **context, int device) {
+CUresult cuDevicePrimaryCtxRetain(CUcontext *context, CUdevice device) {
   (void)device;
-  *context = (void *)1;
+  *context = (CUcontext)1;
   return 0;
 }
-CUresult cuDevicePrimaryCtxRelease_v2(int device) { (void)device; return 0; }
-CUresult cuCtxSetCurrent(void *context) { (void)context; return 0; }
+CUresult cuDevicePrimaryCtxRelease_v2(CUdevice device) { (void)device; return 0; }
+CUresult cuCtxSetCurrent(CUcontext context) { (void)context; return 0; }
 CUresult cuMemGetInfo_v2(size_t *free_bytes, size_t *total) {
   *free_bytes = 1 << 20;
   *total = 1 << 30;
   return 0;
 }
-CUresult cuMemAllocManaged(unsigned long long *pointer, size_t size,
+CUresult cuMemAllocManaged(CUdeviceptr *pointer, size_t size,
                            unsigned flags) {
   (void)flags;
   int error = env("FAKE_CUDA_ALLOC_ERROR", 0);
@@ -77,7 +85,7 @@ CUresult cuMemAllocManaged(unsigned long long *pointer, size_t size,
   *pointer = (unsigned long long)block;
   return block ? 0 : 2;
 }
-CUresult cuMemFree_v2(unsigned long long pointer) {
+CUresult cuMemFree_v2(CUdeviceptr pointer) {
   free((void *)pointer);
   return 0;
 }
@@ -88,27 +96,28 @@ CUresult cuMemHostAlloc(void **pointer, size_t size, unsigned flags) {
   return result;
 }
 CUresult cuMemFreeHost(void *pointer) { free(pointer); return 0; }
-CUresult cuModuleLoadDataEx(void **module, const void *image, unsigned count,
+CUresult cuModuleLoadDataEx(CUmodule *module, const void *image, unsigned count,
                             int *options, void **values) {
   (void)module; (void)image; (void)count; (void)options; (void)values;
   return env("FAKE_CUDA_LOAD_ERROR", 209);
 }
-CUresult cuModuleUnload(void *module) { (void)module; return 0; }
-CUresult cuModuleGetFunction(void **function, void *module, const char *name) {
+CUresult cuModuleUnload(CUmodule module) { (void)module; return 0; }
+CUresult cuModuleGetFunction(CUfunction *function, CUmodule module,
+                             const char *name) {
   (void)function; (void)module; (void)name;
   return 1;
 }
-CUresult cuLaunchKernel(void *f, unsigned gx, unsigned gy, unsigned gz,
+CUresult cuLaunchKernel(CUfunction f, unsigned gx, unsigned gy, unsigned gz,
                         unsigned bx, unsigned by, unsigned bz, unsigned smem,
-                        void *stream, void **params, void **extra) {
+                        CUstream stream, void **params, void **extra) {
   (void)f; (void)gx; (void)gy; (void)gz; (void)bx; (void)by; (void)bz;
   (void)smem; (void)stream; (void)params; (void)extra;
   return 1;
 }
-CUresult cuStreamCreate(void **stream, unsigned flags) {
+CUresult cuStreamCreate(CUstream *stream, unsigned flags) {
   (void)flags;
-  *stream = (void *)1;
+  *stream = (CUstream)1;
   return 0;
 }
-CUresult cuStreamSynchronize(void *stream) { (void)stream; return 0; }
-CUresult cuStreamDestroy_v2(void *stream) { (void)stream; return 0; }
+CUresult cuStreamSynchronize(CUstream stream) { (void)stream; return 0; }
+CUresult cuStreamDestroy_v2(CUstream stream) { (void)stream; return 0; }
