@@ -58,10 +58,17 @@ SliceBounds sliceBounds(OpBuilder &b, Location loc, Value start, Value end,
   Value last = arith::SelectOp::create(
       b, loc, negativeStep, clamp(wrap(end), minusOne, dimMinusOne),
       clamp(wrap(end), zero, dim));
+  // A step of 0 (invalid ONNX, possible at run time) must not trap in the
+  // division: it slices like a step of 1.
+  Value one = arith::ConstantIndexOp::create(b, loc, 1);
+  Value nonzeroStep = arith::SelectOp::create(
+      b, loc,
+      arith::CmpIOp::create(b, loc, arith::CmpIPredicate::eq, step, zero),
+      one, step);
   Value length = arith::MaxSIOp::create(
       b, loc,
       arith::CeilDivSIOp::create(
-          b, loc, arith::SubIOp::create(b, loc, last, first), step),
+          b, loc, arith::SubIOp::create(b, loc, last, first), nonzeroStep),
       zero);
   // An empty slice may start at the end of the dimension (x[..., 16:] of 16
   // elements), which a memref.subview refuses as out of bounds; any offset

@@ -10,6 +10,7 @@ import sys
 
 import numpy as np
 import onnx
+import onnx.numpy_helper
 from onnx import TensorProto, helper
 
 
@@ -166,11 +167,34 @@ def gather_scalar_data():
     save(graph, "gather-scalar-data")
 
 
+def slice_zero_step():
+    # Slice with steps given at run time (0, which ONNX forbids) and a
+    # dynamic output: the compiled division by the step trapped (SIGFPE).
+    graph = helper.make_graph(
+        [helper.make_node("Slice", ["x", "starts", "ends", "axes", "steps"],
+                          ["y"], name="slice")],
+        "slice_zero_step",
+        [helper.make_tensor_value_info("x", TensorProto.FLOAT, [8]),
+         helper.make_tensor_value_info("steps", TensorProto.INT64, [1])],
+        [helper.make_tensor_value_info("y", TensorProto.FLOAT, ["n"])],
+        [helper.make_tensor("starts", TensorProto.INT64, [1], [1]),
+         helper.make_tensor("ends", TensorProto.INT64, [1], [5]),
+         helper.make_tensor("axes", TensorProto.INT64, [1], [0])])
+    save(graph, "slice-zero-step")
+    for name, array in (("x", np.arange(8, dtype=np.float32)),
+                        ("steps", np.array([0], dtype=np.int64))):
+        tensor = onnx.numpy_helper.from_array(array, name)
+        with open(os.path.join(sys.argv[1], "slice-zero-step-%s.pb" % name),
+                  "wb") as f:
+            f.write(tensor.SerializeToString())
+
+
 os.makedirs(sys.argv[1], exist_ok=True)
 declared_dims("declared-negative", -2)
 declared_dims("declared-2p31", 2**31)
 declared_dims("declared-2p40", 2**40)
 for make in (short_shape_tensor, short_typed_data, short_constant,
              negative_dim, huge_dims, layernorm_axis, shape_of_failed,
-             slice_many_starts, slice_scalar_starts, gather_scalar_data):
+             slice_many_starts, slice_scalar_starts, gather_scalar_data,
+             slice_zero_step):
     make()
