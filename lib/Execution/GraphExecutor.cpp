@@ -72,7 +72,9 @@ HostTensor specula::makeInt64Tensor(std::vector<int64_t> shape,
                                     ArrayRef<int64_t> values) {
   HostTensor t{kInt64, std::move(shape), {}};
   t.data.resize(values.size() * sizeof(int64_t));
-  std::memcpy(t.data.data(), values.data(), t.data.size());
+  // memcpy's pointers must not be null, even for 0 bytes (empty tensors).
+  if (!values.empty())
+    std::memcpy(t.data.data(), values.data(), t.data.size());
   return t;
 }
 

@@ -19,13 +19,15 @@ constexpr int32_t kFloat = 1, kInt64 = 7;
 HostTensor floats(std::vector<int64_t> shape, std::vector<float> values) {
   HostTensor t{kFloat, std::move(shape), {}};
   t.data.resize(values.size() * sizeof(float));
-  std::memcpy(t.data.data(), values.data(), t.data.size());
+  if (!values.empty()) // memcpy's pointers must not be null
+    std::memcpy(t.data.data(), values.data(), t.data.size());
   return t;
 }
 
 std::vector<float> asFloats(const HostTensor &t) {
   std::vector<float> values(t.data.size() / sizeof(float));
-  std::memcpy(values.data(), t.data.data(), t.data.size());
+  if (!values.empty())
+    std::memcpy(values.data(), t.data.data(), t.data.size());
   return values;
 }
 
