@@ -235,6 +235,15 @@ LogicalResult importSplit(NodeImporter &node) {
   OpBuilder &b = node.builder();
   Location loc = node.loc();
   unsigned parts = node.numResults();
+  if (node.operand(1)) {
+    if (failed(checkOperandRank(node, 1, "split", 1, 1)))
+      return failure();
+    int64_t length =
+        cast<RankedTensorType>(node.operand(1).getType()).getDimSize(0);
+    if (!ShapedType::isDynamic(length) && length != parts)
+      return node.emitError() << "split has " << length << " sizes for "
+                              << parts << " outputs";
+  }
   SmallVector<Value> partSizes;
   if (node.operand(1)) {
     for (unsigned i = 0; i < parts; ++i)
@@ -252,7 +261,13 @@ LogicalResult importSplit(NodeImporter &node) {
     sizes.push_back(OpFoldResult(dimSize(b, loc, input, d)));
   Value offset = arith::ConstantIndexOp::create(b, loc, 0);
   for (unsigned i = 0; i < parts; ++i) {
-    FailureOr<RankedTensorType> resultType = node.resultType(i);
+    // Each part has the input's rank and sizes but along the axis (libonnx
+    // gives no shape when the sizes are computed at run time).
+    FailureOr<RankedTensorType> resultType = node.resultType(i, [&] {
+      SmallVector<int64_t> shape(type.getShape());
+      shape[*axis] = ShapedType::kDynamic;
+      return shape;
+    });
     if (failed(resultType))
       return failure();
     offsets[*axis] = offset;
