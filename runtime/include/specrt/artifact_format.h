@@ -38,7 +38,8 @@
 #include <stdint.h>
 
 #define SPECRT_ARTIFACT_FORMAT "specula-artifact"
-#define SPECRT_ARTIFACT_FORMAT_VERSION 1
+/* Version 2: decoder.so states its facts (SPECRT_FACTS_SYMBOL). */
+#define SPECRT_ARTIFACT_FORMAT_VERSION 2
 #define SPECRT_ARTIFACT_ABI "mlir-ciface-4"
 #define SPECRT_MANIFEST_FILE "manifest.json"
 #define SPECRT_LIBRARY_FILE "decoder.so"
