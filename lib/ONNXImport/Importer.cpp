@@ -102,12 +102,6 @@ FailureOr<Type> specula::onnx_import::convertElementType(MLIRContext *context,
   }
 }
 
-static std::string elementTypeName(int32_t onnxType) {
-  return onnx::TensorProto::DataType_IsValid(onnxType)
-             ? onnx::TensorProto::DataType_Name(
-                   static_cast<onnx::TensorProto::DataType>(onnxType))
-             : "type " + std::to_string(onnxType);
-}
 
 FailureOr<ElementsAttr> specula::onnx_import::convertTensor(
     const onnx::TensorProto &tensor, RankedTensorType type,
@@ -214,10 +208,8 @@ public:
   LogicalResult run();
 
   Location nodeLoc(const onnx::NodeProto &node, int index) {
-    std::string name = node.name().empty()
-                           ? node.op_type() + "#" + std::to_string(index)
-                           : node.name();
-    return NameLoc::get(StringAttr::get(context, name), fileLoc);
+    return NameLoc::get(StringAttr::get(context, nodeDisplayName(node, index)),
+                        fileLoc);
   }
 
   MLIRContext *context;
@@ -269,9 +261,7 @@ GraphImporter::checkOperatorsSupported(SmallVectorImpl<int> &versions) {
   std::vector<std::pair<std::string, SmallVector<std::string>>> unsupported;
   const OpHandlerRegistry &handlers = getOpHandlers();
   for (auto [index, node] : llvm::enumerate(model.graph().node())) {
-    std::string name = node.name().empty()
-                           ? node.op_type() + "#" + std::to_string(index)
-                           : node.name();
+    std::string name = nodeDisplayName(node, index);
     std::string domain = node.domain() == "ai.onnx" ? "" : node.domain();
     std::optional<int> since =
         domain.empty() ? operatorSinceVersion(node.op_type(), domain, opset)

@@ -19,6 +19,19 @@
 
 using namespace specula::onnx_import;
 
+std::string specula::onnx_import::nodeDisplayName(const onnx::NodeProto &node,
+                                                  int index) {
+  return node.name().empty() ? node.op_type() + "#" + std::to_string(index)
+                             : node.name();
+}
+
+std::string specula::onnx_import::elementTypeName(int32_t onnxType) {
+  return onnx::TensorProto::DataType_IsValid(onnxType)
+             ? onnx::TensorProto::DataType_Name(
+                   static_cast<onnx::TensorProto::DataType>(onnxType))
+             : "type " + std::to_string(onnxType);
+}
+
 static bool looksTextual(const std::string &contents) {
   for (char c : contents) {
     if (c == ' ' || c == '\n' || c == '\t' || c == '\r')
@@ -111,12 +124,7 @@ public:
            (firstRank == rank || firstRank < 0 || rank < 0)))
         return true;
       auto describe = [](const std::string &kind, std::pair<int32_t, int> t) {
-        std::string type =
-            onnx::TensorProto::DataType_IsValid(t.first)
-                ? onnx::TensorProto::DataType_Name(
-                      static_cast<onnx::TensorProto::DataType>(t.first))
-                : std::to_string(t.first);
-        return kind + " (" + type +
+        return kind + " (" + elementTypeName(t.first) +
                (t.second < 0 ? "" : ", rank " + std::to_string(t.second)) + ")";
       };
       error = "'" + name + "' is declared as " +
@@ -150,11 +158,8 @@ public:
       for (const std::string &output : graph.node(index).output())
         if (!output.empty() && !defined.insert(output).second) {
           const onnx::NodeProto &node = graph.node(index);
-          error = "node '" +
-                  (node.name().empty()
-                       ? node.op_type() + "#" + std::to_string(index)
-                       : node.name()) +
-                  "' (" + node.op_type() + ") defines '" + output +
+          error = "node '" + nodeDisplayName(node, index) + "' (" +
+                  node.op_type() + ") defines '" + output +
                   "', which is already defined (ONNX graphs assign each "
                   "value once)";
           return false;
@@ -164,10 +169,12 @@ public:
               graph.sparse_initializer(0).values().name() + "')";
       return false;
     }
-    for (const onnx::NodeProto &node : graph.node())
+    for (int index = 0; index < graph.node_size(); ++index) {
+      const onnx::NodeProto &node = graph.node(index);
       for (const onnx::AttributeProto &attribute : node.attribute()) {
         std::string where = "attribute '" + attribute.name() + "' of node '" +
-                            node.name() + "' (" + node.op_type() + ")";
+                            nodeDisplayName(node, index) + "' (" +
+                            node.op_type() + ")";
         if (attribute.has_t() && !check(attribute.t(), where))
           return false;
         for (const onnx::TensorProto &tensor : attribute.tensors())
@@ -184,6 +191,7 @@ public:
           if (!check(subgraph))
             return false;
       }
+    }
     return true;
   }
 
@@ -322,7 +330,8 @@ bool checkLayerNormAxes(const onnx::ModelProto &model, std::string &error) {
     // Only the ranks are wanted here; errors are reported by the real run.
   }
   std::map<std::string, int64_t> ranks = knownRanks(copy.graph());
-  for (const onnx::NodeProto &node : nodes) {
+  for (int index = 0; index < nodes.size(); ++index) {
+    const onnx::NodeProto &node = nodes[index];
     if (!hasStatistics(node) || node.input_size() == 0)
       continue;
     auto rank = ranks.find(node.input(0));
@@ -333,7 +342,8 @@ bool checkLayerNormAxes(const onnx::ModelProto &model, std::string &error) {
       if (attribute.name() == "axis")
         axis = attribute.i();
     if (axis < -rank->second || axis >= rank->second) {
-      error = "node '" + node.name() + "' (LayerNormalization): axis " +
+      error = "node '" + nodeDisplayName(node, index) +
+              "' (LayerNormalization): axis " +
               std::to_string(axis) + " is out of range for its input '" +
               node.input(0) + "' of rank " + std::to_string(rank->second);
       return false;
@@ -389,21 +399,13 @@ bool checkTypeParameters(const onnx::ModelProto &model, std::string &error) {
           (i >= static_cast<int>(formals.size()) &&
            !formal.GetIsHomogeneous()))
         continue;
-      auto name = [](int32_t t) {
-        return onnx::TensorProto::DataType_IsValid(t)
-                   ? onnx::TensorProto::DataType_Name(
-                         static_cast<onnx::TensorProto::DataType>(t))
-                   : std::to_string(t);
-      };
-      // Unnamed nodes are called as the importer calls them: Concat#3.
-      std::string nodeName = node.name().empty()
-                                 ? node.op_type() + "#" + std::to_string(index)
-                                 : node.name();
-      error = "node '" + nodeName + "' (" + node.op_type() +
-              "): inputs " + std::to_string(it->second.first) + " ('" +
-              node.input(it->second.first) + "', " + name(it->second.second) +
-              ") and " + std::to_string(i) + " ('" + node.input(i) + "', " +
-              name(type->second) + ") must have the same type (" +
+      error = "node '" + nodeDisplayName(node, index) + "' (" +
+              node.op_type() + "): inputs " +
+              std::to_string(it->second.first) + " ('" +
+              node.input(it->second.first) + "', " +
+              elementTypeName(it->second.second) + ") and " +
+              std::to_string(i) + " ('" + node.input(i) + "', " +
+              elementTypeName(type->second) + ") must have the same type (" +
               formal.GetTypeStr() + ")";
       return false;
     }

@@ -34,6 +34,13 @@ bool loadModel(const std::string &contents, const std::string &modelDir,
                const LoadOptions &options, onnx::ModelProto &model,
                std::string &error);
 
+/// How diagnostics name a node: its name, or "<op_type>#<index>" when it
+/// has none.
+std::string nodeDisplayName(const onnx::NodeProto &node, int index);
+
+/// An ONNX element type's name ("FLOAT"), or its number when not a type.
+std::string elementTypeName(int32_t onnxType);
+
 /// The opset version in which the operator `opType` of `domain`, as seen by
 /// a model importing `opsetVersion` of that domain, was last changed; none if
 /// ONNX does not know the operator.
