@@ -8,23 +8,23 @@ using namespace mlir;
 using namespace specula;
 using namespace specula::spec;
 
-FailureOr<Attribute> specula::getVerificationRule(
+FailureOr<VerificationRuleAttrInterface> specula::getVerificationRule(
     MLIRContext *context, function_ref<InFlightDiagnostic()> emitError,
     bool sampling, double temperature, int64_t topK, double topP) {
   if (!sampling)
-    return Attribute(GreedyAttr::get(context));
+    return VerificationRuleAttrInterface(GreedyAttr::get(context));
   auto rule = RejectionAttr::getChecked(emitError, context,
                                         APFloat(temperature), topK,
                                         APFloat(topP));
   if (!rule)
     return failure();
-  return Attribute(rule);
+  return VerificationRuleAttrInterface(rule);
 }
 
 FailureOr<DecoderOp> specula::createMTPDecoder(ModuleOp module, StringRef name,
                                                StringRef target,
                                                ArrayRef<std::string> heads,
-                                               Attribute rule) {
+                                               VerificationRuleAttrInterface rule) {
   MLIRContext *context = module.getContext();
   if (Operation *existing = module.lookupSymbol(name))
     return existing->emitError()

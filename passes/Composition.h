@@ -17,7 +17,7 @@ namespace specula {
 /// The verification rule: #spec.greedy, or with `sampling`
 /// #spec.rejection<temperature, top_k, top_p>; out-of-range sampling
 /// parameters are reported through `emitError`.
-mlir::FailureOr<mlir::Attribute>
+mlir::FailureOr<spec::VerificationRuleAttrInterface>
 getVerificationRule(mlir::MLIRContext *context,
                     llvm::function_ref<mlir::InFlightDiagnostic()> emitError,
                     bool sampling, double temperature, int64_t topK,
@@ -30,7 +30,7 @@ getVerificationRule(mlir::MLIRContext *context,
 mlir::FailureOr<spec::DecoderOp>
 createMTPDecoder(mlir::ModuleOp module, llvm::StringRef name,
                  llvm::StringRef target, llvm::ArrayRef<std::string> heads,
-                 mlir::Attribute rule);
+                 spec::VerificationRuleAttrInterface rule);
 
 } // namespace specula
 

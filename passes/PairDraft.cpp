@@ -246,7 +246,7 @@ void PairDraftPass::runOnOperation() {
     return signalPassFailure();
 
   OpBuilder b = OpBuilder::atBlockEnd(module.getBody());
-  FailureOr<Attribute> rule = getVerificationRule(
+  FailureOr<VerificationRuleAttrInterface> rule = getVerificationRule(
       &getContext(), [&] { return module.emitError(); },
       sampling, temperature, topK, topP);
   if (failed(rule))

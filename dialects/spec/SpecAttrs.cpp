@@ -35,6 +35,7 @@ void specula::spec::detail::printShortestDouble(AsmPrinter &printer,
 }
 
 #include "dialects/spec/SpecEnums.cpp.inc"
+#include "dialects/spec/SpecAttrInterfaces.cpp.inc"
 
 #define GET_ATTRDEF_CLASSES
 #include "dialects/spec/SpecAttrs.cpp.inc"
@@ -143,3 +144,65 @@ RejectionAttr::verify(function_ref<InFlightDiagnostic()> emitError,
                        << detail::formatShortestDouble(topP);
   return success();
 }
+
+//===----------------------------------------------------------------------===//
+// Proposers and verification rules
+//===----------------------------------------------------------------------===//
+
+int64_t DraftProposerAttr::getNumProposals() const { return getGamma(); }
+
+SmallVector<FlatSymbolRefAttr> DraftProposerAttr::getProposerFunctions() const {
+  return {getModel()};
+}
+
+SmallVector<FunctionRole> DraftProposerAttr::getAllowedRoles() const {
+  return {FunctionRole::Draft};
+}
+
+bool DraftProposerAttr::takesTokenIds() const { return true; }
+
+std::string DraftProposerAttr::describeFunction(unsigned) const {
+  return "draft";
+}
+
+int64_t MTPProposerAttr::getNumProposals() const { return getHeads().size(); }
+
+SmallVector<FlatSymbolRefAttr> MTPProposerAttr::getProposerFunctions() const {
+  return llvm::to_vector(getHeads());
+}
+
+SmallVector<FunctionRole> MTPProposerAttr::getAllowedRoles() const {
+  return {FunctionRole::MedusaHead, FunctionRole::MTPModule};
+}
+
+bool MTPProposerAttr::takesTokenIds() const { return false; }
+
+std::string MTPProposerAttr::describeFunction(unsigned index) const {
+  return "head " + std::to_string(index + 1);
+}
+
+/// Heads of one kind, listed in depth order.
+LogicalResult MTPProposerAttr::verifyRoles(Operation *decoder,
+                                           ArrayRef<RoleAttr> roles) const {
+  for (auto [index, role] : llvm::enumerate(roles)) {
+    std::string what = describeFunction(index);
+    FlatSymbolRefAttr ref = getHeads()[index];
+    if (role.getKind() != roles.front().getKind())
+      return decoder->emitOpError()
+             << what << " " << ref << " is a '"
+             << stringifyFunctionRole(role.getKind()) << "' but head 1 is a '"
+             << stringifyFunctionRole(roles.front().getKind())
+             << "'; one decoder uses one kind of head";
+    int64_t depth = *role.getDepth();
+    if (depth != static_cast<int64_t>(index) + 1)
+      return decoder->emitOpError()
+             << what << " " << ref << " has depth " << depth
+             << "; heads must be listed in depth order 1.."
+             << getHeads().size();
+  }
+  return success();
+}
+
+bool GreedyAttr::isSampling() const { return false; }
+
+bool RejectionAttr::isSampling() const { return true; }

@@ -4,6 +4,7 @@
 #define SPECULA_DIALECT_SPEC_SPECATTRS_TD
 
 include "dialects/spec/SpecBase.td"
+include "dialects/spec/SpecInterfaces.td"
 include "mlir/IR/BuiltinAttributeInterfaces.td"
 
 class Spec_Attr<string name, string attrMnemonic, list<Trait> traits = []>
@@ -124,7 +125,8 @@ def Spec_ModelConfigAttr : Spec_Attr<"ModelConfig", "model_config"> {
 // Proposers
 //===----------------------------------------------------------------------===//
 
-def Spec_DraftProposerAttr : Spec_Attr<"DraftProposer", "draft"> {
+def Spec_DraftProposerAttr : Spec_Attr<"DraftProposer", "draft", [
+    DeclareAttrInterfaceMethods<Spec_ProposerAttrInterface>]> {
   let summary = "an external draft model proposing gamma tokens per step";
   let description = [{
     Names a function with role `draft` and the number of tokens `gamma` (at
@@ -137,7 +139,8 @@ def Spec_DraftProposerAttr : Spec_Attr<"DraftProposer", "draft"> {
   let genVerifyDecl = 1;
 }
 
-def Spec_MTPProposerAttr : Spec_Attr<"MTPProposer", "mtp"> {
+def Spec_MTPProposerAttr : Spec_Attr<"MTPProposer", "mtp", [
+    DeclareAttrInterfaceMethods<Spec_ProposerAttrInterface, ["verifyRoles"]>]> {
   let summary = "multi-token-prediction heads fused into the target";
   let description = [{
     Names the Medusa heads or the chain of MTP modules, in depth order
@@ -151,13 +154,21 @@ def Spec_MTPProposerAttr : Spec_Attr<"MTPProposer", "mtp"> {
   let genVerifyDecl = 1;
 }
 
-def Spec_ProposerAttr : AnyAttrOf<[Spec_DraftProposerAttr, Spec_MTPProposerAttr]>;
+// Any attribute that says how a decoder proposes.
+def Spec_ProposerAttr : Attr<
+    CPred<"::llvm::isa<::specula::spec::ProposerAttrInterface>($_self)">,
+    "a proposer (#spec.draft or #spec.mtp)"> {
+  let storageType = "::specula::spec::ProposerAttrInterface";
+  let returnType = storageType;
+  let convertFromStorage = "$_self";
+}
 
 //===----------------------------------------------------------------------===//
 // Verification rules
 //===----------------------------------------------------------------------===//
 
-def Spec_GreedyAttr : Spec_Attr<"Greedy", "greedy"> {
+def Spec_GreedyAttr : Spec_Attr<"Greedy", "greedy", [
+    DeclareAttrInterfaceMethods<Spec_VerificationRuleAttrInterface>]> {
   let summary = "greedy verification: exact agreement with the target's argmax";
   let description = [{
     A proposal is accepted while it equals the argmax of the target logits at
@@ -168,7 +179,8 @@ def Spec_GreedyAttr : Spec_Attr<"Greedy", "greedy"> {
   }];
 }
 
-def Spec_RejectionAttr : Spec_Attr<"Rejection", "rejection"> {
+def Spec_RejectionAttr : Spec_Attr<"Rejection", "rejection", [
+    DeclareAttrInterfaceMethods<Spec_VerificationRuleAttrInterface>]> {
   let summary = "lossless rejection sampling (Leviathan et al., Chen et al.)";
   let description = [{
     A proposal `x` drawn from the proposer's distribution `q` is accepted with
@@ -189,6 +201,13 @@ def Spec_RejectionAttr : Spec_Attr<"Rejection", "rejection"> {
   let genVerifyDecl = 1;
 }
 
-def Spec_VerificationRuleAttr : AnyAttrOf<[Spec_GreedyAttr, Spec_RejectionAttr]>;
+// Any attribute that says how proposals are verified.
+def Spec_VerificationRuleAttr : Attr<
+    CPred<"::llvm::isa<::specula::spec::VerificationRuleAttrInterface>($_self)">,
+    "a verification rule (#spec.greedy or #spec.rejection)"> {
+  let storageType = "::specula::spec::VerificationRuleAttrInterface";
+  let returnType = storageType;
+  let convertFromStorage = "$_self";
+}
 
 #endif // SPECULA_DIALECT_SPEC_SPECATTRS_TD

@@ -23,6 +23,11 @@ void printShortestDouble(mlir::AsmPrinter &printer, const llvm::APFloat &value);
 #include "dialects/spec/SpecDialect.h.inc"
 #include "dialects/spec/SpecEnums.h.inc"
 
+namespace specula::spec {
+class RoleAttr;
+} // namespace specula::spec
+#include "dialects/spec/SpecAttrInterfaces.h.inc"
+
 #define GET_ATTRDEF_CLASSES
 #include "dialects/spec/SpecAttrs.h.inc"
 

@@ -158,9 +158,7 @@ static LogicalResult verifySameVocabulary(Operation *user,
 //===----------------------------------------------------------------------===//
 
 int64_t DecoderOp::getNumProposals() {
-  if (auto draft = dyn_cast<DraftProposerAttr>(getProposer()))
-    return draft.getGamma();
-  return cast<MTPProposerAttr>(getProposer()).getHeads().size();
+  return getProposer().getNumProposals();
 }
 
 LogicalResult DecoderOp::verify() {
@@ -184,49 +182,23 @@ DecoderOp::verifySymbolUses(SymbolTableCollection &symbolTable) {
   if (failed(targetLogits))
     return failure();
 
-  if (auto draftAttr = dyn_cast<DraftProposerAttr>(getProposer())) {
-    FailureOr<ModelFunction> draft = lookupModelFunction(
-        op, symbolTable, draftAttr.getModel(), "draft", {FunctionRole::Draft});
-    if (failed(draft))
+  ProposerAttrInterface proposer = getProposer();
+  SmallVector<RoleAttr> roles;
+  for (auto [index, ref] : llvm::enumerate(proposer.getProposerFunctions())) {
+    std::string what = proposer.describeFunction(index);
+    FailureOr<ModelFunction> function = lookupModelFunction(
+        op, symbolTable, ref, what, proposer.getAllowedRoles());
+    if (failed(function))
       return failure();
-    FailureOr<RankedTensorType> draftLogits =
-        verifyModelSignature(op, *draft, "draft", /*takesTokenIds=*/true);
-    if (failed(draftLogits))
+    FailureOr<RankedTensorType> logits = verifyModelSignature(
+        op, *function, what, proposer.takesTokenIds());
+    if (failed(logits) ||
+        failed(verifySameVocabulary(op, *target, *targetLogits, *function,
+                                    *logits, what)))
       return failure();
-    return verifySameVocabulary(op, *target, *targetLogits, *draft,
-                                *draftLogits, "draft");
+    roles.push_back(function->role);
   }
-
-  auto mtp = cast<MTPProposerAttr>(getProposer());
-  std::optional<FunctionRole> headKind;
-  for (auto [index, ref] : llvm::enumerate(mtp.getHeads())) {
-    std::string what = "head " + std::to_string(index + 1);
-    FailureOr<ModelFunction> head = lookupModelFunction(
-        op, symbolTable, ref, what,
-        {FunctionRole::MedusaHead, FunctionRole::MTPModule});
-    if (failed(head))
-      return failure();
-    FunctionRole kind = head->role.getKind();
-    if (headKind && *headKind != kind)
-      return emitOpError() << what << " " << ref << " is a '"
-                           << stringifyFunctionRole(kind)
-                           << "' but head 1 is a '"
-                           << stringifyFunctionRole(*headKind)
-                           << "'; one decoder uses one kind of head";
-    headKind = kind;
-    int64_t depth = *head->role.getDepth();
-    if (depth != static_cast<int64_t>(index) + 1)
-      return emitOpError() << what << " " << ref << " has depth " << depth
-                           << "; heads must be listed in depth order 1.."
-                           << mtp.getHeads().size();
-    FailureOr<RankedTensorType> headLogits =
-        verifyModelSignature(op, *head, what, /*takesTokenIds=*/false);
-    if (failed(headLogits) ||
-        failed(verifySameVocabulary(op, *target, *targetLogits, *head,
-                                    *headLogits, what)))
-      return failure();
-  }
-  return success();
+  return proposer.verifyRoles(op, roles);
 }
 
 //===----------------------------------------------------------------------===//
@@ -247,9 +219,23 @@ LogicalResult ProposeOp::verify() {
   if (getProbs().getType() != logits)
     return emitOpError() << "probs must have the logits' type " << logits
                          << ", got " << getProbs().getType();
-  if (isa<RejectionAttr>(getRule()) && !getKey())
+  if (getRule().isSampling() && !getKey())
     return emitOpError("sampling with #spec.rejection needs a generator key");
   return success();
+}
+
+CallInterfaceCallable VerifyOp::getCallableForCallee() {
+  return getCalleeAttr();
+}
+
+void VerifyOp::setCalleeFromCallable(CallInterfaceCallable callee) {
+  setCalleeAttr(cast<FlatSymbolRefAttr>(cast<SymbolRefAttr>(callee)));
+}
+
+Operation::operand_range VerifyOp::getArgOperands() { return getInputs(); }
+
+MutableOperandRange VerifyOp::getArgOperandsMutable() {
+  return getInputsMutable();
 }
 
 LogicalResult VerifyOp::verifySymbolUses(SymbolTableCollection &symbolTable) {
@@ -286,7 +272,7 @@ LogicalResult AcceptOp::verify() {
                             "are proposals ("
                          << proposals.getDimSize(0) + 1 << "), got "
                          << logits.getDimSize(0);
-  bool sampling = isa<RejectionAttr>(getRule());
+  bool sampling = getRule().isSampling();
   if (!sampling && (getProbs() || getKey()))
     return emitOpError("#spec.greedy verification takes neither proposal "
                        "probabilities nor a generator key");

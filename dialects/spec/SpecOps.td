@@ -6,6 +6,7 @@
 include "dialects/spec/SpecAttrs.td"
 include "dialects/spec/SpecTypes.td"
 include "mlir/IR/SymbolInterfaces.td"
+include "mlir/Interfaces/CallInterfaces.td"
 include "mlir/Interfaces/SideEffectInterfaces.td"
 
 class Spec_Op<string mnemonic, list<Trait> traits = []>
@@ -94,6 +95,7 @@ def Spec_ProposeOp : Spec_Op<"propose", [Pure]> {
 }
 
 def Spec_VerifyOp : Spec_Op<"verify", [
+    DeclareOpInterfaceMethods<CallOpInterface>,
     DeclareOpInterfaceMethods<SymbolUserOpInterface>]> {
   let summary = "run the target forward over the proposals";
   let description = [{
@@ -112,7 +114,9 @@ def Spec_VerifyOp : Spec_Op<"verify", [
         -> (tensor<5x259xf32>, !spec.kv_cache<2x4x512x32xf32>)
     ```
   }];
-  let arguments = (ins FlatSymbolRefAttr:$callee, Variadic<AnyType>:$inputs);
+  let arguments = (ins FlatSymbolRefAttr:$callee, Variadic<AnyType>:$inputs,
+                       OptionalAttr<DictArrayAttr>:$arg_attrs,
+                       OptionalAttr<DictArrayAttr>:$res_attrs);
   let results = (outs Variadic<AnyType>:$outputs);
   let assemblyFormat = [{
     $callee `(` $inputs `)` attr-dict `:` functional-type($inputs, $outputs)

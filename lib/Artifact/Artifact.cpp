@@ -134,17 +134,16 @@ static FailureOr<llvm::json::Object> describeDecoder(ModuleOp module,
       {"fingerprint", config.getTokenizer() ? config.getTokenizer().str()
                                             : std::string()}};
 
-  if (auto draft = dyn_cast<DraftProposerAttr>(decoder.getProposer())) {
-    strategy["proposer"] = "draft";
-  } else {
-    auto heads = cast<MTPProposerAttr>(decoder.getProposer()).getHeads();
-    auto head = module.lookupSymbol<func::FuncOp>(heads[0].getAttr());
-    auto role = head ? head->getAttrOfType<RoleAttr>(SpecDialect::kRoleAttrName)
-                     : RoleAttr();
-    strategy["proposer"] =
-        role && role.getKind() == FunctionRole::MTPModule ? "mtp-module"
-                                                          : "medusa";
-  }
+  // The proposer's kind, as the runtime names it, from its functions' role.
+  spec::ProposerAttrInterface proposer = decoder.getProposer();
+  auto first = module.lookupSymbol<func::FuncOp>(
+      proposer.getProposerFunctions().front().getAttr());
+  auto role = first ? first->getAttrOfType<RoleAttr>(SpecDialect::kRoleAttrName)
+                    : RoleAttr();
+  FunctionRole kind = role ? role.getKind() : FunctionRole::MedusaHead;
+  strategy["proposer"] = kind == FunctionRole::Draft       ? "draft"
+                         : kind == FunctionRole::MTPModule ? "mtp-module"
+                                                           : "medusa";
   strategy["proposals"] = decoder.getNumProposals();
   if (auto rejection = dyn_cast<RejectionAttr>(decoder.getRule())) {
     strategy["verify"] = "rejection-sampling";

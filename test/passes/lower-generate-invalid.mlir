@@ -25,7 +25,13 @@ spec.decoder @decoder target(@target_fused) proposer(#spec.mtp<[@head1]>) verify
 
 // -----
 
-func.func private @target(tensor<?x?xi64>) -> tensor<?x?x16xf32>
+func.func private @target(tensor<?x?xi64> {spec.io = #spec.io<token_ids>},
+                          tensor<?x?xi64> {spec.io = #spec.io<position_ids>},
+                          !spec.kv_cache<2x2x64x8xf32> {spec.io = #spec.io<kv_cache>},
+                          index {spec.io = #spec.io<past_length>})
+    -> (tensor<?x?x16xf32> {spec.io = #spec.io<logits>},
+        tensor<?x?x4xf32> {spec.io = #spec.io<hidden_states>},
+        !spec.kv_cache<2x2x64x8xf32> {spec.io = #spec.io<kv_cache>})
     attributes {spec.role = #spec.role<target>}
 func.func private @m1(tensor<?x?x4xf32>) -> tensor<?x?x16xf32>
     attributes {spec.role = #spec.role<mtp_module, depth = 1>}
@@ -33,3 +39,24 @@ func.func private @m2(tensor<?x?x4xf32>) -> tensor<?x?x16xf32>
     attributes {spec.role = #spec.role<mtp_module, depth = 2>}
 // expected-error @below {{chains of MTP modules are not lowered yet; use depth 1}}
 spec.decoder @decoder target(@target) proposer(#spec.mtp<[@m1, @m2]>) verify(#spec.greedy)
+
+// -----
+
+// An MTP module without the target's hidden states.
+func.func private @target(tensor<?x?xi64> {spec.io = #spec.io<token_ids>},
+                          tensor<?x?xi64> {spec.io = #spec.io<position_ids>},
+                          !spec.kv_cache<2x2x64x8xf32> {spec.io = #spec.io<kv_cache>},
+                          index {spec.io = #spec.io<past_length>})
+    -> (tensor<?x?x16xf32> {spec.io = #spec.io<logits>},
+        !spec.kv_cache<2x2x64x8xf32> {spec.io = #spec.io<kv_cache>})
+    attributes {spec.role = #spec.role<target>}
+func.func private @module(tensor<?x?x4xf32> {spec.io = #spec.io<previous_hidden_states>},
+                          tensor<?x?xi64> {spec.io = #spec.io<token_ids>},
+                          tensor<?x?xi64> {spec.io = #spec.io<position_ids>},
+                          !spec.kv_cache<1x2x64x8xf32> {spec.io = #spec.io<kv_cache>},
+                          index {spec.io = #spec.io<past_length>})
+    -> (tensor<?x?x16xf32> {spec.io = #spec.io<logits>},
+        !spec.kv_cache<1x2x64x8xf32> {spec.io = #spec.io<kv_cache>})
+    attributes {spec.role = #spec.role<mtp_module, depth = 1>}
+// expected-error @below {{the MTP module needs the target's hidden_states result and a previous_hidden_states argument}}
+spec.decoder @decoder target(@target) proposer(#spec.mtp<[@module]>) verify(#spec.greedy)

@@ -307,7 +307,7 @@ int main(int argc, char **argv) {
       if (failed(importInto(*module, path, heads.back())))
         return 1;
     }
-    FailureOr<Attribute> rule = getVerificationRule(
+    FailureOr<spec::VerificationRuleAttrInterface> rule = getVerificationRule(
         &context, [&] { return emitError(module->getLoc()); }, sampling,
         temperature, topK, topP);
     if (failed(rule) ||
