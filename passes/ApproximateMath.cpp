@@ -31,29 +31,36 @@ struct ApproximateMathPass
     : public specula::impl::SpecApproximateMathBase<ApproximateMathPass> {
   using Base::Base;
 
-  void runOnOperation() override {
-    llvm::StringSet<> names;
+  /// Checks the op names once and builds the patterns for them.
+  LogicalResult initialize(MLIRContext *context) override {
     for (const std::string &op : ops) {
       std::string name =
           StringRef(op).starts_with("math.") ? op : "math." + op;
-      if (!llvm::is_contained(kApproximable, StringRef(name))) {
-        getOperation()->emitError()
-            << "no polynomial approximation of '"
-            << op << "'; approximable: "
-            << llvm::join(llvm::map_range(kApproximable,
-                                          [](StringRef n) {
-                                            return n.drop_front(5);
-                                          }),
-                          ", ");
-        return signalPassFailure();
-      }
+      if (!llvm::is_contained(kApproximable, StringRef(name)))
+        return emitError(UnknownLoc::get(context))
+               << "spec-approximate-math: no polynomial approximation of '"
+               << op << "'; approximable: "
+               << llvm::join(llvm::map_range(kApproximable,
+                                             [](StringRef n) {
+                                               return n.drop_front(5);
+                                             }),
+                             ", ");
       names.insert(name);
     }
-    RewritePatternSet patterns(&getContext());
+    RewritePatternSet set(context);
     populateMathPolynomialApproximationPatterns(
-        patterns, [&](StringRef name) { return names.contains(name); });
-    if (failed(applyPatternsGreedily(getOperation(), std::move(patterns))))
+        set, [this](StringRef name) { return names.contains(name); });
+    patterns = std::move(set);
+    return success();
+  }
+
+  void runOnOperation() override {
+    if (failed(applyPatternsGreedily(getOperation(), patterns)))
       signalPassFailure();
   }
+
+private:
+  llvm::StringSet<> names;
+  FrozenRewritePatternSet patterns;
 };
 } // namespace

@@ -69,6 +69,7 @@ struct ChooseGammaPass
     : public specula::impl::SpecChooseGammaBase<ChooseGammaPass> {
   using Base::Base;
 
+  LogicalResult initialize(MLIRContext *context) override;
   void runOnOperation() override;
 
 private:
@@ -78,33 +79,28 @@ private:
 };
 } // namespace
 
+LogicalResult ChooseGammaPass::initialize(MLIRContext *context) {
+  auto emit = [&] {
+    return emitError(UnknownLoc::get(context)) << "spec-choose-gamma: ";
+  };
+  if (isSet(acceptanceRate) &&
+      !(acceptanceRate >= 0.0 && acceptanceRate <= 1.0))
+    return emit() << "acceptance-rate must lie in [0, 1], got "
+                  << static_cast<double>(acceptanceRate);
+  if (isSet(costRatio) && !(costRatio > 0.0))
+    return emit() << "cost-ratio must be positive, got "
+                  << static_cast<double>(costRatio);
+  if (verifyCost < 0.0)
+    return emit() << "verify-cost must not be negative, got "
+                  << static_cast<double>(verifyCost);
+  if (maxGamma < 1)
+    return emit() << "max-gamma must be at least 1, got "
+                  << static_cast<int64_t>(maxGamma);
+  return success();
+}
+
 void ChooseGammaPass::runOnOperation() {
   ModuleOp module = getOperation();
-  if (isSet(acceptanceRate) &&
-      !(acceptanceRate >= 0.0 && acceptanceRate <= 1.0)) {
-    module.emitError() << "spec-choose-gamma: acceptance-rate must lie in "
-                          "[0, 1], got "
-                       << static_cast<double>(acceptanceRate);
-    return signalPassFailure();
-  }
-  if (isSet(costRatio) && !(costRatio > 0.0)) {
-    module.emitError() << "spec-choose-gamma: cost-ratio must be positive, got "
-                       << static_cast<double>(costRatio);
-    return signalPassFailure();
-  }
-  if (verifyCost < 0.0) {
-    module.emitError() << "spec-choose-gamma: verify-cost must not be "
-                          "negative, got "
-                       << static_cast<double>(verifyCost);
-    return signalPassFailure();
-  }
-  if (maxGamma < 1) {
-    module.emitError() << "spec-choose-gamma: max-gamma must be at least 1, "
-                          "got "
-                       << static_cast<int64_t>(maxGamma);
-    return signalPassFailure();
-  }
-
   SymbolTableCollection symbolTable;
   bool failedAny = false;
   module.walk([&](DecoderOp decoder) {

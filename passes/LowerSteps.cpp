@@ -204,92 +204,100 @@ static Value softmaxRows(OpBuilder &b, Location loc, Value rows,
   return normalizeRows(b, loc, exps);
 }
 
+/// What row `row` of `probs` holds at or above `t`: its mass in f64
+/// (`byMass`) or its number of entries in i64.
+static Value amountAtOrAbove(OpBuilder &b, Location loc, Value probs,
+                             Value row, Value t, bool byMass) {
+  int64_t vocab = cast<RankedTensorType>(probs.getType()).getDimSize(1);
+  auto zeroOf = [&](OpBuilder &nb, Location l) -> Value {
+    return byMass ? Value(arith::ConstantOp::create(nb, l,
+                                                    nb.getF64FloatAttr(0.0)))
+                  : Value(arith::ConstantOp::create(nb, l,
+                                                    nb.getI64IntegerAttr(0)));
+  };
+  auto index = [&](int64_t v) -> Value {
+    return arith::ConstantIndexOp::create(b, loc, v);
+  };
+  Value zero = zeroOf(b, loc);
+  auto total = scf::ForOp::create(
+      b, loc, index(0), index(vocab), index(1), ValueRange{zero},
+      [&](OpBuilder &ib, Location il, Value v, ValueRange acc) {
+        Value x = tensor::ExtractOp::create(ib, il, probs, ValueRange{row, v});
+        Value at =
+            arith::CmpFOp::create(ib, il, arith::CmpFPredicate::OGE, x, t);
+        Value add = byMass ? Value(arith::ExtFOp::create(ib, il,
+                                                         ib.getF64Type(), x))
+                           : Value(arith::ConstantOp::create(
+                                 ib, il, ib.getI64IntegerAttr(1)));
+        Value picked =
+            arith::SelectOp::create(ib, il, at, add, zeroOf(ib, il));
+        Value sum =
+            byMass ? Value(arith::AddFOp::create(ib, il, acc[0], picked))
+                   : Value(arith::AddIOp::create(ib, il, acc[0], picked));
+        scf::YieldOp::create(ib, il, sum);
+      });
+  return total.getResult(0);
+}
+
+/// The threshold of row `row` for keepTop, found by bisection over the bit
+/// patterns of non-negative floats, which order like their values: 32 exact
+/// steps of one pass over the row each.
+static Value rowThreshold(OpBuilder &b, Location loc, Value probs, Value row,
+                          bool byMass, Value limit) {
+  auto floatType = cast<FloatType>(
+      cast<RankedTensorType>(probs.getType()).getElementType());
+  auto index = [&](int64_t v) -> Value {
+    return arith::ConstantIndexOp::create(b, loc, v);
+  };
+  // cond(0) holds (everything is >= 0); cond(just above 1.0) does not.
+  Value lo0 = arith::ConstantOp::create(b, loc, b.getI32IntegerAttr(0));
+  Value hi0 =
+      arith::ConstantOp::create(b, loc, b.getI32IntegerAttr(0x3F800001));
+  auto bisect = scf::ForOp::create(
+      b, loc, index(0), index(32), index(1), ValueRange{lo0, hi0},
+      [&](OpBuilder &nb, Location l, Value, ValueRange bounds) {
+        Value lo = bounds[0], hi = bounds[1];
+        Value mid = arith::AddIOp::create(
+            nb, l, lo,
+            arith::ShRUIOp::create(
+                nb, l, arith::SubIOp::create(nb, l, hi, lo),
+                arith::ConstantOp::create(nb, l, nb.getI32IntegerAttr(1))));
+        Value t = arith::BitcastOp::create(nb, l, floatType, mid);
+        Value amount = amountAtOrAbove(nb, l, probs, row, t, byMass);
+        Value holds =
+            byMass ? Value(arith::CmpFOp::create(
+                         nb, l, arith::CmpFPredicate::OGE, amount, limit))
+                   : Value(arith::CmpIOp::create(
+                         nb, l, arith::CmpIPredicate::sge, amount, limit));
+        scf::YieldOp::create(
+            nb, l,
+            ValueRange{arith::SelectOp::create(nb, l, holds, mid, lo),
+                       arith::SelectOp::create(nb, l, holds, hi, mid)});
+      });
+  return arith::BitcastOp::create(b, loc, floatType, bisect.getResult(0));
+}
+
 /// Keeps in each row of the probabilities `probs` (R x V) the entries at or
 /// above the row's threshold, and renormalizes. Top-k (`byMass` false,
 /// `limit` = k): the threshold is the k-th largest entry, so the k largest
 /// stay (and ties with the k-th). Top-p (`byMass` true, `limit` = p): the
 /// largest threshold whose entries at or above it hold mass >= p, so the
-/// smallest set of largest entries reaching p stays. The threshold is found
-/// by bisection over the bit patterns of non-negative floats, which order
-/// like their values: 32 exact steps of one pass over the row each.
+/// smallest set of largest entries reaching p stays.
 static Value keepTop(OpBuilder &b, Location loc, Value probs, bool byMass,
                      double limit) {
   MLIRContext *context = b.getContext();
   auto type = cast<RankedTensorType>(probs.getType());
   auto floatType = cast<FloatType>(type.getElementType());
-  int64_t numRows = type.getDimSize(0), vocab = type.getDimSize(1);
-  Type f64 = b.getF64Type();
-  auto index = [&](int64_t v) -> Value {
-    return arith::ConstantIndexOp::create(b, loc, v);
-  };
+  int64_t numRows = type.getDimSize(0);
   Value limitValue =
       byMass ? Value(arith::ConstantOp::create(b, loc, b.getF64FloatAttr(limit)))
              : Value(arith::ConstantOp::create(
                    b, loc, b.getI64IntegerAttr(static_cast<int64_t>(limit))));
   SmallVector<Value> thresholds;
-  for (int64_t r = 0; r < numRows; ++r) {
-    Value row = index(r);
-    // cond(0) holds (everything is >= 0); cond(just above 1.0) does not.
-    Value lo0 = arith::ConstantOp::create(b, loc, b.getI32IntegerAttr(0));
-    Value hi0 = arith::ConstantOp::create(b, loc,
-                                          b.getI32IntegerAttr(0x3F800001));
-    auto bisect = scf::ForOp::create(
-        b, loc, index(0), index(32), index(1), ValueRange{lo0, hi0},
-        [&](OpBuilder &nb, Location l, Value, ValueRange bounds) {
-          Value lo = bounds[0], hi = bounds[1];
-          Value mid = arith::AddIOp::create(
-              nb, l, lo,
-              arith::ShRUIOp::create(
-                  nb, l, arith::SubIOp::create(nb, l, hi, lo),
-                  arith::ConstantOp::create(nb, l, nb.getI32IntegerAttr(1))));
-          Value t = arith::BitcastOp::create(nb, l, floatType, mid);
-          Value zero = byMass ? Value(arith::ConstantOp::create(
-                                    nb, l, nb.getF64FloatAttr(0.0)))
-                              : Value(arith::ConstantOp::create(
-                                    nb, l, nb.getI64IntegerAttr(0)));
-          auto total = scf::ForOp::create(
-              nb, l, index(0), index(vocab), index(1), ValueRange{zero},
-              [&](OpBuilder &ib, Location il, Value v, ValueRange acc) {
-                Value x = tensor::ExtractOp::create(ib, il, probs,
-                                                    ValueRange{row, v});
-                Value at = arith::CmpFOp::create(
-                    ib, il, arith::CmpFPredicate::OGE, x, t);
-                Value add =
-                    byMass ? Value(arith::ExtFOp::create(ib, il, f64, x))
-                           : Value(arith::ConstantOp::create(
-                                 ib, il, ib.getI64IntegerAttr(1)));
-                Value none = byMass ? Value(arith::ConstantOp::create(
-                                          ib, il, ib.getF64FloatAttr(0.0)))
-                                    : Value(arith::ConstantOp::create(
-                                          ib, il, ib.getI64IntegerAttr(0)));
-                Value sum = byMass
-                                ? Value(arith::AddFOp::create(
-                                      ib, il, acc[0],
-                                      arith::SelectOp::create(ib, il, at, add,
-                                                              none)))
-                                : Value(arith::AddIOp::create(
-                                      ib, il, acc[0],
-                                      arith::SelectOp::create(ib, il, at, add,
-                                                              none)));
-                scf::YieldOp::create(ib, il, sum);
-              });
-          Value holds =
-              byMass ? Value(arith::CmpFOp::create(nb, l,
-                                                   arith::CmpFPredicate::OGE,
-                                                   total.getResult(0),
-                                                   limitValue))
-                     : Value(arith::CmpIOp::create(nb, l,
-                                                   arith::CmpIPredicate::sge,
-                                                   total.getResult(0),
-                                                   limitValue));
-          scf::YieldOp::create(
-              nb, l,
-              ValueRange{arith::SelectOp::create(nb, l, holds, mid, lo),
-                         arith::SelectOp::create(nb, l, holds, hi, mid)});
-        });
-    thresholds.push_back(
-        arith::BitcastOp::create(b, loc, floatType, bisect.getResult(0)));
-  }
+  for (int64_t r = 0; r < numRows; ++r)
+    thresholds.push_back(rowThreshold(
+        b, loc, probs, arith::ConstantIndexOp::create(b, loc, r), byMass,
+        limitValue));
   auto rowType = RankedTensorType::get({numRows}, floatType);
   Value threshold = tensor::FromElementsOp::create(b, loc, rowType, thresholds);
   AffineMap identity = AffineMap::getMultiDimIdentityMap(2, context);
@@ -543,6 +551,62 @@ struct LowerPropose : OpConversionPattern<ProposeOp> {
   }
 };
 
+/// What one position of lossless rejection sampling reads.
+struct RejectionInputs {
+  Value p, q, proposals, key, one, trueValue;
+};
+
+/// Position `i` of lossless rejection sampling, given the loop's (accepted
+/// count, done, next token): accept the proposal x with probability
+/// min(1, p(x)/q(x)); at the first rejection, draw the next token from
+/// norm(max(0, p - q)). Returns the loop's next values.
+static SmallVector<Value> rejectionStep(OpBuilder &b, Location l, Value i,
+                                        ValueRange args,
+                                        const RejectionInputs &in) {
+  Type i64 = b.getI64Type(), f64 = b.getF64Type();
+  Value p = in.p, q = in.q, key = in.key, one = in.one;
+  Value trueValue = in.trueValue;
+  int64_t vocab = cast<RankedTensorType>(p.getType()).getDimSize(1);
+  Value count = args[0], done = args[1], next = args[2];
+  Value token = tensor::ExtractOp::create(b, l, in.proposals, ValueRange{i});
+  Value x = arith::IndexCastOp::create(b, l, b.getIndexType(), token);
+  Value px = arith::ExtFOp::create(
+      b, l, f64, tensor::ExtractOp::create(b, l, p, ValueRange{i, x}).getResult());
+  Value qx = arith::ExtFOp::create(
+      b, l, f64, tensor::ExtractOp::create(b, l, q, ValueRange{i, x}).getResult());
+  Value step = arith::IndexCastOp::create(b, l, i64, i);
+  Value two = arith::ConstantOp::create(b, l, b.getI64IntegerAttr(2));
+  Value counter = arith::MulIOp::create(b, l, step, two);
+  Value u = uniform(b, l, key, counter);
+  Value likely = arith::CmpFOp::create(
+      b, l, arith::CmpFPredicate::OLT,
+      arith::MulFOp::create(b, l, u, qx), px);
+  Value active = arith::XOrIOp::create(b, l, done, trueValue);
+  Value accepted = arith::AndIOp::create(b, l, active, likely);
+  Value rejected = arith::AndIOp::create(
+      b, l, active, arith::XOrIOp::create(b, l, likely, trueValue));
+  Value residual = sampleIndex(
+      b, l, vocab,
+      [&](OpBuilder &nb, Location nl, Value v) -> Value {
+        Value pv = tensor::ExtractOp::create(nb, nl, p, ValueRange{i, v});
+        Value qv = tensor::ExtractOp::create(nb, nl, q, ValueRange{i, v});
+        Value diff = arith::SubFOp::create(nb, nl, pv, qv);
+        Value zeroF = arith::ConstantOp::create(
+            nb, nl, nb.getFloatAttr(diff.getType(), 0.0));
+        return arith::MaximumFOp::create(nb, nl, diff, zeroF);
+      },
+      uniform(b, l, key,
+              arith::AddIOp::create(
+                  b, l, counter,
+                  arith::ConstantOp::create(b, l,
+                                            b.getI64IntegerAttr(1)))));
+  return {arith::SelectOp::create(b, l, accepted,
+                                  arith::AddIOp::create(b, l, count, one),
+                                  count),
+          arith::OrIOp::create(b, l, done, rejected),
+          arith::SelectOp::create(b, l, rejected, residual, next)};
+}
+
 struct LowerAccept : OpConversionPattern<AcceptOp> {
   using OpConversionPattern::OpConversionPattern;
 
@@ -560,7 +624,6 @@ struct LowerAccept : OpConversionPattern<AcceptOp> {
                                    rule);
     Value q = adaptor.getProbs(), key = adaptor.getKey();
     Value proposals = adaptor.getProposals();
-    Type i64 = rewriter.getI64Type(), f64 = rewriter.getF64Type();
     Value zero = arith::ConstantIndexOp::create(rewriter, loc, 0);
     Value one = arith::ConstantIndexOp::create(rewriter, loc, 1);
     Value falseValue =
@@ -573,47 +636,10 @@ struct LowerAccept : OpConversionPattern<AcceptOp> {
         rewriter, loc, zero, arith::ConstantIndexOp::create(rewriter, loc, gamma),
         one, ValueRange{zero, falseValue, noToken},
         [&](OpBuilder &b, Location l, Value i, ValueRange args) {
-          Value count = args[0], done = args[1], next = args[2];
-          Value token = tensor::ExtractOp::create(b, l, proposals, ValueRange{i});
-          Value x = arith::IndexCastOp::create(b, l, b.getIndexType(), token);
-          Value px = arith::ExtFOp::create(
-              b, l, f64, tensor::ExtractOp::create(b, l, p, ValueRange{i, x}).getResult());
-          Value qx = arith::ExtFOp::create(
-              b, l, f64, tensor::ExtractOp::create(b, l, q, ValueRange{i, x}).getResult());
-          Value step = arith::IndexCastOp::create(b, l, i64, i);
-          Value two = arith::ConstantOp::create(b, l, b.getI64IntegerAttr(2));
-          Value counter = arith::MulIOp::create(b, l, step, two);
-          Value u = uniform(b, l, key, counter);
-          Value likely = arith::CmpFOp::create(
-              b, l, arith::CmpFPredicate::OLT,
-              arith::MulFOp::create(b, l, u, qx), px);
-          Value active = arith::XOrIOp::create(b, l, done, trueValue);
-          Value accepted = arith::AndIOp::create(b, l, active, likely);
-          Value rejected = arith::AndIOp::create(
-              b, l, active, arith::XOrIOp::create(b, l, likely, trueValue));
-          Value residual = sampleIndex(
-              b, l, vocab,
-              [&](OpBuilder &nb, Location nl, Value v) -> Value {
-                Value pv = tensor::ExtractOp::create(nb, nl, p, ValueRange{i, v});
-                Value qv = tensor::ExtractOp::create(nb, nl, q, ValueRange{i, v});
-                Value diff = arith::SubFOp::create(nb, nl, pv, qv);
-                Value zeroF = arith::ConstantOp::create(
-                    nb, nl, nb.getFloatAttr(diff.getType(), 0.0));
-                return arith::MaximumFOp::create(nb, nl, diff, zeroF);
-              },
-              uniform(b, l, key,
-                      arith::AddIOp::create(
-                          b, l, counter,
-                          arith::ConstantOp::create(b, l,
-                                                    b.getI64IntegerAttr(1)))));
           scf::YieldOp::create(
               b, l,
-              ValueRange{arith::SelectOp::create(
-                             b, l, accepted,
-                             arith::AddIOp::create(b, l, count, one), count),
-                         arith::OrIOp::create(b, l, done, rejected),
-                         arith::SelectOp::create(b, l, rejected, residual,
-                                                 next)});
+              rejectionStep(b, l, i, args, {p, q, proposals, key, one,
+                                            trueValue}));
         });
     Value lastRow = arith::ConstantIndexOp::create(rewriter, loc, gamma);
     Value bonus = sampleIndex(

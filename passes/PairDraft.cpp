@@ -53,9 +53,13 @@ struct ModelInfo {
 struct PairDraftPass
     : public specula::impl::SpecPairDraftBase<PairDraftPass> {
   using Base::Base;
+  LogicalResult initialize(MLIRContext *context) override;
   void runOnOperation() override;
 
 private:
+  /// The rule the options ask for, checked once.
+  VerificationRuleAttrInterface rule;
+
   FailureOr<ModelInfo> findModel(ModuleOp module, StringRef name,
                                  FunctionRole role);
   LogicalResult checkCompatibility(ModelInfo &target, ModelInfo &draft);
@@ -230,13 +234,21 @@ LogicalResult PairDraftPass::checkCompatibility(ModelInfo &target,
   return success(ok);
 }
 
+LogicalResult PairDraftPass::initialize(MLIRContext *context) {
+  auto emit = [&] { return emitError(UnknownLoc::get(context)); };
+  if (gamma < 1)
+    return emit() << "spec-pair-draft: gamma must be at least 1, got "
+                  << static_cast<int64_t>(gamma);
+  FailureOr<VerificationRuleAttrInterface> checked =
+      getVerificationRule(context, emit, sampling, temperature, topK, topP);
+  if (failed(checked))
+    return failure();
+  rule = *checked;
+  return success();
+}
+
 void PairDraftPass::runOnOperation() {
   ModuleOp module = getOperation();
-  if (gamma < 1) {
-    module.emitError() << "spec-pair-draft: gamma must be at least 1, got "
-                       << static_cast<int64_t>(gamma);
-    return signalPassFailure();
-  }
   FailureOr<ModelInfo> target =
       findModel(module, targetName, FunctionRole::Target);
   FailureOr<ModelInfo> draft = findModel(module, draftName, FunctionRole::Draft);
@@ -246,11 +258,6 @@ void PairDraftPass::runOnOperation() {
     return signalPassFailure();
 
   OpBuilder b = OpBuilder::atBlockEnd(module.getBody());
-  FailureOr<VerificationRuleAttrInterface> rule = getVerificationRule(
-      &getContext(), [&] { return module.emitError(); },
-      sampling, temperature, topK, topP);
-  if (failed(rule))
-    return signalPassFailure();
   if (module.lookupSymbol(decoderName)) {
     module.emitError() << "a symbol named @" << decoderName
                        << " exists already; choose another decoder-name";
@@ -262,5 +269,5 @@ void PairDraftPass::runOnOperation() {
       DraftProposerAttr::get(&getContext(),
                              FlatSymbolRefAttr::get(draft->func.getSymNameAttr()),
                              gamma),
-      *rule, /*acceptance_rate=*/FloatAttr());
+      rule, /*acceptance_rate=*/FloatAttr());
 }

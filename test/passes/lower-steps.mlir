@@ -1,4 +1,5 @@
-// RUN: spec-opt %s --spec-lower-steps | FileCheck %s
+// RUN: spec-opt %s --spec-lower-steps -split-input-file \
+// RUN:   | FileCheck %s --implicit-check-not='= spec.' --implicit-check-not=spec.decoder
 
 // Caches become tensors<2 x layers x heads x capacity x dim> everywhere.
 // CHECK-LABEL: func.func private @target(
@@ -7,30 +8,52 @@ func.func private @target(tensor<?x?xi64>, !spec.kv_cache<2x2x16x4xf32>, index)
     -> (tensor<1x?x8xf32>, !spec.kv_cache<2x2x16x4xf32>)
     attributes {spec.role = #spec.role<target>}
 
-// CHECK-LABEL: func.func @step(
+// -----
+
+// Writes are insert_slices of one batch row at the position, in the values
+// half (1) and layer 1; reads are extract_slices of the first positions.
+// CHECK-LABEL: func.func @cache(
 // CHECK-SAME: %[[CACHE:[^:]*]]: tensor<2x2x2x16x4xf32>, %[[POS:[^:]*]]: index, %[[NEW:[^:]*]]: tensor<?x2x?x4xf32>, %[[LEN:[^:]*]]: index
-func.func @step(%cache: !spec.kv_cache<2x2x16x4xf32>, %pos: index,
-                %new: tensor<?x2x?x4xf32>, %len: index, %ids: tensor<?x?xi64>,
-                %proposals: tensor<2xi64>, %rows: tensor<3x8xf32>,
-                %logits: tensor<2x8xf32>)
-    -> (tensor<1x2x?x4xf32>, index, i64, tensor<2xi64>) {
-  // Writes are insert_slices of one batch row at the position, in the
-  // values half (1) and layer 1.
-  // CHECK: %[[ROW:.*]] = tensor.cast %[[NEW]] : tensor<?x2x?x4xf32> to tensor<1x2x?x4xf32>
-  // CHECK: %[[N:.*]] = tensor.dim %[[ROW]], %{{.*}}
-  // CHECK: %[[W:.*]] = tensor.insert_slice %[[ROW]] into %[[CACHE]][1, 1, 0, %[[POS]], 0] [1, 1, 2, %[[N]], 4] [1, 1, 1, 1, 1] : tensor<1x2x?x4xf32> into tensor<2x2x2x16x4xf32>
+func.func @cache(%cache: !spec.kv_cache<2x2x16x4xf32>, %pos: index,
+                 %new: tensor<?x2x?x4xf32>, %len: index) -> tensor<1x2x?x4xf32> {
+  // CHECK-NEXT: %[[ROW:.*]] = tensor.cast %[[NEW]] : tensor<?x2x?x4xf32> to tensor<1x2x?x4xf32>
+  // CHECK-NEXT: %[[C2:.*]] = arith.constant 2 : index
+  // CHECK-NEXT: %[[N:.*]] = tensor.dim %[[ROW]], %[[C2]]
+  // CHECK-NEXT: %[[W:.*]] = tensor.insert_slice %[[ROW]] into %[[CACHE]][1, 1, 0, %[[POS]], 0] [1, 1, 2, %[[N]], 4] [1, 1, 1, 1, 1] : tensor<1x2x?x4xf32> into tensor<2x2x2x16x4xf32>
   %w = spec.cache.write %cache values layer 1 at %pos, %new
       : !spec.kv_cache<2x2x16x4xf32>, tensor<?x2x?x4xf32>
-  // Reads are extract_slices of the first positions.
-  // CHECK: %[[R:.*]] = tensor.extract_slice %[[W]][1, 1, 0, 0, 0] [1, 1, 2, %[[LEN]], 4] [1, 1, 1, 1, 1] : tensor<2x2x2x16x4xf32> to tensor<1x2x?x4xf32>
+  // CHECK-NEXT: %[[R:.*]] = tensor.extract_slice %[[W]][1, 1, 0, 0, 0] [1, 1, 2, %[[LEN]], 4] [1, 1, 1, 1, 1] : tensor<2x2x2x16x4xf32> to tensor<1x2x?x4xf32>
   %r = spec.cache.read %w values layer 1 length %len
       : !spec.kv_cache<2x2x16x4xf32> -> tensor<1x2x?x4xf32>
-  // CHECK: call @target(%{{.*}}, %[[W]], %[[LEN]]) : (tensor<?x?xi64>, tensor<2x2x2x16x4xf32>, index) -> (tensor<1x?x8xf32>, tensor<2x2x2x16x4xf32>)
-  %v:2 = spec.verify @target(%ids, %w, %len)
+  // CHECK-NEXT: return %[[R]]
+  return %r : tensor<1x2x?x4xf32>
+}
+
+// -----
+
+// spec.verify is the call it names, with caches as tensors.
+func.func private @target(tensor<?x?xi64>, !spec.kv_cache<2x2x16x4xf32>, index)
+    -> (tensor<1x?x8xf32>, !spec.kv_cache<2x2x16x4xf32>)
+    attributes {spec.role = #spec.role<target>}
+// CHECK-LABEL: func.func @verify(
+// CHECK-SAME: %[[IDS:[^:]*]]: tensor<?x?xi64>, %[[CACHE:[^:]*]]: tensor<2x2x2x16x4xf32>, %[[LEN:[^:]*]]: index
+func.func @verify(%ids: tensor<?x?xi64>, %cache: !spec.kv_cache<2x2x16x4xf32>,
+                  %len: index) -> tensor<1x?x8xf32> {
+  // CHECK-NEXT: %[[V:.*]]:2 = call @target(%[[IDS]], %[[CACHE]], %[[LEN]]) : (tensor<?x?xi64>, tensor<2x2x2x16x4xf32>, index) -> (tensor<1x?x8xf32>, tensor<2x2x2x16x4xf32>)
+  %v:2 = spec.verify @target(%ids, %cache, %len)
       : (tensor<?x?xi64>, !spec.kv_cache<2x2x16x4xf32>, index)
       -> (tensor<1x?x8xf32>, !spec.kv_cache<2x2x16x4xf32>)
-  // Greedy accept: the target's first argmax per row, the longest prefix of
-  // equal proposals, then the target's token after it.
+  // CHECK-NEXT: return %[[V]]#0
+  return %v#0 : tensor<1x?x8xf32>
+}
+
+// -----
+
+// Greedy accept: the target's first argmax per row, the longest prefix of
+// equal proposals, then the target's token after it.
+// CHECK-LABEL: func.func @greedy_accept(
+func.func @greedy_accept(%proposals: tensor<2xi64>, %rows: tensor<3x8xf32>)
+    -> (index, i64) {
   // CHECK: %[[ARG:.*]]:2 = linalg.generic {{.*}} iterator_types = ["parallel", "reduction"]} ins(%{{.*}} : tensor<3x8xf32>)
   // CHECK: arith.cmpf ogt
   // CHECK: %[[PREFIX:.*]]:2 = scf.for
@@ -38,25 +61,40 @@ func.func @step(%cache: !spec.kv_cache<2x2x16x4xf32>, %pos: index,
   // CHECK: %[[NEXT:.*]] = tensor.extract %[[ARG]]#1[%[[PREFIX]]#0] : tensor<3xi64>
   %n, %next = spec.accept %proposals, %rows rule(#spec.greedy)
       : tensor<2xi64>, tensor<3x8xf32>
-  // Greedy propose: the argmax, and a one-hot q.
-  // CHECK: linalg.generic
-  // CHECK: tensor.generate
-  %t, %q = spec.propose %logits rule(#spec.greedy)
-      : tensor<2x8xf32> -> tensor<2xi64>, tensor<2x8xf32>
-  // CHECK: return %[[R]], %[[PREFIX]]#0, %[[NEXT]], %{{.*}} : tensor<1x2x?x4xf32>, index, i64, tensor<2xi64>
-  return %r, %n, %next, %t : tensor<1x2x?x4xf32>, index, i64, tensor<2xi64>
+  // CHECK-NEXT: return %[[PREFIX]]#0, %[[NEXT]] : index, i64
+  return %n, %next : index, i64
 }
 
+// -----
+
+// Greedy propose: the argmax, and a one-hot q.
+// CHECK-LABEL: func.func @greedy_propose(
+func.func @greedy_propose(%logits: tensor<2x8xf32>)
+    -> (tensor<2xi64>, tensor<2x8xf32>) {
+  // CHECK: %[[ARG:.*]]:2 = linalg.generic
+  // CHECK: %[[Q:.*]] = tensor.generate
+  // CHECK: return %[[ARG]]#1, %[[Q]]
+  %t, %q = spec.propose %logits rule(#spec.greedy)
+      : tensor<2x8xf32> -> tensor<2xi64>, tensor<2x8xf32>
+  return %t, %q : tensor<2xi64>, tensor<2x8xf32>
+}
+
+// -----
+
 // An allocated cache starts as zeros; the decoder description is dropped.
+func.func private @target(tensor<?x?xi64>, !spec.kv_cache<2x2x16x4xf32>, index)
+    -> (tensor<1x?x8xf32>, !spec.kv_cache<2x2x16x4xf32>)
+    attributes {spec.role = #spec.role<target>}
 // CHECK-LABEL: func.func @fresh
 // CHECK: linalg.fill ins(%{{.*}} : f32) outs(%{{.*}} : tensor<2x2x2x16x4xf32>)
 func.func @fresh() -> !spec.kv_cache<2x2x16x4xf32> {
   %c = spec.cache.alloc : !spec.kv_cache<2x2x16x4xf32>
   return %c : !spec.kv_cache<2x2x16x4xf32>
 }
-// CHECK-NOT: spec.decoder
 func.func private @draft(tensor<?x?xi64>) -> tensor<?x?x8xf32> attributes {spec.role = #spec.role<draft>}
 spec.decoder @decoder target(@target) proposer(#spec.draft<@draft, gamma = 2>) verify(#spec.greedy)
+
+// -----
 
 // Rejection sampling: q = softmax(logits / T) sampled by inverse CDF with
 // splitmix64 uniforms; accept with min(1, p(x) / q(x)), resample from
@@ -79,6 +117,8 @@ func.func @sampling(%logits: tensor<2x8xf32>, %rows: tensor<3x8xf32>,
       rule(#spec.rejection<temperature = 0.5>) : tensor<2xi64>, tensor<3x8xf32>
   return %n, %next : index, i64
 }
+
+// -----
 
 // Top-k, then top-p: per row, 32 bisection steps over the probabilities'
 // bit patterns (counting entries, then summing their mass, at or above the
