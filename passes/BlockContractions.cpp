@@ -211,6 +211,8 @@ private:
   tileByHalves(func::FuncOp func, IRRewriter &rewriter,
                llvm::function_ref<unsigned(const ContractionDims &)> role,
                             int64_t size, bool everyHalf);
+  LogicalResult vectorizeTiles(func::FuncOp func, IRRewriter &rewriter);
+  LogicalResult hoistAccumulators(func::FuncOp func, IRRewriter &rewriter);
   LogicalResult canonicalize(func::FuncOp func) {
     return applyPatternsGreedily(func, canonicalPatterns);
   }
@@ -291,9 +293,9 @@ LogicalResult BlockContractionsPass::tileByHalves(
   return success();
 }
 
-void BlockContractionsPass::runOnOperation() {
-  func::FuncOp func = getOperation();
-  IRRewriter rewriter(func.getContext());
+/// Marks the contractions to block; fails on bufferized ones. Returns
+/// whether there is any.
+static FailureOr<bool> markContractions(func::FuncOp func) {
   bool any = false;
   WalkResult walk = func.walk([&](linalg::LinalgOp op) {
     if (!matchWeightContraction(op))
@@ -308,8 +310,62 @@ void BlockContractionsPass::runOnOperation() {
     return WalkResult::advance();
   });
   if (walk.wasInterrupted())
+    return failure();
+  return any;
+}
+
+/// Every tile has static sizes after tiling: vectorizes it without masks,
+/// then turns broadcast-multiply-reduce into vector.contract on the tile's
+/// rows x depth and depth x columns vectors.
+LogicalResult BlockContractionsPass::vectorizeTiles(func::FuncOp func,
+                                                    IRRewriter &rewriter) {
+  for (linalg::LinalgOp op : markedOps(func)) {
+    if (!op.hasPureTensorSemantics() ||
+        llvm::any_of(op.getStaticLoopRanges(), ShapedType::isDynamic))
+      return op.emitOpError("tile has dynamic sizes after blocking");
+    rewriter.setInsertionPoint(op);
+    FailureOr<linalg::VectorizationResult> vectorized =
+        linalg::vectorize(rewriter, op);
+    if (failed(vectorized))
+      return op.emitOpError("tile could not be vectorized");
+    rewriter.replaceOp(op, vectorized->replacements);
+  }
+  RewritePatternSet patterns(func.getContext());
+  vector::populateVectorReductionToContractPatterns(patterns);
+  vector::populateVectorTransferPermutationMapLoweringPatterns(patterns);
+  if (failed(applyPatternsGreedily(func, std::move(patterns))))
+    return failure();
+  return canonicalize(func);
+}
+
+/// The accumulators: read before and written after the reduction loop, not
+/// in every iteration.
+LogicalResult BlockContractionsPass::hoistAccumulators(func::FuncOp func,
+                                                       IRRewriter &rewriter) {
+  SmallVector<scf::ForOp> reductionLoops;
+  func.walk([&](scf::ForOp loop) {
+    if (!loop.getOps<vector::ContractionOp>().empty())
+      reductionLoops.push_back(loop);
+  });
+  for (scf::ForOp loop : reductionLoops) {
+    moveLoopInvariantCode(cast<LoopLikeOpInterface>(loop.getOperation()));
+    hoistLoopInvariantSubsets(rewriter,
+                              cast<LoopLikeOpInterface>(loop.getOperation()));
+  }
+  RewritePatternSet patterns(func.getContext());
+  vector::populateCastAwayVectorLeadingOneDimPatterns(patterns);
+  if (failed(applyPatternsGreedily(func, std::move(patterns))))
+    return failure();
+  return canonicalize(func);
+}
+
+void BlockContractionsPass::runOnOperation() {
+  func::FuncOp func = getOperation();
+  IRRewriter rewriter(func.getContext());
+  FailureOr<bool> any = markContractions(func);
+  if (failed(any))
     return signalPassFailure();
-  if (!any)
+  if (!*any)
     return;
   // Loops from outermost to innermost: outer, rows, columns, reduction.
   if (failed(tileOuterLoops(func, rewriter)) ||
@@ -321,56 +377,8 @@ void BlockContractionsPass::runOnOperation() {
           columns, /*everyHalf=*/false)) ||
       failed(tileByHalves(
           func, rewriter, [](const ContractionDims &d) { return d.depth; },
-          depth, /*everyHalf=*/false)))
-    return signalPassFailure();
-
-  // Every tile now has static sizes: vectorize it without masks.
-  for (linalg::LinalgOp op : markedOps(func)) {
-    if (!op.hasPureTensorSemantics() ||
-        llvm::any_of(op.getStaticLoopRanges(), ShapedType::isDynamic)) {
-      op.emitOpError("tile has dynamic sizes after blocking");
-      return signalPassFailure();
-    }
-    rewriter.setInsertionPoint(op);
-    FailureOr<linalg::VectorizationResult> vectorized =
-        linalg::vectorize(rewriter, op);
-    if (failed(vectorized)) {
-      op.emitOpError("tile could not be vectorized");
-      return signalPassFailure();
-    }
-    rewriter.replaceOp(op, vectorized->replacements);
-  }
-
-  // Broadcast-multiply-reduce becomes vector.contract on the tile's rows x
-  // depth and depth x columns vectors.
-  {
-    RewritePatternSet patterns(func.getContext());
-    vector::populateVectorReductionToContractPatterns(patterns);
-    vector::populateVectorTransferPermutationMapLoweringPatterns(patterns);
-    if (failed(applyPatternsGreedily(func, std::move(patterns))))
-      return signalPassFailure();
-  }
-  if (failed(canonicalize(func)))
-    return signalPassFailure();
-
-  // The accumulators: read before and written after the reduction loop, not
-  // in every iteration.
-  SmallVector<scf::ForOp> reductionLoops;
-  func.walk([&](scf::ForOp loop) {
-    if (!loop.getOps<vector::ContractionOp>().empty())
-      reductionLoops.push_back(loop);
-  });
-  for (scf::ForOp loop : reductionLoops) {
-    moveLoopInvariantCode(cast<LoopLikeOpInterface>(loop.getOperation()));
-    hoistLoopInvariantSubsets(rewriter,
-                              cast<LoopLikeOpInterface>(loop.getOperation()));
-  }
-  {
-    RewritePatternSet patterns(func.getContext());
-    vector::populateCastAwayVectorLeadingOneDimPatterns(patterns);
-    if (failed(applyPatternsGreedily(func, std::move(patterns))))
-      return signalPassFailure();
-  }
-  if (failed(canonicalize(func)))
+          depth, /*everyHalf=*/false)) ||
+      failed(vectorizeTiles(func, rewriter)) ||
+      failed(hoistAccumulators(func, rewriter)))
     return signalPassFailure();
 }

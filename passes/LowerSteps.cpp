@@ -293,13 +293,15 @@ static Value keepTop(OpBuilder &b, Location loc, Value probs, bool byMass,
       byMass ? Value(arith::ConstantOp::create(b, loc, b.getF64FloatAttr(limit)))
              : Value(arith::ConstantOp::create(
                    b, loc, b.getI64IntegerAttr(static_cast<int64_t>(limit))));
-  SmallVector<Value> thresholds;
-  for (int64_t r = 0; r < numRows; ++r)
-    thresholds.push_back(rowThreshold(
-        b, loc, probs, arith::ConstantIndexOp::create(b, loc, r), byMass,
-        limitValue));
-  auto rowType = RankedTensorType::get({numRows}, floatType);
-  Value threshold = tensor::FromElementsOp::create(b, loc, rowType, thresholds);
+  // One bisection per row, as a loop over rows (not one per row at compile
+  // time).
+  Value threshold = tensor::GenerateOp::create(
+      b, loc, RankedTensorType::get({numRows}, floatType), ValueRange{},
+      [&](OpBuilder &nb, Location l, ValueRange indices) {
+        tensor::YieldOp::create(nb, l,
+                                rowThreshold(nb, l, probs, indices[0], byMass,
+                                             limitValue));
+      });
   AffineMap identity = AffineMap::getMultiDimIdentityMap(2, context);
   AffineMap perRow =
       AffineMap::get(2, 0, {getAffineDimExpr(0, context)}, context);
@@ -498,24 +500,27 @@ struct LowerPropose : OpConversionPattern<ProposeOp> {
       // by top-k and top-p.
       Value q = samplingDistribution(rewriter, loc, adaptor.getLogits(),
                                      rejection);
-      SmallVector<Value> tokens;
-      for (int64_t r = 0; r < logitsType.getDimSize(0); ++r) {
-        Value row = arith::ConstantIndexOp::create(rewriter, loc, r);
-        Value u = uniform(rewriter, loc, adaptor.getKey(),
-                          arith::ConstantOp::create(
-                              rewriter, loc, rewriter.getI64IntegerAttr(r)));
-        tokens.push_back(sampleIndex(
-            rewriter, loc, logitsType.getDimSize(1),
-            [&](OpBuilder &b, Location l, Value v) -> Value {
-              return tensor::ExtractOp::create(b, l, q, ValueRange{row, v});
-            },
-            u));
-      }
-      Value tokenTensor = tensor::FromElementsOp::create(
+      // Row r draws with the key's counter r.
+      Value tokenTensor = tensor::GenerateOp::create(
           rewriter, loc,
           RankedTensorType::get({logitsType.getDimSize(0)},
                                 rewriter.getI64Type()),
-          tokens);
+          ValueRange{},
+          [&](OpBuilder &b, Location l, ValueRange indices) {
+            Value row = indices[0];
+            Value u = uniform(
+                b, l, adaptor.getKey(),
+                arith::IndexCastOp::create(b, l, b.getI64Type(), row));
+            tensor::YieldOp::create(
+                b, l,
+                sampleIndex(
+                    b, l, logitsType.getDimSize(1),
+                    [&](OpBuilder &nb, Location nl, Value v) -> Value {
+                      return tensor::ExtractOp::create(nb, nl, q,
+                                                       ValueRange{row, v});
+                    },
+                    u));
+          });
       if (tokenTensor.getType() != op.getTokens().getType())
         tokenTensor = tensor::CastOp::create(rewriter, loc,
                                              op.getTokens().getType(),

@@ -144,54 +144,90 @@ static void sliceLogits(ModelInfo &model, int64_t vocab) {
   model.logits = slicedType;
 }
 
-LogicalResult PairDraftPass::checkCompatibility(ModelInfo &target,
-                                                ModelInfo &draft) {
-  std::string pair = ("draft @" + draft.func.getSymName() + " and target @" +
-                      target.func.getSymName())
-                         .str();
-  bool ok = true;
-  auto incompatible = [&](const Twine &what, const Twine &fix) {
-    ok = false;
-    InFlightDiagnostic diag = draft.func.emitError()
-                              << pair << " " << what;
-    diag.attachNote(target.func.getLoc()) << "target defined here";
-    diag.attachNote() << "to fix: " << fix;
-  };
+namespace {
+/// The checks that a draft and a target can be paired. They only report;
+/// what pairing changes (cutting padded logits) waits until all passed.
+class PairCheck {
+public:
+  PairCheck(ModelInfo &target, ModelInfo &draft)
+      : target(target), draft(draft),
+        pair(("draft @" + draft.func.getSymName() + " and target @" +
+              target.func.getSymName())
+                 .str()) {}
 
-  StringAttr targetTokenizer = target.tokenizer(),
-             draftTokenizer = draft.tokenizer();
-  bool sameTokenizer = targetTokenizer && draftTokenizer &&
-                       targetTokenizer == draftTokenizer;
-  if (targetTokenizer && draftTokenizer && !sameTokenizer)
-    incompatible("use different tokenizers (fingerprints " +
-                     draftTokenizer.getValue() + " and " +
-                     targetTokenizer.getValue() +
-                     "): the same token id would mean different text",
-                 "use a draft trained with the target's tokenizer");
-
-  std::optional<int64_t> targetVocab = target.vocab(),
-                         draftVocab = draft.vocab();
-  if (targetVocab && draftVocab && *targetVocab != *draftVocab) {
-    if (sameTokenizer) {
-      int64_t common = std::min(*targetVocab, *draftVocab);
-      ModelInfo &padded = *targetVocab > *draftVocab ? target : draft;
-      InFlightDiagnostic diag =
-          draft.func.emitWarning()
-          << pair << " have vocabularies of "
-          << *draftVocab << " and " << *targetVocab
-          << " tokens but the same tokenizer, so the larger embedding is "
-             "padding: using the first "
-          << common << " logits of @" << padded.func.getSymName();
-      sliceLogits(padded, common);
-    } else {
-      incompatible("have vocabularies of " + Twine(*draftVocab) + " and " +
-                       Twine(*targetVocab) + " tokens",
-                   "pair models with the same vocabulary (if one is only "
-                   "padded, give both the same tokenizer_sha256)");
+  /// Runs every check; on success, `padded` is the model whose logits are
+  /// cut to `common` entries (null when none is).
+  LogicalResult run(ModelInfo *&padded, int64_t &common) {
+    bool sameTokenizer = tokenizers();
+    vocabularies(sameTokenizer, padded, common);
+    specialTokens();
+    if (target.logits.getElementType() != draft.logits.getElementType()) {
+      std::string types;
+      llvm::raw_string_ostream os(types);
+      os << draft.logits.getElementType() << " and "
+         << target.logits.getElementType();
+      incompatible("return logits of different element types (" + types +
+                       ")",
+                   "export both models with the same logits precision");
     }
+    for (ModelInfo *model : {&target, &draft})
+      if (std::optional<bool> cache = model->hasCacheInputs();
+          cache && !*cache)
+        incompatible("cannot be paired: @" + model->func.getSymName() +
+                         " has no key/value cache input "
+                         "(past_key_values.0.key)",
+                     "export the model with its cache (use_cache=True) so "
+                     "that each step processes only new tokens");
+    return success(ok);
   }
 
-  if (target.config && draft.config) {
+private:
+  void incompatible(const Twine &what, const Twine &fix) {
+    ok = false;
+    InFlightDiagnostic diag = draft.func.emitError() << pair << " " << what;
+    diag.attachNote(target.func.getLoc()) << "target defined here";
+    diag.attachNote() << "to fix: " << fix;
+  }
+
+  /// Whether both name the same tokenizer; different ones are an error.
+  bool tokenizers() {
+    StringAttr targetTokenizer = target.tokenizer(),
+               draftTokenizer = draft.tokenizer();
+    if (targetTokenizer && draftTokenizer && targetTokenizer != draftTokenizer)
+      incompatible("use different tokenizers (fingerprints " +
+                       draftTokenizer.getValue() + " and " +
+                       targetTokenizer.getValue() +
+                       "): the same token id would mean different text",
+                   "use a draft trained with the target's tokenizer");
+    return targetTokenizer && targetTokenizer == draftTokenizer;
+  }
+
+  /// Vocabularies must agree, except for padding under one tokenizer.
+  void vocabularies(bool sameTokenizer, ModelInfo *&padded, int64_t &common) {
+    std::optional<int64_t> targetVocab = target.vocab(),
+                           draftVocab = draft.vocab();
+    if (!targetVocab || !draftVocab || *targetVocab == *draftVocab)
+      return;
+    if (!sameTokenizer)
+      return incompatible(
+          "have vocabularies of " + Twine(*draftVocab) + " and " +
+              Twine(*targetVocab) + " tokens",
+          "pair models with the same vocabulary (if one is only padded, "
+          "give both the same tokenizer_sha256)");
+    common = std::min(*targetVocab, *draftVocab);
+    padded = *targetVocab > *draftVocab ? &target : &draft;
+    draft.func.emitWarning()
+        << pair << " have vocabularies of " << *draftVocab << " and "
+        << *targetVocab
+        << " tokens but the same tokenizer, so the larger embedding is "
+           "padding: using the first "
+        << common << " logits of @" << padded->func.getSymName();
+  }
+
+  /// BOS, EOS and PAD must agree; different contexts only warn.
+  void specialTokens() {
+    if (!target.config || !draft.config)
+      return;
     auto checkId = [&](StringRef name, std::optional<int64_t> targetId,
                        std::optional<int64_t> draftId) {
       if (targetId && draftId && *targetId != *draftId)
@@ -209,29 +245,26 @@ LogicalResult PairDraftPass::checkCompatibility(ModelInfo &target,
                            draftContext = draft.config.getMaxContext();
     if (targetContext && draftContext && *targetContext != *draftContext)
       draft.func.emitWarning()
-          << pair << " have maximum contexts of "
-          << *draftContext << " and " << *targetContext
-          << " positions; generation stops at "
+          << pair << " have maximum contexts of " << *draftContext << " and "
+          << *targetContext << " positions; generation stops at "
           << std::min(*targetContext, *draftContext);
   }
 
-  if (target.logits.getElementType() != draft.logits.getElementType()) {
-    std::string types;
-    llvm::raw_string_ostream os(types);
-    os << draft.logits.getElementType() << " and "
-       << target.logits.getElementType();
-    incompatible("return logits of different element types (" + types + ")",
-                 "export both models with the same logits precision");
-  }
+  ModelInfo &target, &draft;
+  std::string pair;
+  bool ok = true;
+};
+} // namespace
 
-  for (ModelInfo *model : {&target, &draft})
-    if (std::optional<bool> cache = model->hasCacheInputs(); cache && !*cache)
-      incompatible("cannot be paired: @" + model->func.getSymName() +
-                       " has no key/value cache input "
-                       "(past_key_values.0.key)",
-                   "export the model with its cache (use_cache=True) so "
-                   "that each step processes only new tokens");
-  return success(ok);
+LogicalResult PairDraftPass::checkCompatibility(ModelInfo &target,
+                                                ModelInfo &draft) {
+  ModelInfo *padded = nullptr;
+  int64_t common = 0;
+  if (failed(PairCheck(target, draft).run(padded, common)))
+    return failure();
+  if (padded)
+    sliceLogits(*padded, common);
+  return success();
 }
 
 LogicalResult PairDraftPass::initialize(MLIRContext *context) {

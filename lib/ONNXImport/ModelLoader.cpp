@@ -284,6 +284,57 @@ private:
   std::string &error;
 };
 
+/// Declared shapes of computed values are claims, not facts: libonnx's
+/// inference keeps a declared size where it computes a symbolic one, so an
+/// output declared [2^40, 3] of a Relu on [n, 3] became a Relu over 2^40
+/// rows, run past the data (and [2, 3] on a batch of 1, a made-up row).
+/// The sizes of graph outputs and value_info are forgotten (ranks kept)
+/// before inference, so that nodes get the sizes their inputs give them.
+/// Returns the outputs' declared types, by output index.
+std::map<int, onnx::TypeProto> forgetDeclaredSizes(onnx::GraphProto &graph) {
+  std::set<std::string> given;
+  for (const auto &input : graph.input())
+    given.insert(input.name());
+  for (const auto &tensor : graph.initializer())
+    given.insert(tensor.name());
+  auto forget = [](onnx::ValueInfoProto &value) {
+    if (!value.type().has_tensor_type() ||
+        !value.type().tensor_type().has_shape())
+      return false;
+    bool any = false;
+    auto *shape = value.mutable_type()->mutable_tensor_type()->mutable_shape();
+    for (auto &dim : *shape->mutable_dim())
+      if (dim.has_dim_value()) {
+        dim.clear_dim_value();
+        any = true;
+      }
+    return any;
+  };
+  std::map<int, onnx::TypeProto> declared;
+  for (int i = 0; i < graph.output_size(); ++i) {
+    onnx::ValueInfoProto &output = *graph.mutable_output(i);
+    onnx::TypeProto type = output.type();
+    if (!given.count(output.name()) && forget(output))
+      declared[i] = type;
+  }
+  for (auto &value : *graph.mutable_value_info())
+    if (!given.count(value.name()))
+      forget(value);
+  return declared;
+}
+
+/// After inference: the outputs' computed types go into value_info, where
+/// the importer reads what nodes produce, and the outputs get their
+/// declarations back, which the function's results keep (the importer casts
+/// to them, and refuses a computed size that contradicts one).
+void restoreDeclaredOutputs(onnx::GraphProto &graph,
+                            const std::map<int, onnx::TypeProto> &declared) {
+  for (const auto &[index, type] : declared) {
+    *graph.add_value_info() = graph.output(index);
+    *graph.mutable_output(index)->mutable_type() = type;
+  }
+}
+
 /// The rank of every value libonnx's inference (or the graph) gives a rank.
 std::map<std::string, int64_t> knownRanks(const onnx::GraphProto &graph) {
   std::map<std::string, int64_t> ranks;
@@ -447,6 +498,8 @@ bool specula::onnx_import::loadModel(const std::string &contents,
     if (options.runShapeInference) {
       if (!checkLayerNormAxes(model, error))
         return false;
+      std::map<int, onnx::TypeProto> declaredOutputs =
+          forgetDeclaredSizes(*model.mutable_graph());
       // Data propagation dereferences the types of a node's inputs without
       // checking them, which are missing after an earlier node's inference
       // failed (a Shape of such a value crashes). So inference runs first
@@ -463,6 +516,7 @@ bool specula::onnx_import::loadModel(const std::string &contents,
                                       /*enable_data_propagation=*/true});
       if (!checkTypeParameters(model, error))
         return false;
+      restoreDeclaredOutputs(*model.mutable_graph(), declaredOutputs);
     }
     return true;
   } catch (const onnx::checker::ValidationError &e) {

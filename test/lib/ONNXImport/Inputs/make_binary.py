@@ -8,6 +8,9 @@ OUT_DIR/truncated.onnx      linear.onnx cut in half
 OUT_DIR/no-weights.onnx     external.onnx whose weights file is missing
 OUT_DIR/x.pb, OUT_DIR/y.pb  an input and the output numpy computes for it
 OUT_DIR/x3.pb               an input of the wrong width
+OUT_DIR/claims-<rows>.onnx  linear.onnx whose output claims <rows> rows
+                            (2, 2^31, 2^40) whatever the input's
+OUT_DIR/x1.pb               a one-row input
 """
 import os
 import sys
@@ -30,6 +33,11 @@ graph = helper.make_graph(
 model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
 model.ir_version = 8
 onnx.save(model, os.path.join(out, "linear.onnx"))
+for rows in (2, 2**31, 2**40):
+    claims = onnx.ModelProto()
+    claims.CopyFrom(model)
+    claims.graph.output[0].type.tensor_type.shape.dim[0].dim_value = rows
+    onnx.save(claims, os.path.join(out, "claims-%d.onnx" % rows))
 data = open(os.path.join(out, "linear.onnx"), "rb").read()
 open(os.path.join(out, "truncated.onnx"), "wb").write(data[:len(data) // 2])
 
@@ -49,3 +57,5 @@ with open(os.path.join(out, "y.pb"), "wb") as f:
     f.write(numpy_helper.from_array(y.astype(np.float32), "y").SerializeToString())
 with open(os.path.join(out, "x3.pb"), "wb") as f:
     f.write(numpy_helper.from_array(np.zeros((2, 3), np.float32), "x").SerializeToString())
+with open(os.path.join(out, "x1.pb"), "wb") as f:
+    f.write(numpy_helper.from_array(x[:1], "x").SerializeToString())
