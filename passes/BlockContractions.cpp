@@ -9,6 +9,8 @@
 
 #include "passes/Passes.h"
 
+#include "dialects/spec/SpecDialect.h"
+
 #include "mlir/Dialect/Affine/IR/AffineOps.h"
 #include "mlir/Dialect/Affine/Utils.h"
 #include "mlir/Dialect/Arith/IR/Arith.h"
@@ -210,7 +212,8 @@ private:
   LogicalResult
   tileByHalves(func::FuncOp func, IRRewriter &rewriter,
                llvm::function_ref<unsigned(const ContractionDims &)> role,
-                            int64_t size, bool everyHalf);
+                            int64_t size, bool everyHalf,
+                            StringRef marker = {});
   LogicalResult vectorizeTiles(func::FuncOp func, IRRewriter &rewriter);
   LogicalResult hoistAccumulators(func::FuncOp func, IRRewriter &rewriter);
   LogicalResult canonicalize(func::FuncOp func) {
@@ -266,7 +269,7 @@ static int64_t nextTileSize(int64_t size, bool everyHalf) {
 LogicalResult BlockContractionsPass::tileByHalves(
     func::FuncOp func, IRRewriter &rewriter,
     llvm::function_ref<unsigned(const ContractionDims &)> role, int64_t size,
-    bool everyHalf) {
+    bool everyHalf, StringRef marker) {
   for (int64_t half = size; half >= 1; half = nextTileSize(half, everyHalf)) {
     for (linalg::LinalgOp op : markedOps(func)) {
       std::optional<ContractionDims> dims = matchWeightContraction(op);
@@ -285,6 +288,9 @@ LogicalResult BlockContractionsPass::tileByHalves(
         return op.emitOpError("could not be tiled");
       scf::ForOp partial;
       (void)scf::peelForLoopAndSimplifyBounds(rewriter, loops->back(), partial);
+      // Only the full tiles of a static range: a loop worth splitting.
+      if (!marker.empty() && !ShapedType::isDynamic(range))
+        loops->back()->setAttr(marker, rewriter.getUnitAttr());
     }
     if (failed(canonicalize(func)))
       return func.emitError("tile sizes did not converge");
@@ -374,7 +380,8 @@ void BlockContractionsPass::runOnOperation() {
           /*everyHalf=*/true)) ||
       failed(tileByHalves(
           func, rewriter, [](const ContractionDims &d) { return d.columns; },
-          columns, /*everyHalf=*/false)) ||
+          columns, /*everyHalf=*/false,
+          spec::SpecDialect::kColumnTilesAttrName)) ||
       failed(tileByHalves(
           func, rewriter, [](const ContractionDims &d) { return d.depth; },
           depth, /*everyHalf=*/false)) ||

@@ -349,7 +349,42 @@ def SpecBlockContractions
                            "::mlir::linalg::LinalgDialect",
                            "::mlir::scf::SCFDialect",
                            "::mlir::tensor::TensorDialect",
-                           "::mlir::vector::VectorDialect"];
+                           "::mlir::vector::VectorDialect",
+                           "::specula::spec::SpecDialect"];
+}
+
+def SpecParallelizeColumns
+    : Pass<"spec-parallelize-columns", "::mlir::func::FuncOp"> {
+  let summary = "Run the column tiles of blocked contractions on several "
+                "threads";
+  let description = [{
+    `spec-block-contractions` marks the loop over a contraction's full
+    column tiles (`spec.column_tiles`): each iteration computes whole output
+    columns, every element in the same order whatever the iteration runs on.
+    After bufferization, this pass turns each marked loop that is worth it
+    into an `scf.parallel`, which `convert-scf-to-openmp` shares among the
+    threads of an OpenMP team. Results are bit-identical for any number of
+    threads: work is split by output columns, never inside a reduction.
+
+    A loop is worth it when it has at least two iterations and its
+    contraction does at least `min-work` multiply-adds per row; smaller ones
+    cost less than waking the threads (on the example models, whose largest
+    projection is 128 x 512, threads gained nothing; on a 1024-wide model
+    two threads give 1.85x, bench/README.md). Reductions over a run-time
+    length (attention over the cached positions) and bodies that allocate
+    or call stay sequential. Marked loops left sequential lose the marker.
+
+    Refused: a marked loop that still carries values (it runs before
+    bufferization).
+
+    Example: `spec-opt --pass-pipeline='builtin.module(func.func(spec-parallelize-columns{min-work=65536}))'`
+  }];
+  let options = [
+    Option<"minWork", "min-work", "int64_t", "131072",
+           "Multiply-adds per row (columns x depth) below which a "
+           "contraction's column tiles stay on one thread">,
+  ];
+  let dependentDialects = ["::mlir::scf::SCFDialect"];
 }
 
 def SpecFuseElementwise : Pass<"spec-fuse-elementwise"> {

@@ -91,6 +91,19 @@ void specula::buildGraphToLLVMPipeline(OpPassManager &pm,
   bool gpuSchedule = options.gpuScheduleThreads > 0;
   buildBufferizationPipeline(pm, options.fuseElementwise,
                              options.blockContractions && !gpuSchedule);
+  bool parallel = options.parallelColumns && options.blockContractions &&
+                  !gpuSchedule;
+  if (parallel) {
+    // Bufferized: the marked column loops carry nothing but buffers.
+    SpecParallelizeColumnsOptions columns;
+    columns.minWork = options.parallelMinWork;
+    pm.addNestedPass<func::FuncOp>(createSpecParallelizeColumns(columns));
+    pm.addPass(createConvertSCFToOpenMPPass());
+    // The conversion wraps each iteration in a memref.alloca_scope, which
+    // must stay one block; ours allocate nothing, and canonicalization
+    // inlines such scopes before loops inside them become branches.
+    pm.addPass(createCanonicalizerPass());
+  }
   if (options.interchangeContractions && !gpuSchedule)
     pm.addNestedPass<func::FuncOp>(createSpecInterchangeContractions());
   if (options.approximateExp) {
@@ -121,6 +134,8 @@ void specula::buildGraphToLLVMPipeline(OpPassManager &pm,
   pm.addPass(createConvertVectorToLLVMPass(vectorToLLVM));
   pm.addPass(createUBToLLVMConversionPass());
   buildHostToLLVMPipeline(pm, options.runtimeAllocator);
+  if (parallel)
+    pm.addPass(createConvertOpenMPToLLVMPass());
   pm.addPass(createReconcileUnrealizedCastsPass());
 }
 
@@ -130,6 +145,8 @@ void specula::buildSpecToCPUPipeline(OpPassManager &pm,
   GraphToLLVMOptions lowering;
   lowering.runtimeAllocator = options.runtimeAllocator;
   lowering.gpuScheduleThreads = options.gpuScheduleThreads;
+  lowering.parallelColumns = options.parallelColumns;
+  lowering.parallelMinWork = options.parallelMinWork;
   buildGraphToLLVMPipeline(pm, lowering);
   if (!options.weightsFile.empty()) {
     SpecExternalizeWeightsOptions weights;

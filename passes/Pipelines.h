@@ -47,6 +47,19 @@ struct GraphToLLVMOptions : public mlir::PassPipelineOptions<GraphToLLVMOptions>
                      "with this many threads per block) on the CPU instead "
                      "of the CPU's own, to test it without a GPU (0: off)"),
       llvm::cl::init(0)};
+  Option<bool> parallelColumns{
+      *this, "parallel-columns",
+      llvm::cl::desc("Share the column tiles of large blocked contractions "
+                     "among OpenMP threads (spec-parallelize-columns, then "
+                     "convert-scf-to-openmp; the code then needs libomp). "
+                     "Results are identical for any thread count"),
+      llvm::cl::init(false)};
+  Option<int64_t> parallelMinWork{
+      *this, "parallel-min-work",
+      llvm::cl::desc("With parallel-columns: multiply-adds per row below "
+                     "which a contraction stays on one thread "
+                     "(spec-parallelize-columns{min-work})"),
+      llvm::cl::init(131072)};
 };
 
 /// Lowers model functions on tensors (what the ONNX importer produces) to the
@@ -83,6 +96,17 @@ struct SpecToCPUOptions : public mlir::PassPipelineOptions<SpecToCPUOptions> {
       llvm::cl::desc("Run spec-to-cuda's loop schedule on the CPU (see "
                      "spec-graph-to-llvm; 0: off)"),
       llvm::cl::init(0)};
+  Option<bool> parallelColumns{
+      *this, "parallel-columns",
+      llvm::cl::desc("Share large contractions' column tiles among OpenMP "
+                     "threads (see spec-graph-to-llvm); the runtime sets "
+                     "the thread count (spec-run --threads)"),
+      llvm::cl::init(true)};
+  Option<int64_t> parallelMinWork{
+      *this, "parallel-min-work",
+      llvm::cl::desc("Multiply-adds per row below which a contraction stays "
+                     "on one thread (see spec-graph-to-llvm)"),
+      llvm::cl::init(131072)};
 };
 
 /// The CPU compilation of speculative decoders, from the decoder composition

@@ -59,6 +59,12 @@ def Spec_Dialect : Dialect {
     /// lowering to LLVM, where the artifact writer reads it for the manifest.
     static constexpr ::llvm::StringLiteral kContextCapacityAttrName =
         "spec.context_capacity";
+    /// Discardable unit attribute of a loop over the column tiles of a
+    /// blocked contraction (spec-block-contractions): its iterations write
+    /// disjoint output columns, so spec-parallelize-columns may run them on
+    /// several threads without changing any result.
+    static constexpr ::llvm::StringLiteral kColumnTilesAttrName =
+        "spec.column_tiles";
     /// Argument and result attribute of a model function: what the value is
     /// (#spec.io), the contract between the importer and the passes.
     static constexpr ::llvm::StringLiteral kIOAttrName = "spec.io";

@@ -4,6 +4,7 @@
 #include "dialects/spec/SpecOps.h"
 
 #include "mlir/Interfaces/FunctionInterfaces.h"
+#include "mlir/Interfaces/LoopLikeInterface.h"
 
 using namespace mlir;
 using namespace specula::spec;
@@ -25,12 +26,18 @@ void SpecDialect::initialize() {
 LogicalResult SpecDialect::verifyOperationAttribute(Operation *op,
                                                     NamedAttribute attr) {
   StringRef name = attr.getName().getValue();
+  if (name == kColumnTilesAttrName) {
+    if (!isa<UnitAttr>(attr.getValue()) || !isa<LoopLikeOpInterface>(op))
+      return op->emitError() << "'" << name << "' is a unit attribute of loops";
+    return success();
+  }
   if (name != kRoleAttrName && name != kConfigAttrName &&
       name != kFusedFromAttrName && name != kContextCapacityAttrName)
     return op->emitError() << "unknown spec dialect attribute '" << name
                            << "'; expected '" << kRoleAttrName << "', '"
                            << kConfigAttrName << "', '" << kFusedFromAttrName
-                           << "' or '" << kContextCapacityAttrName << "'";
+                           << "', '" << kContextCapacityAttrName << "' or '"
+                           << kColumnTilesAttrName << "'";
   if (!isa<FunctionOpInterface>(op))
     return op->emitError() << "'" << name
                            << "' is only valid on function operations";

@@ -45,6 +45,12 @@ struct ArtifactOptions {
   /// The CPU to generate code for: "native" (this host, with all its
   /// features) or an LLVM CPU name such as "x86-64-v3".
   std::string cpu = "native";
+  /// CPU: share the column tiles of large contractions among OpenMP threads
+  /// (spec-to-cpu{parallel-columns}); the library then links libomp and the
+  /// runtime sets the thread count. Outputs are identical for any count.
+  bool parallelColumns = true;
+  /// Multiply-adds per row below which a contraction stays on one thread.
+  int64_t parallelMinWork = 131072;
 };
 
 /// Lowers `module` (consumed: the device's pipeline lowers it in place) and

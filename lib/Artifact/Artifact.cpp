@@ -283,9 +283,26 @@ static FailureOr<std::string> findLinker(ModuleOp module, StringRef linker) {
   return *found;
 }
 
+/// Whether the code has OpenMP parallel loops (spec-parallelize-columns),
+/// whose runtime the library must link.
+static bool usesOpenMP(ModuleOp module) {
+  return module
+      .walk([](Operation *op) {
+        return op->getName().getDialectNamespace() == "omp"
+                   ? WalkResult::interrupt()
+                   : WalkResult::advance();
+      })
+      .wasInterrupted();
+}
+
 static LogicalResult linkSharedObject(ModuleOp module, StringRef object,
-                                      StringRef library, StringRef driver) {
+                                      StringRef library, StringRef driver,
+                                      bool openmp) {
   SmallVector<StringRef> args{driver, "-shared", "-o", library, object, "-lm"};
+  // LLVM's libomp, found where it was at build time by the loader too.
+  std::string rpath = "-Wl,-rpath," SPECULA_OPENMP_LIBRARY_DIR;
+  if (openmp)
+    args.append({"-L" SPECULA_OPENMP_LIBRARY_DIR, "-lomp", rpath});
   std::string message;
   int rc = llvm::sys::ExecuteAndWait(driver, args, std::nullopt, {},
                                      /*SecondsToWait=*/0, /*MemoryLimit=*/0,
@@ -410,6 +427,8 @@ LogicalResult specula::compileToLLVM(ModuleOp module,
     pipeline.weightsFile = weightsFile.str();
     pipeline.minWeightBytes = options.minWeightBytes;
     pipeline.gpuScheduleThreads = options.gpuScheduleThreads;
+    pipeline.parallelColumns = options.parallelColumns;
+    pipeline.parallelMinWork = options.parallelMinWork;
     buildSpecToCPUPipeline(pm, pipeline);
   }
   if (failed(pm.run(module)))
@@ -504,9 +523,10 @@ LogicalResult specula::writeArtifact(ModuleOp module, StringRef path,
     return failure();
 
   std::string object = inStaging("decoder.o");
+  bool openmp = usesOpenMP(module);
   if (failed(emitObject(module, **machine, object)) ||
       failed(linkSharedObject(module, object, inStaging(SPECRT_LIBRARY_FILE),
-                              *linker)))
+                              *linker, openmp)))
     return failure();
   llvm::sys::fs::remove(object);
   FailureOr<llvm::json::Object> library =

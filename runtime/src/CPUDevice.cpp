@@ -70,6 +70,8 @@ public:
                        stopTokens.size(), output, error);
   }
 
+  void setThreads(int threads) override { library.setThreads(threads); }
+
 private:
   MappedFile weights;
   HostLibrary library;
@@ -161,6 +163,9 @@ specrt_status HostLibrary::open(const std::string &directory,
       reinterpret_cast<specrt_entry_fn>(symbol(manifest.targetOnlyEntry));
   if (!base || !generate || !targetOnly)
     return SPECRT_ERROR_FORMAT;
+  // Found through the library's dependencies, if it has parallel loops.
+  setOpenMPThreads = reinterpret_cast<void (*)(int)>(
+      dlsym(handle, "omp_set_num_threads"));
   *base = weights;
   return SPECRT_OK;
 }
@@ -175,6 +180,8 @@ specrt_status HostLibrary::run(bool speculative, int64_t *prompt,
   specrt_memref_i64 stop{stopTokens, stopTokens, 0,
                          static_cast<int64_t>(numStopTokens), 1};
   specrt_entry_result result{};
+  if (threads > 0 && setOpenMPThreads)
+    setOpenMPThreads(threads);
   (speculative ? generate : targetOnly)(&result, &input, maxNewTokens, seed,
                                         &stop);
   const specrt_memref_i64 &tokens = result.tokens;

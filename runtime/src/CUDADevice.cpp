@@ -284,6 +284,7 @@ public:
                        size_t promptLength, int64_t maxNewTokens, int64_t seed,
                        const std::vector<int64_t> &stopTokens,
                        DecodeOutput &output, std::string &error) override;
+  void setThreads(int threads) override { library.setThreads(threads); }
 
 private:
   specrt_status setUpDriver(const Manifest &manifest, std::string &error);

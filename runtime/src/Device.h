@@ -40,6 +40,9 @@ public:
                                int64_t seed,
                                const std::vector<int64_t> &stopTokens,
                                DecodeOutput &output, std::string &error) = 0;
+
+  /// Threads for the host code's parallel loops (0: OpenMP's default).
+  virtual void setThreads(int threads) = 0;
 };
 
 /// Checks that this machine's CPU runs the artifact's host code (its
@@ -75,8 +78,16 @@ public:
                     size_t numStopTokens, DecodeOutput &output,
                     std::string &error);
 
+  /// Threads for the code's OpenMP loops, set before every run (the count
+  /// is per calling thread); 0 leaves OpenMP's default. Code without
+  /// parallel loops ignores it.
+  void setThreads(int count) { threads = count; }
+
 private:
   void *handle = nullptr;
+  /// libomp's omp_set_num_threads, when the code links libomp.
+  void (*setOpenMPThreads)(int) = nullptr;
+  int threads = 0;
   specrt_entry_fn generate = nullptr, targetOnly = nullptr;
 };
 

@@ -50,6 +50,7 @@ const char *specrt_last_error(void) { return lastError.c_str(); }
 void specrt_open_options_init(specrt_open_options *options) {
   options->device = SPECRT_DEVICE_ARTIFACT;
   options->verify_checksums = 1;
+  options->threads = 0;
 }
 
 specrt_status specrt_open(const char *path, const specrt_open_options *options,
@@ -79,12 +80,17 @@ specrt_status specrt_open(const char *path, const specrt_open_options *options,
                 "'" + directory + "' was compiled for the " + manifest.device +
                     "; the " + wanted + " device was requested");
   bool verify = options->verify_checksums != 0;
+  if (options->threads < 0)
+    return fail(SPECRT_ERROR_INVALID_ARGUMENT,
+                "threads must not be negative (0: all cores), got " +
+                    std::to_string(options->threads));
   if (specrt_status status =
           cuda ? openCUDADevice(directory, manifest, verify, opened->device,
                                error)
               : openCPUDevice(directory, manifest, verify, opened->device,
                               error))
     return fail(status, error);
+  opened->device->setThreads(options->threads);
   *model = opened.release();
   return SPECRT_OK;
 }

@@ -183,3 +183,14 @@ func.func @not_blocked(%x: tensor<4x16x8xf32>, %y: tensor<4x8xf32>, %init: tenso
   } -> tensor<4x16xf16>
   return %0, %1 : tensor<4x16xf32>, tensor<4x16xf16>
 }
+
+// Three full tiles of 32 columns: their loop is marked for
+// spec-parallelize-columns (each iteration writes whole output columns).
+// CHECK-LABEL: func.func @wide
+// CHECK: scf.for %{{.*}} = %c0 to %c96 step %c32
+// CHECK: vector.contract {{.*}} : vector<8x8xf32>, vector<8x32xf32> into vector<8x32xf32>
+// CHECK: } {spec.column_tiles}
+func.func @wide(%x: tensor<?x16xf32>, %w: tensor<16x96xf32>, %init: tensor<?x96xf32>) -> tensor<?x96xf32> {
+  %0 = linalg.matmul ins(%x, %w : tensor<?x16xf32>, tensor<16x96xf32>) outs(%init : tensor<?x96xf32>) -> tensor<?x96xf32>
+  return %0 : tensor<?x96xf32>
+}

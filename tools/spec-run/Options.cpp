@@ -39,6 +39,9 @@ const char *kUsage =
     "  --warmup N             generate N times untimed before each measured\n"
     "                         run (default 0; 1 with --compare, so that\n"
     "                         neither mode pays the first run's page faults)\n"
+    "  --threads N            CPU threads for the compiled code's parallel\n"
+    "                         loops (default: all cores, or OMP_NUM_THREADS);\n"
+    "                         outputs are identical for any N\n"
     "  --json                 print JSON instead of text\n"
     "  --profile FILE         write the measured acceptance as JSON, for\n"
     "                         specc --profile (gamma from the cost model);\n"
@@ -195,7 +198,7 @@ int specrun::parseOptions(int argc, char **argv, Options &o) {
       o.promptIds = ids;
     } else if (arg == "--max-new-tokens" || arg == "--seed" ||
                arg == "--stop-token" || arg == "--top-k" ||
-               arg == "--warmup") {
+               arg == "--warmup" || arg == "--threads") {
       if (!next())
         return needsValue();
       if (arg == "--seed") {
@@ -211,12 +214,17 @@ int specrun::parseOptions(int argc, char **argv, Options &o) {
         return usageError(arg + ": '" + value + "' is not an integer");
       if ((arg == "--top-k" || arg == "--warmup") && n < 0)
         return usageError(arg + ": '" + value + "' is negative");
+      if (arg == "--threads" && (n < 1 || n > 4096))
+        return usageError("--threads: '" + value +
+                          "' is not a thread count from 1 to 4096");
       if (arg == "--max-new-tokens")
         o.maxNewTokens = n;
       else if (arg == "--stop-token")
         o.stopTokens.push_back(n);
       else if (arg == "--warmup")
         o.warmup = n;
+      else if (arg == "--threads")
+        o.threads = n;
       else
         o.topK = n;
     } else if (arg == "--temperature" || arg == "--top-p") {

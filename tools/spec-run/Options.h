@@ -26,6 +26,7 @@ struct Options {
   double temperature = -1, topP = -1;
   int64_t topK = -1;
   int64_t warmup = -1; // -1: 1 with --compare, else 0
+  int64_t threads = 0;  // 0: all cores (OpenMP's default)
   bool noSpeculation = false, compare = false, json = false;
   std::string profile;
   specrt_device_kind device = SPECRT_DEVICE_ARTIFACT;

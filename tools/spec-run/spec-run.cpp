@@ -92,6 +92,7 @@ int main(int argc, char **argv) {
   specrt_open_options openOptions;
   specrt_open_options_init(&openOptions);
   openOptions.device = o.device;
+  openOptions.threads = static_cast<int>(o.threads);
   specrt_model *model = nullptr;
   if (specrt_open(o.model.c_str(), &openOptions, &model) != SPECRT_OK) {
     std::fprintf(stderr, "spec-run: error: %s\n", specrt_last_error());
@@ -228,6 +229,10 @@ int main(int argc, char **argv) {
     auto stats = [&](const Run &run, bool withAcceptance) {
       const specrt_result &s = run.stats;
       std::string out = "{\n    \"text\": " + jsonString(text(run.tokens));
+      out += ",\n    \"token_ids\": [";
+      for (size_t i = 0; i < run.tokens.size(); ++i)
+        out += (i ? ", " : "") + std::to_string(run.tokens[i]);
+      out += "]";
       char buffer[512];
       std::snprintf(
           buffer, sizeof(buffer),

@@ -150,6 +150,18 @@ static cl::opt<std::string> cpu(
              "features; the default) or an LLVM CPU name, e.g. x86-64-v3 "
              "to run on any AVX2 machine"),
     cl::init("native"), cl::cat(category));
+static cl::opt<bool> parallelColumns(
+    "parallel-columns",
+    cl::desc("With --device cpu: share the column tiles of large "
+             "contractions among threads (OpenMP; spec-run --threads sets "
+             "how many); outputs are identical for any count (default: on)"),
+    cl::init(true), cl::cat(category));
+static cl::opt<int64_t> parallelMinWork(
+    "parallel-min-work",
+    cl::desc("With --parallel-columns: multiply-adds per row below which a "
+             "contraction stays on one thread (default 131072; smaller "
+             "ones cost less than waking threads)"),
+    cl::init(131072), cl::cat(category));
 static cl::opt<std::string> linker(
     "linker",
     cl::desc("C compiler driver that links the artifact's shared object "
@@ -339,6 +351,8 @@ int main(int argc, char **argv) {
   options.gpuScheduleThreads = gpuScheduleOnCPU;
   options.linker = linker;
   options.cpu = cpu;
+  options.parallelColumns = parallelColumns;
+  options.parallelMinWork = parallelMinWork;
   if (what == Emit::Artifact) {
     if (outputPath == "-") {
       llvm::errs() << "error: an artifact is a directory; name it with -o "

@@ -59,6 +59,10 @@ typedef struct specrt_open_options {
   specrt_device_kind device;
   /* Check the library's and the weights' checksums (default 1). */
   int verify_checksums;
+  /* Threads the code's parallel loops use on the CPU (the column tiles of
+   * large contractions; results are identical for any count). 0 (default):
+   * OpenMP's default, all cores or OMP_NUM_THREADS. */
+  int threads;
 } specrt_open_options;
 
 SPECRT_API void specrt_open_options_init(specrt_open_options *options);

@@ -134,7 +134,7 @@ func.func private @f() attributes {spec.config = 259}
 
 // -----
 
-// expected-error @below {{unknown spec dialect attribute 'spec.vocab'; expected 'spec.role', 'spec.config', 'spec.fused_from' or 'spec.context_capacity'}}
+// expected-error @below {{unknown spec dialect attribute 'spec.vocab'; expected 'spec.role', 'spec.config', 'spec.fused_from', 'spec.context_capacity' or 'spec.column_tiles'}}
 func.func private @f() attributes {spec.vocab = 259}
 
 // -----
@@ -580,3 +580,8 @@ func.func @f(%c: !spec.kv_cache<2x4x16x32xf32>, %n: index) {
   %r = spec.cache.read %c keys layer 1 length %n : !spec.kv_cache<2x4x16x32xf32> -> tensor<4x?x32xf32>
   return
 }
+
+// -----
+
+// expected-error @below {{'spec.column_tiles' is a unit attribute of loops}}
+func.func private @f() attributes {spec.column_tiles}

@@ -1,0 +1,120 @@
+//===- ParallelizeColumns.cpp - column tiles on several threads -----------===//
+
+#include "passes/Passes.h"
+
+#include "dialects/spec/SpecDialect.h"
+
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/Dialect/SCF/IR/SCF.h"
+#include "mlir/Dialect/Vector/IR/VectorOps.h"
+#include "mlir/IR/PatternMatch.h"
+#include "mlir/Interfaces/SideEffectInterfaces.h"
+
+namespace specula {
+#define GEN_PASS_DEF_SPECPARALLELIZECOLUMNS
+#include "passes/Passes.h.inc"
+} // namespace specula
+
+using namespace mlir;
+using namespace specula;
+using namespace specula::spec;
+
+/// The static trip count of `loop`, if it has one.
+static std::optional<int64_t> staticTripCount(scf::ForOp loop) {
+  std::optional<APInt> count = loop.getStaticTripCount();
+  if (!count)
+    return std::nullopt;
+  return count->getSExtValue();
+}
+
+/// Multiply-adds per row that the tiles in `loop` do, or nothing when a
+/// loop inside has no static trip count (a reduction over the cached
+/// positions, whose length is known only at run time).
+static std::optional<int64_t> workPerRow(scf::ForOp loop) {
+  std::optional<int64_t> perIteration = 0;
+  loop.getBody()->walk([&](vector::ContractionOp contract) {
+    if (!perIteration)
+      return;
+    // The rhs is the tile of the shared operand: depth x columns.
+    int64_t work = contract.getRhsType().getNumElements();
+    for (Operation *parent = contract->getParentOp(); parent != loop;
+         parent = parent->getParentOp())
+      if (auto inner = dyn_cast<scf::ForOp>(parent)) {
+        std::optional<int64_t> trips = staticTripCount(inner);
+        if (!trips) {
+          perIteration = std::nullopt;
+          return;
+        }
+        work *= *trips;
+      }
+    *perIteration += work;
+  });
+  std::optional<int64_t> trips = staticTripCount(loop);
+  if (!perIteration || !trips)
+    return std::nullopt;
+  return *perIteration * *trips;
+}
+
+/// Whether every iteration of `loop` may run on another thread: nothing in
+/// it allocates (the runtime's allocator is per thread of the caller) or
+/// calls out.
+static bool isThreadSafe(scf::ForOp loop) {
+  WalkResult walk = loop.getBody()->walk([](Operation *op) {
+    if (isa<CallOpInterface>(op) || hasEffect<MemoryEffects::Allocate>(op) ||
+        hasEffect<MemoryEffects::Free>(op))
+      return WalkResult::interrupt();
+    return WalkResult::advance();
+  });
+  return !walk.wasInterrupted();
+}
+
+/// `loop` as an scf.parallel over the same iterations.
+static void toParallel(scf::ForOp loop, RewriterBase &rewriter) {
+  rewriter.setInsertionPoint(loop);
+  auto parallel = scf::ParallelOp::create(
+      rewriter, loop.getLoc(), ValueRange{loop.getLowerBound()},
+      ValueRange{loop.getUpperBound()}, ValueRange{loop.getStep()});
+  Block *body = loop.getBody();
+  rewriter.eraseOp(body->getTerminator());
+  rewriter.inlineBlockBefore(body, parallel.getBody()->getTerminator(),
+                             parallel.getInductionVars());
+  rewriter.eraseOp(loop);
+}
+
+namespace {
+struct ParallelizeColumnsPass
+    : public specula::impl::SpecParallelizeColumnsBase<ParallelizeColumnsPass> {
+  using Base::Base;
+
+  LogicalResult initialize(MLIRContext *context) override {
+    if (minWork < 0)
+      return emitError(UnknownLoc::get(context))
+             << "spec-parallelize-columns: min-work must not be negative, got "
+             << static_cast<int64_t>(minWork);
+    return success();
+  }
+
+  void runOnOperation() override {
+    SmallVector<scf::ForOp> marked;
+    getOperation().walk([&](scf::ForOp loop) {
+      if (loop->hasAttr(SpecDialect::kColumnTilesAttrName))
+        marked.push_back(loop);
+    });
+    for (scf::ForOp loop : marked)
+      if (loop.getNumRegionIterArgs() != 0) {
+        loop.emitOpError("carries values across column tiles; run "
+                         "spec-parallelize-columns after bufferization");
+        return signalPassFailure();
+      }
+    IRRewriter rewriter(&getContext());
+    for (scf::ForOp loop : marked) {
+      loop->removeAttr(SpecDialect::kColumnTilesAttrName);
+      std::optional<int64_t> work = workPerRow(loop);
+      std::optional<int64_t> trips = staticTripCount(loop);
+      if (work && *work >= minWork && trips && *trips >= 2 &&
+          isThreadSafe(loop))
+        toParallel(loop, rewriter);
+    }
+  }
+};
+} // namespace
