@@ -73,7 +73,7 @@ spec.decoder @greedy target(@target) proposer(#spec.draft<@draft, gamma = 2>) ve
 
 // Propose: gamma draft forwards, each choosing with spec.propose, timed.
 // CHECK: %[[PSTART:.*]] = func.call @specrt_clock_ns() : () -> i64
-// CHECK: %[[PROPOSE:[^:]*]]:5 = scf.for %[[K:.*]] = %{{.*}} to %c2 step %{{.*}} iter_args(%{{.*}} = %[[DCACHE]], %{{.*}} = %[[CACHED]], %{{.*}}, %{{.*}}, %{{.*}} = %[[LAST]])
+// CHECK: %[[PROPOSE:[^:]*]]:{{[0-9]+}} = scf.for %[[K:.*]] = %{{.*}} to %c2 step %{{.*}} iter_args(%{{.*}} = %[[DCACHE]], %{{.*}} = %[[CACHED]], %{{.*}}, %{{.*}}, %{{.*}} = %[[LAST]])
 // CHECK-NEXT: %[[END:.*]] = arith.addi %[[LEN]], %[[K]] : index
 // CHECK: tensor.insert %{{.*}} into %[[SEQ]][%[[END]]]
 // CHECK: func.call @draft(
@@ -124,7 +124,7 @@ spec.decoder @greedy target(@target) proposer(#spec.draft<@draft, gamma = 2>) ve
 // When fewer than gamma + 1 positions are left, the target alone fills the
 // context: a second loop of one-token forwards from the first's state (and
 // its verifying time and stop flag).
-// CHECK-NEXT: %[[TAIL:[^:]*]]:8 = scf.while ({{.*}} = %[[LOOP]]#0, {{.*}} = %[[LOOP]]#1, {{.*}} = %[[LOOP]]#2, {{.*}} = %[[LOOP]]#3, {{.*}} = %[[LOOP]]#4, {{.*}} = %[[LOOP]]#5, {{.*}} = %[[LOOP]]#10, {{.*}} = %[[LOOP]]#11)
+// CHECK-NEXT: %[[TAIL:[^:]*]]:{{[0-9]+}} = scf.while ({{.*}} = %[[LOOP]]#0, {{.*}} = %[[LOOP]]#1, {{.*}} = %[[LOOP]]#2, {{.*}} = %[[LOOP]]#3, {{.*}} = %[[LOOP]]#4, {{.*}} = %[[LOOP]]#5, {{.*}} = %[[LOOP]]#10, {{.*}} = %[[LOOP]]#11)
 // CHECK: arith.constant 31 : index
 // CHECK: scf.condition
 // CHECK: } do {
