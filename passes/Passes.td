@@ -387,6 +387,28 @@ def SpecParallelizeColumns
   let dependentDialects = ["::mlir::scf::SCFDialect"];
 }
 
+def SpecLowerChecks : Pass<"spec-lower-checks", "::mlir::ModuleOp"> {
+  let summary = "Report failed run-time checks to the caller instead of "
+                "aborting";
+  let description = [{
+    The importer checks at run time what only the inputs decide (a Slice
+    step of 0 computed in the graph), as `cf.assert %ok, "message"`.
+    Upstream's lowering of `cf.assert` prints and aborts, which would take
+    the caller's process down. This pass turns each one into a call of
+    `specrt_check(i1 ok, ptr message)` with the message in a constant
+    global: the runtime (`libspecrt`, and `GraphExecutor` for JIT-compiled
+    graphs) keeps the first failed message of a run, the code goes on (the
+    importer keeps it in bounds), and the run ends with that message as its
+    error.
+
+    Refused: a check inside a GPU kernel, which cannot call the host.
+
+    Example: `spec-opt --spec-lower-checks`
+  }];
+  let dependentDialects = ["::mlir::func::FuncDialect",
+                           "::mlir::LLVM::LLVMDialect"];
+}
+
 def SpecFuseElementwise : Pass<"spec-fuse-elementwise"> {
   let summary = "Fuse elementwise linalg producers into their consumers when "
                 "no element is computed twice";

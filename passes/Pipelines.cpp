@@ -60,6 +60,8 @@ static void buildBufferizationPipeline(OpPassManager &pm, bool fuseElementwise,
 /// functions without an LLVM intrinsic (erf, tanh, ...) become libm calls;
 /// buffers come from malloc or the runtime's allocator.
 static void buildHostToLLVMPipeline(OpPassManager &pm, bool runtimeAllocator) {
+  // Failed run-time checks are reported to the runtime, not fatal.
+  pm.addPass(createSpecLowerChecks());
   pm.addPass(createConvertMathToFuncs());
   // LLVM intrinsics first: math.fma and math.floor (from the approximations)
   // must stay instructions, not become libm calls; what LLVM has no

@@ -147,6 +147,15 @@ static int64_t clockNanoseconds() {
       .count();
 }
 
+/// The first failed run-time check of the current call on this thread
+/// (spec-lower-checks), as the runtime keeps it for artifacts.
+static thread_local const char *failedCheck = nullptr;
+
+static void reportCheck(bool ok, const char *message) {
+  if (!ok && !failedCheck)
+    failedCheck = message;
+}
+
 GraphExecutor::~GraphExecutor() = default;
 
 FailureOr<std::unique_ptr<GraphExecutor>>
@@ -234,12 +243,15 @@ GraphExecutor::compile(ModuleOp module, StringRef function,
     std::string message = llvm::toString(engine.takeError());
     return module.emitError() << "JIT compilation failed: " << message;
   }
-  // Decode loops read the runtime's clock (specrt_clock_ns), which the JIT
-  // provides itself.
+  // Decode loops read the runtime's clock (specrt_clock_ns) and models
+  // report failed run-time checks (specrt_check): the JIT provides both.
   (*engine)->registerSymbols([](llvm::orc::MangleAndInterner interner) {
     llvm::orc::SymbolMap symbols;
     symbols[interner("specrt_clock_ns")] = {
         llvm::orc::ExecutorAddr::fromPtr(&clockNanoseconds),
+        llvm::JITSymbolFlags::Exported};
+    symbols[interner("specrt_check")] = {
+        llvm::orc::ExecutorAddr::fromPtr(&reportCheck),
         llvm::JITSymbolFlags::Exported};
     return symbols;
   });
@@ -319,10 +331,13 @@ GraphExecutor::run(ArrayRef<HostTensor> args, std::string &error) {
   if (!results.empty())
     packed.push_back(resultStorage.data());
 
+  failedCheck = nullptr;
   if (llvm::Error callError = engine->invokePacked(function, packed)) {
     error = "call failed: " + llvm::toString(std::move(callError));
     return failure();
   }
+  const char *check = failedCheck;
+  failedCheck = nullptr;
 
   std::vector<HostTensor> outputs;
   // Results are buffers the compiled code allocated (bufferization hands
@@ -365,5 +380,9 @@ GraphExecutor::run(ArrayRef<HostTensor> args, std::string &error) {
   }
   for (void *allocation : allocations)
     free(allocation);
+  if (check) {
+    error = std::string("a run-time check of the model failed: ") + check;
+    return failure();
+  }
   return outputs;
 }

@@ -9,6 +9,7 @@
 #include "dialects/spec/SpecDialect.h"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
+#include "mlir/Dialect/ControlFlow/IR/ControlFlowOps.h"
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/Dialect/Linalg/IR/Linalg.h"
 #include "mlir/Dialect/Math/IR/Math.h"
@@ -580,10 +581,14 @@ NodeImporter::intsAttr(StringRef name) const {
   return SmallVector<int64_t>(attr->ints().begin(), attr->ints().end());
 }
 
+std::string NodeImporter::describe() const {
+  return ("node '" + cast<NameLoc>(location).getName().getValue() + "' (" +
+          nodeProto.op_type() + ", opset " + Twine(graph.opset) + ")")
+      .str();
+}
+
 InFlightDiagnostic NodeImporter::emitError() {
-  return mlir::emitError(location)
-         << "node '" << cast<NameLoc>(location).getName().getValue() << "' ("
-         << nodeProto.op_type() << ", opset " << graph.opset << "): ";
+  return mlir::emitError(location) << describe() << ": ";
 }
 
 //===----------------------------------------------------------------------===//
@@ -604,8 +609,9 @@ LogicalResult specula::importONNX(ModuleOp module, StringRef source,
                  llvm::sys::path::parent_path(sourceName).str(), loadOptions,
                  model, error))
     return emitError(fileLoc) << error;
-  context->loadDialect<arith::ArithDialect, func::FuncDialect,
-                       linalg::LinalgDialect, math::MathDialect,
+  context->loadDialect<arith::ArithDialect, cf::ControlFlowDialect,
+                       func::FuncDialect, linalg::LinalgDialect,
+                       math::MathDialect,
                        tensor::TensorDialect, spec::SpecDialect>();
   return GraphImporter(module, model, sourceName, options).run();
 }
@@ -653,8 +659,8 @@ std::vector<std::string> specula::describeSupportedOperators() {
 }
 
 void specula::registerONNXImportDialects(DialectRegistry &registry) {
-  registry.insert<arith::ArithDialect, func::FuncDialect,
-                  linalg::LinalgDialect, math::MathDialect,
+  registry.insert<arith::ArithDialect, cf::ControlFlowDialect,
+                  func::FuncDialect, linalg::LinalgDialect, math::MathDialect,
                   tensor::TensorDialect, spec::SpecDialect>();
 }
 

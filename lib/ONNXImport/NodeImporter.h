@@ -66,7 +66,9 @@ public:
   std::optional<llvm::SmallVector<int64_t>>
   intsAttr(llvm::StringRef name) const;
 
-  /// An error at the node, prefixed with its name, operator and opset.
+  /// How messages name the node: "node 'NAME' (OP, opset N)".
+  std::string describe() const;
+  /// An error at the node, prefixed with describe().
   mlir::InFlightDiagnostic emitError();
 
 private:

@@ -182,8 +182,10 @@ specrt_status HostLibrary::run(bool speculative, int64_t *prompt,
   specrt_entry_result result{};
   if (threads > 0 && setOpenMPThreads)
     setOpenMPThreads(threads);
+  takeCheckFailure();
   (speculative ? generate : targetOnly)(&result, &input, maxNewTokens, seed,
                                         &stop);
+  const char *failedCheck = takeCheckFailure();
   const specrt_memref_i64 &tokens = result.tokens;
   const specrt_memref_i64 &histogram = result.accepted_histogram;
   bool wellFormed = tokens.aligned && histogram.aligned &&
@@ -202,6 +204,11 @@ specrt_status HostLibrary::run(bool speculative, int64_t *prompt,
   }
   _mlir_memref_to_llvm_free(tokens.allocated);
   _mlir_memref_to_llvm_free(histogram.allocated);
+  if (failedCheck) {
+    error = std::string("a run-time check of the model failed: ") +
+            failedCheck;
+    return SPECRT_ERROR_INVALID_ARGUMENT;
+  }
   if (!wellFormed) {
     error = "the decode loop returned a malformed sequence (length " +
             std::to_string(result.length) + ")";

@@ -45,6 +45,10 @@ public:
   virtual void setThreads(int threads) = 0;
 };
 
+/// The message of the first run-time check (specrt_check) that failed on
+/// this thread since the last call, or null; clears it.
+const char *takeCheckFailure();
+
 /// Checks that this machine's CPU runs the artifact's host code (its
 /// architecture and the CPU features the manifest lists).
 specrt_status checkHostCPU(const Manifest &manifest, std::string &error);

@@ -3,11 +3,14 @@
 // MLIR lowers a `memref.copy` between buffers that are not both contiguous to
 // a call of `memrefCopy` (upstream's C runner utilities provide it to the
 // JIT). The runtime provides it to artifacts so that they need nothing from
-// MLIR at run time, and the clock that decode loops time their phases with.
+// MLIR at run time, the clock that decode loops time their phases with, and
+// the report of failed run-time checks (spec-lower-checks).
 //
 //===----------------------------------------------------------------------===//
 
 #include "specrt/specrt.h"
+
+#include "Device.h"
 
 #include <chrono>
 #include <cstdint>
@@ -81,4 +84,20 @@ extern "C" SPECRT_API int64_t specrt_clock_ns(void) {
   return std::chrono::duration_cast<std::chrono::nanoseconds>(
              std::chrono::steady_clock::now().time_since_epoch())
       .count();
+}
+
+namespace {
+/// The first failed run-time check of the current run on this thread.
+thread_local const char *checkFailure = nullptr;
+} // namespace
+
+extern "C" SPECRT_API void specrt_check(bool ok, const char *message) {
+  if (!ok && !checkFailure)
+    checkFailure = message;
+}
+
+const char *specrt::takeCheckFailure() {
+  const char *message = checkFailure;
+  checkFailure = nullptr;
+  return message;
 }

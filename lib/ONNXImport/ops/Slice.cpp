@@ -7,6 +7,7 @@
 
 #include "lib/ONNXImport/ops/Common.h"
 
+#include "mlir/Dialect/ControlFlow/IR/ControlFlowOps.h"
 #include "mlir/Dialect/Utils/StaticValueUtils.h"
 
 #include <limits>
@@ -155,6 +156,14 @@ LogicalResult importSlice(NodeImporter &node) {
   for (int64_t i = 0; i < count; ++i) {
     Value step = steps ? Value(arith::ConstantIndexOp::create(b, loc, (*steps)[i]))
                        : extractIndex(b, loc, stepsValue, i);
+    // Steps known only at run time are checked then: a step of 0 is
+    // reported to the caller (spec-lower-checks), and slices like a step of
+    // 1 meanwhile (sliceBounds), so the code stays in bounds.
+    if (!steps)
+      cf::AssertOp::create(
+          b, loc,
+          arith::CmpIOp::create(b, loc, arith::CmpIPredicate::ne, step, zero),
+          node.describe() + ": steps must not be 0");
     Value start = extractIndex(b, loc, starts, i);
     Value end = extractIndex(b, loc, ends, i);
     if (axes) {

@@ -22,8 +22,11 @@
  * The loop ends after a round that commits EOS or one of `stop_tokens`.
  *
  * Compiled code calls back into the runtime for its buffers
- * (_mlir_memref_to_llvm_alloc / _free), strided copies (memrefCopy) and the
- * time (int64_t specrt_clock_ns(void), a monotonic clock).
+ * (_mlir_memref_to_llvm_alloc / _free), strided copies (memrefCopy), the
+ * time (int64_t specrt_clock_ns(void), a monotonic clock) and the model's
+ * run-time checks (void specrt_check(bool ok, const char *message): the
+ * first failed one of a run becomes the run's error; the code goes on in
+ * bounds until it returns).
  *
  * The result's buffers are allocated by the compiled code through
  * _mlir_memref_to_llvm_alloc (which the runtime provides) and freed by the

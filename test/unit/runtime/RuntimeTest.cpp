@@ -1,6 +1,7 @@
 //===- RuntimeTest.cpp - the runtime's parts that need no artifact --------===//
 //
-// The manifest's JSON reader and the memrefCopy that compiled code calls.
+// The manifest's JSON reader and the functions compiled code calls
+// (memrefCopy, the run-time checks' report).
 // Artifacts themselves are tested end to end in test/tools/spec-run and
 // ExactGreedyTests.
 //
@@ -74,6 +75,10 @@ TEST(Json, RefusesWhatTheGrammarDoesNot) {
 } // namespace
 
 extern "C" void memrefCopy(int64_t elementSize, void *source, void *target);
+extern "C" void specrt_check(bool ok, const char *message);
+namespace specrt {
+const char *takeCheckFailure();
+} // namespace specrt
 
 namespace {
 template <int Rank> struct Descriptor {
@@ -113,6 +118,17 @@ TEST(MemRefCopy, CopiesDenseRowsAndScalars) {
   Unranked sa{0, &a}, sb{0, &b};
   memrefCopy(sizeof(float), &sa, &sb);
   EXPECT_EQ(y, 7);
+}
+
+TEST(RunTimeChecks, TheFirstFailureOfARunIsKeptUntilTaken) {
+  EXPECT_EQ(specrt::takeCheckFailure(), nullptr);
+  specrt_check(true, "passed");
+  EXPECT_EQ(specrt::takeCheckFailure(), nullptr);
+  specrt_check(false, "first");
+  specrt_check(false, "second");
+  specrt_check(true, "passed");
+  EXPECT_STREQ(specrt::takeCheckFailure(), "first");
+  EXPECT_EQ(specrt::takeCheckFailure(), nullptr);
 }
 
 TEST(RuntimeAPI, RejectsMissingArgumentsWithAMessage) {

@@ -11,6 +11,8 @@ OUT_DIR/x3.pb               an input of the wrong width
 OUT_DIR/claims-<rows>.onnx  linear.onnx whose output claims <rows> rows
                             (2, 2^31, 2^40) whatever the input's
 OUT_DIR/x1.pb               a one-row input
+OUT_DIR/strided.onnx        y = x[:, ::step] with the step an input
+OUT_DIR/step0.pb, step2.pb  steps 0 (invalid: a run-time check fails) and 2
 """
 import os
 import sys
@@ -59,3 +61,20 @@ with open(os.path.join(out, "x3.pb"), "wb") as f:
     f.write(numpy_helper.from_array(np.zeros((2, 3), np.float32), "x").SerializeToString())
 with open(os.path.join(out, "x1.pb"), "wb") as f:
     f.write(numpy_helper.from_array(x[:1], "x").SerializeToString())
+
+strided = helper.make_graph(
+    [helper.make_node("Slice", ["x", "zero", "end", "one", "step"], ["y"])],
+    "strided",
+    [helper.make_tensor_value_info("x", onnx.TensorProto.FLOAT, ["N", 4]),
+     helper.make_tensor_value_info("step", onnx.TensorProto.INT64, [1])],
+    [helper.make_tensor_value_info("y", onnx.TensorProto.FLOAT, ["N", "M"])],
+    initializer=[numpy_helper.from_array(np.array([v], np.int64), name)
+                 for name, v in (("zero", 0), ("end", 4), ("one", 1))])
+strided_model = helper.make_model(strided,
+                                  opset_imports=[helper.make_opsetid("", 17)])
+strided_model.ir_version = 8
+onnx.save(strided_model, os.path.join(out, "strided.onnx"))
+for step in (0, 2):
+    with open(os.path.join(out, "step%d.pb" % step), "wb") as f:
+        f.write(numpy_helper.from_array(np.array([step], np.int64),
+                                        "step").SerializeToString())
