@@ -273,6 +273,10 @@ LogicalResult importTranspose(NodeImporter &node) {
 }
 
 LogicalResult importConcat(NodeImporter &node) {
+  // tensor.concat reads its inputs' types: none may be missing, or of
+  // another rank (found by onnx-import-fuzzer).
+  if (node.numOperands() == 0)
+    return node.emitError() << "Concat needs at least one input";
   FailureOr<RankedTensorType> resultType = node.resultType(0, [&] {
     return dynamicShape(
         cast<RankedTensorType>(node.operand(0).getType()).getRank());
@@ -284,8 +288,17 @@ LogicalResult importConcat(NodeImporter &node) {
   if (failed(axis))
     return failure();
   SmallVector<Value> inputs;
-  for (unsigned i = 0; i < node.numOperands(); ++i)
+  for (unsigned i = 0; i < node.numOperands(); ++i) {
     inputs.push_back(node.operand(i));
+    if (!inputs.back())
+      return node.emitError() << "input " << i << " is missing";
+    auto type = dyn_cast<RankedTensorType>(inputs.back().getType());
+    if (!type || type.getRank() != resultType->getRank())
+      return node.emitError()
+             << "input " << i << " is " << inputs.back().getType()
+             << "; Concat's inputs have the output's rank "
+             << resultType->getRank();
+  }
   OpBuilder &b = node.builder();
   // Joining shape pieces (elements or constants): one from_elements, whose
   // extracts canonicalization folds.
