@@ -91,7 +91,6 @@ public:
                     llvm::StringRef suffix);
 
   mlir::ImplicitLocOpBuilder &getBuilder() { return b; }
-  spec::VerificationRuleAttrInterface getRule() const { return rule; }
   mlir::Type getFloatType() const { return floatType; }
   mlir::Value getKey() const { return key; }
   mlir::Value getPromptLength() const { return promptLength; }

@@ -63,6 +63,10 @@ specrt_status specrt_open(const char *path, const specrt_open_options *options,
   specrt_open_options_init(&defaults);
   if (!options)
     options = &defaults;
+  if (options->threads < 0)
+    return fail(SPECRT_ERROR_INVALID_ARGUMENT,
+                "threads must not be negative (0: all cores), got " +
+                    std::to_string(options->threads));
 
   auto opened = std::make_unique<specrt_model>();
   std::string directory = path, error;
@@ -80,10 +84,6 @@ specrt_status specrt_open(const char *path, const specrt_open_options *options,
                 "'" + directory + "' was compiled for the " + manifest.device +
                     "; the " + wanted + " device was requested");
   bool verify = options->verify_checksums != 0;
-  if (options->threads < 0)
-    return fail(SPECRT_ERROR_INVALID_ARGUMENT,
-                "threads must not be negative (0: all cores), got " +
-                    std::to_string(options->threads));
   if (specrt_status status =
           cuda ? openCUDADevice(directory, manifest, verify, opened->device,
                                error)

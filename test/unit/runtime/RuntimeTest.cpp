@@ -140,6 +140,13 @@ TEST(RuntimeAPI, RejectsMissingArgumentsWithAMessage) {
   EXPECT_EQ(specrt_open("/nonexistent.spec", nullptr, &model),
             SPECRT_ERROR_IO);
   EXPECT_EQ(model, nullptr);
+  specrt_open_options options;
+  specrt_open_options_init(&options);
+  options.threads = -1;
+  EXPECT_EQ(specrt_open("/nonexistent.spec", &options, &model),
+            SPECRT_ERROR_INVALID_ARGUMENT);
+  EXPECT_STREQ(specrt_last_error(),
+               "threads must not be negative (0: all cores), got -1");
   EXPECT_STREQ(specrt_status_name(SPECRT_ERROR_CORRUPT), "corrupt artifact");
 }
 } // namespace
