@@ -65,6 +65,8 @@ private:
   LogicalResult findSlots();
   LogicalResult findConcats();
   LogicalResult findPastUses();
+  LogicalResult findAttentionMask();
+  void bindAttentionMask(OpBuilder &b, Value pastLength);
   Value writeCaches(OpBuilder &b, Value cache, Value pastLength);
   void updateSignature(OpBuilder &b, Value cache);
 
@@ -75,6 +77,8 @@ private:
   std::vector<std::tuple<tensor::ConcatOp, CacheSlot>> concats;
   SmallVector<tensor::CastOp> pastCasts;
   SmallVector<std::pair<tensor::DimOp, int64_t>> pastDims;
+  /// The attention_mask and input_ids arguments, when there is a mask.
+  std::optional<unsigned> maskArg, tokenArg;
 };
 } // namespace
 
@@ -159,6 +163,38 @@ LogicalResult CacheRewrite::findPastUses() {
   return success();
 }
 
+/// An attention_mask (batch x total positions, as optimum exports take) is
+/// all ones for one unpadded sequence, which is what the decode loops run;
+/// it needs the input_ids to know the total.
+LogicalResult CacheRewrite::findAttentionMask() {
+  for (unsigned i = 0; i < func.getNumArguments(); ++i) {
+    IOAttr io = getArgumentIO(func, i);
+    if (io && io.getKind() == IOKind::AttentionMask)
+      maskArg = i;
+    else if (io && io.getKind() == IOKind::TokenIds)
+      tokenArg = i;
+  }
+  if (!maskArg)
+    return success();
+  auto type = dyn_cast<RankedTensorType>(func.getArgumentTypes()[*maskArg]);
+  if (!type || type.getRank() != 2 || !type.isDynamicDim(1) ||
+      (!type.isDynamicDim(0) && type.getDimSize(0) != 1) ||
+      !(type.getElementType().isIntOrIndex() ||
+        isa<FloatType>(type.getElementType())))
+    return func.emitError() << "attention_mask of @" << func.getSymName()
+                            << " must be batch x total_sequence (dynamic) "
+                               "of integers or floats, got "
+                            << func.getArgumentTypes()[*maskArg];
+  auto tokenType = tokenArg ? dyn_cast<RankedTensorType>(
+                                  func.getArgumentTypes()[*tokenArg])
+                            : RankedTensorType();
+  if (!tokenType || tokenType.getRank() != 2)
+    return func.emitError() << "@" << func.getSymName()
+                            << " has an attention_mask but no input_ids "
+                               "(batch x sequence) to size it by";
+  return success();
+}
+
 FailureOr<bool> CacheRewrite::analyze(int64_t capacity) {
   if (failed(findSlots()))
     return failure();
@@ -188,7 +224,8 @@ FailureOr<bool> CacheRewrite::analyze(int64_t capacity) {
       func.getContext(),
       {layers, pastType.getDimSize(1), capacity, pastType.getDimSize(3)},
       pastType.getElementType());
-  if (failed(findConcats()) || failed(findPastUses()))
+  if (failed(findConcats()) || failed(findPastUses()) ||
+      failed(findAttentionMask()))
     return failure();
   return true;
 }
@@ -227,8 +264,31 @@ Value CacheRewrite::writeCaches(OpBuilder &b, Value cache, Value pastLength) {
   return current;
 }
 
+/// The mask becomes ones over the past and new positions.
+void CacheRewrite::bindAttentionMask(OpBuilder &b, Value pastLength) {
+  if (!maskArg)
+    return;
+  Block &entry = func.getBody().front();
+  Location loc = func.getLoc();
+  b.setInsertionPointToStart(&entry);
+  auto type = cast<RankedTensorType>(func.getArgumentTypes()[*maskArg]);
+  Value tokens = entry.getArgument(*tokenArg);
+  Value total = arith::AddIOp::create(
+      b, loc, pastLength, tensor::DimOp::create(b, loc, tokens, 1));
+  Type element = type.getElementType();
+  Value one = arith::ConstantOp::create(
+      b, loc, isa<FloatType>(element) ? TypedAttr(b.getFloatAttr(element, 1.0))
+                                      : TypedAttr(b.getIntegerAttr(element, 1)));
+  SmallVector<Value> sizes;
+  if (type.isDynamicDim(0))
+    sizes.push_back(arith::ConstantIndexOp::create(b, loc, 1));
+  sizes.push_back(total);
+  Value ones = tensor::SplatOp::create(b, loc, one, type, sizes);
+  entry.getArgument(*maskArg).replaceAllUsesWith(ones);
+}
+
 /// Results: the presents dropped, the cache appended. Arguments: the pasts
-/// dropped (the cache and past length were appended).
+/// and the attention mask dropped (the cache and past length were appended).
 void CacheRewrite::updateSignature(OpBuilder &b, Value cache) {
   Block &entry = func.getBody().front();
   auto ret = cast<func::ReturnOp>(func.getBody().back().getTerminator());
@@ -254,6 +314,8 @@ void CacheRewrite::updateSignature(OpBuilder &b, Value cache) {
   llvm::BitVector droppedArgs(entry.getNumArguments());
   for (auto &[slot, index] : pastArgs)
     droppedArgs.set(index);
+  if (maskArg)
+    droppedArgs.set(*maskArg);
   SmallVector<DictionaryAttr> argAttrs, keptArgAttrs;
   func.getAllArgAttrs(argAttrs);
   for (auto [i, attrs] : llvm::enumerate(argAttrs))
@@ -287,6 +349,7 @@ void CacheRewrite::apply() {
     dim.replaceAllUsesWith(size);
     dim.erase();
   }
+  bindAttentionMask(b, pastLength);
   Value last = writeCaches(b, cache, pastLength);
   // The casts of the pasts fed only the replaced concatenations.
   for (tensor::CastOp cast : llvm::reverse(pastCasts))

@@ -148,6 +148,11 @@ def SpecKVCacheInplace : Pass<"spec-kv-cache-inplace", "::mlir::ModuleOp"> {
     and the past tensors' shapes become the past length and the cache's
     geometry.
 
+    An `attention_mask` argument (`#spec.io<attention_mask>`, batch x
+    total positions, as optimum exports take) is dropped too: the decode
+    loops run one unpadded sequence, for which it is all ones over the past
+    and new positions, and the function computes it so.
+
     The caller carries the valid length: keeping the accepted prefix after
     verification, or rolling the draft back, is only a change of that index,
     O(1) for both models. Caches hold batch 1.
@@ -155,7 +160,8 @@ def SpecKVCacheInplace : Pass<"spec-kv-cache-inplace", "::mlir::ModuleOp"> {
     Refused with an error naming the function and tensor: a present output
     that is not `Concat(past, new)` along the sequence axis, a past tensor
     used other than by that concatenation and its shape, a cache of unknown
-    heads or head dimension, or an unknown capacity.
+    heads or head dimension, an unknown capacity, or an attention mask that
+    is not batch x dynamic positions or has no `input_ids` to size it by.
   }];
   let options = [
     Option<"capacity", "capacity", "int64_t", "0",

@@ -100,7 +100,8 @@ def Spec_IOKind : I32EnumAttr<"IOKind",
       I32EnumAttrCase<"HeadLogits", 8, "head_logits">,
       I32EnumAttrCase<"KVCache", 9, "kv_cache">,
       I32EnumAttrCase<"PastLength", 10, "past_length">,
-      I32EnumAttrCase<"PreviousHiddenStates", 11, "previous_hidden_states">
+      I32EnumAttrCase<"PreviousHiddenStates", 11, "previous_hidden_states">,
+      I32EnumAttrCase<"AttentionMask", 12, "attention_mask">
     ]> {
   let cppNamespace = "::specula::spec";
   let genSpecializedAttr = 0;

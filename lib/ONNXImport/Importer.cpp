@@ -41,6 +41,8 @@ static std::optional<IORole> ioRoleOf(StringRef name) {
     return IORole{IOKind::TokenIds, std::nullopt};
   if (name == "position_ids")
     return IORole{IOKind::PositionIds, std::nullopt};
+  if (name == "attention_mask")
+    return IORole{IOKind::AttentionMask, std::nullopt};
   if (name == "logits")
     return IORole{IOKind::Logits, std::nullopt};
   if (name == "hidden_states")

@@ -51,3 +51,34 @@ func.func @target(%ids: tensor<?x?xi64> {spec.io = #spec.io<token_ids>},
 func.func @helper(%past_k: tensor<?x2x?x8xf32> {spec.io = #spec.io<past_key, index = 0>}) -> tensor<?x2x?x8xf32> {
   return %past_k : tensor<?x2x?x8xf32>
 }
+
+// An attention_mask (as optimum exports take) becomes ones over the past and
+// new positions, and leaves the signature.
+func.func @draft(%ids: tensor<?x?xi64> {spec.io = #spec.io<token_ids>},
+                 %mask: tensor<?x?xi64> {spec.io = #spec.io<attention_mask>},
+                 %past_k: tensor<?x2x?x8xf32> {spec.io = #spec.io<past_key, index = 0>},
+                 %past_v: tensor<?x2x?x8xf32> {spec.io = #spec.io<past_value, index = 0>},
+                 %new_k: tensor<?x2x?x8xf32>, %new_v: tensor<?x2x?x8xf32>)
+    -> (tensor<?x?xi64> {spec.io = #spec.io<logits>},
+        tensor<?x2x?x8xf32> {spec.io = #spec.io<present_key, index = 0>},
+        tensor<?x2x?x8xf32> {spec.io = #spec.io<present_value, index = 0>})
+    attributes {spec.role = #spec.role<draft>,
+                spec.config = #spec.model_config<vocab_size = 16, max_context = 128>} {
+  %keys = tensor.concat dim(2) %past_k, %new_k
+      : (tensor<?x2x?x8xf32>, tensor<?x2x?x8xf32>) -> tensor<?x2x?x8xf32>
+  %values = tensor.concat dim(2) %past_v, %new_v
+      : (tensor<?x2x?x8xf32>, tensor<?x2x?x8xf32>) -> tensor<?x2x?x8xf32>
+  return %mask, %keys, %values : tensor<?x?xi64>, tensor<?x2x?x8xf32>, tensor<?x2x?x8xf32>
+}
+
+// CHECK-LABEL: func.func @draft(
+// CHECK-SAME: %[[IDS:[^:]*]]: tensor<?x?xi64> {spec.io = #spec.io<token_ids>},
+// CHECK-SAME: %[[NEWK:[^:]*]]: tensor<?x2x?x8xf32>, %[[NEWV:[^:]*]]: tensor<?x2x?x8xf32>,
+// CHECK-SAME: %{{[^:]*}}: !spec.kv_cache<1x2x128x8xf32> {spec.io = #spec.io<kv_cache>},
+// CHECK-SAME: %[[PAST:[^:]*]]: index {spec.io = #spec.io<past_length>})
+// CHECK: %[[C1:.*]] = arith.constant 1 : index
+// CHECK: %[[SEQ:.*]] = tensor.dim %[[IDS]], %[[C1]]
+// CHECK: %[[TOTAL:.*]] = arith.addi %[[PAST]], %[[SEQ]] : index
+// CHECK: %[[ONE:.*]] = arith.constant 1 : i64
+// CHECK: %[[ONES:.*]] = tensor.splat %[[ONE]][%{{.*}}, %[[TOTAL]]] : tensor<?x?xi64>
+// CHECK: return %[[ONES]],

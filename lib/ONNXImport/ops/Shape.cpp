@@ -9,6 +9,8 @@
 
 #include "lib/ONNXImport/ops/Common.h"
 
+#include "llvm/ADT/SmallVectorExtras.h"
+
 #include "mlir/Dialect/Utils/IndexingUtils.h"
 #include "mlir/IR/Matchers.h"
 
@@ -322,9 +324,23 @@ LogicalResult importConcat(NodeImporter &node) {
       return success();
     }
   }
+  // An input empty along the axis adds nothing, and its insertion at the
+  // end of the result (offset == size) is refused by memref.subview's bounds
+  // check once bufferized: torch's partial rotary concatenates x[..., d:]
+  // with d the head size.
+  if (inputs.size() > 1) {
+    SmallVector<Value> nonEmpty = llvm::filter_to_vector(inputs, [&](Value v) {
+      return cast<RankedTensorType>(v.getType()).getDimSize(*axis) != 0;
+    });
+    if (!nonEmpty.empty())
+      inputs = std::move(nonEmpty);
+  }
   // tensor.concat infers its result from the inputs; cast it to the shape
   // inference's (possibly more static) type.
-  Value concat = tensor::ConcatOp::create(b, node.loc(), *axis, inputs);
+  Value concat = inputs.size() == 1
+                     ? inputs.front()
+                     : tensor::ConcatOp::create(b, node.loc(), *axis, inputs)
+                           .getResult();
   if (concat.getType() != *resultType)
     concat = tensor::CastOp::create(b, node.loc(), *resultType, concat);
   node.setResult(0, concat);

@@ -1,6 +1,7 @@
 """Writes inputs for a decoder that follows the model contract:
 input_ids and position_ids for `seq` new tokens after `past` cached ones,
-and random past keys/values for every layer, as input_N.pb in the model's
+an attention_mask over all of them where the model has one, and random past
+keys/values for every layer, as input_N.pb in the model's
 input order.
 
   make_decoder_inputs.py MODEL OUT_DIR --past P --seq S [--seed N]
@@ -30,6 +31,11 @@ for i, info in enumerate(model.graph.input):
     name = info.name
     if name == "input_ids":
         value = rng.integers(0, vocab, size=(1, args.seq), dtype=np.int64)
+    elif name == "attention_mask":
+        # Key 1 masked out (padding) when that leaves every query a key.
+        value = np.ones((1, args.past + args.seq), dtype=np.int64)
+        if value.size >= 3:
+            value[0, 1] = 0
     elif name == "position_ids":
         value = (np.arange(args.seq, dtype=np.int64) + args.past)[None]
     elif name.startswith("past_key_values."):
