@@ -6,6 +6,11 @@
 
 #include "lib/ONNXImport/ModelLoader.h"
 
+#include "llvm/ADT/SmallString.h"
+#include "llvm/ADT/StringRef.h"
+#include "llvm/Support/FileSystem.h"
+#include "llvm/Support/Path.h"
+
 #include "onnx/checker.h"
 #include "onnx/defs/parser.h"
 #include "onnx/defs/schema.h"
@@ -41,47 +46,81 @@ static bool looksTextual(const std::string &contents) {
   return false;
 }
 
-/// Replaces external data references by the bytes they point to.
+/// Replaces external data references by the bytes they point to. The
+/// file must lie in the model's directory, as ONNX requires (a model is
+/// untrusted input: '../../etc/shadow', an absolute path or a symbolic link
+/// out of the directory is refused), and be a regular file (not a device
+/// that reads without end).
 static bool loadExternalData(onnx::TensorProto &tensor,
                              const std::string &modelDir, std::string &error) {
   if (tensor.data_location() != onnx::TensorProto::EXTERNAL)
     return true;
+  std::string where = "initializer '" + tensor.name() + "'";
   std::string location;
   int64_t offset = 0, length = -1;
   for (const auto &entry : tensor.external_data()) {
+    llvm::StringRef value = entry.value();
+    int64_t *number = entry.key() == "offset"   ? &offset
+                      : entry.key() == "length" ? &length
+                                                : nullptr;
     if (entry.key() == "location")
       location = entry.value();
-    else if (entry.key() == "offset")
-      offset = std::stoll(entry.value());
-    else if (entry.key() == "length")
-      length = std::stoll(entry.value());
+    else if (number && (value.getAsInteger(10, *number) || *number < 0)) {
+      error = where + ": external data " + entry.key() + " '" +
+              entry.value() + "' is not a non-negative integer";
+      return false;
+    }
   }
   if (location.empty()) {
-    error = "initializer '" + tensor.name() +
-            "' has external data without a location";
+    error = where + " has external data without a location";
     return false;
   }
-  std::string path = modelDir.empty() ? location : modelDir + "/" + location;
-  std::ifstream file(path, std::ios::binary);
-  if (!file) {
-    error = "initializer '" + tensor.name() + "': cannot open external data "
-            "file '" + path + "'";
+  namespace fs = llvm::sys::fs;
+  namespace path = llvm::sys::path;
+  bool escapes = path::is_absolute(location) ||
+                 location.find('\0') != std::string::npos;
+  for (llvm::StringRef part :
+       llvm::make_range(path::begin(location), path::end(location)))
+    escapes |= part == "..";
+  if (escapes) {
+    error = where + ": external data location '" + location +
+            "' must be a path inside the model's directory";
     return false;
   }
-  file.seekg(0, std::ios::end);
-  int64_t size = file.tellg();
+  std::string dir = modelDir.empty() ? "." : modelDir;
+  std::string file = dir + "/" + location;
+  llvm::SmallString<256> realDir, realFile;
+  if (fs::real_path(file, realFile)) {
+    error = where + ": cannot open external data file '" + file + "'";
+    return false;
+  }
+  if (!fs::real_path(dir, realDir) && !realDir.ends_with("/"))
+    realDir += "/";
+  if (realDir.empty() || !llvm::StringRef(realFile).starts_with(realDir)) {
+    error = where + ": external data file '" + file + "' resolves to '" +
+            std::string(realFile) + "', outside the model's directory";
+    return false;
+  }
+  fs::file_status status;
+  if (fs::status(realFile, status) || !fs::is_regular_file(status)) {
+    error = where + ": external data '" + file + "' is not a regular file";
+    return false;
+  }
+  int64_t size = static_cast<int64_t>(status.getSize());
   if (length < 0)
-    length = size - offset;
-  if (offset < 0 || offset + length > size) {
-    error = "initializer '" + tensor.name() + "': external data file '" +
-            path + "' holds " + std::to_string(size) + " bytes, fewer than "
-            "offset " + std::to_string(offset) + " + length " +
-            std::to_string(length);
+    length = offset <= size ? size - offset : 0;
+  if (offset > size || length > size - offset) {
+    error = where + ": external data file '" + file + "' holds " +
+            std::to_string(size) + " bytes, fewer than offset " +
+            std::to_string(offset) + " + length " + std::to_string(length);
     return false;
   }
+  std::ifstream stream(std::string(realFile), std::ios::binary);
   std::string bytes(length, '\0');
-  file.seekg(offset);
-  file.read(bytes.data(), length);
+  if (!stream.seekg(offset) || !stream.read(bytes.data(), length)) {
+    error = where + ": cannot read external data file '" + file + "'";
+    return false;
+  }
   tensor.set_raw_data(std::move(bytes));
   tensor.clear_external_data();
   tensor.set_data_location(onnx::TensorProto::DEFAULT);

@@ -6,6 +6,7 @@ OUT_DIR/linear.onnx         y = x @ w + b, w (4x3) and b inline
 OUT_DIR/external.onnx       the same with w and b in OUT_DIR/weights.bin
 OUT_DIR/truncated.onnx      linear.onnx cut in half
 OUT_DIR/no-weights.onnx     external.onnx whose weights file is missing
+OUT_DIR/escape/*.onnx       external data locations that are refused
 OUT_DIR/x.pb, OUT_DIR/y.pb  an input and the output numpy computes for it
 OUT_DIR/x3.pb               an input of the wrong width
 OUT_DIR/claims-<rows>.onnx  linear.onnx whose output claims <rows> rows
@@ -50,6 +51,32 @@ missing = os.path.join(out, "missing")
 os.makedirs(missing, exist_ok=True)
 external = onnx.load(os.path.join(out, "external.onnx"), load_external_data=False)
 onnx.save(external, os.path.join(missing, "no-weights.onnx"))
+
+# External data that points out of the model's directory, or at what is not
+# a regular file, or with a malformed offset: all refused.
+escape = os.path.join(out, "escape")
+os.makedirs(os.path.join(escape, "folder"), exist_ok=True)
+if not os.path.lexists(os.path.join(escape, "link.bin")):
+    os.symlink(os.path.join(out, "weights.bin"),
+               os.path.join(escape, "link.bin"))
+
+
+def with_external(name, **entries):
+    broken = onnx.ModelProto()
+    broken.CopyFrom(external)
+    for key, value in entries.items():
+        for entry in broken.graph.initializer[0].external_data:
+            if entry.key == key:
+                entry.value = value
+    onnx.save(broken, os.path.join(escape, name))
+
+
+with_external("dotdot.onnx", location="../weights.bin")
+with_external("absolute.onnx",
+              location=os.path.abspath(os.path.join(out, "weights.bin")))
+with_external("symlink.onnx", location="link.bin")
+with_external("directory.onnx", location="folder")
+with_external("bad-offset.onnx", offset="12abc")
 
 x = np.linspace(-1.0, 1.0, 8, dtype=np.float32).reshape(2, 4)
 with open(os.path.join(out, "x.pb"), "wb") as f:
