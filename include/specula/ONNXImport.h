@@ -28,7 +28,27 @@ struct ONNXImportOptions {
   /// Initializers with more elements become dense_resource blobs, which are
   /// printed once, out of line, in hex (never as megabytes of decimal text).
   int64_t maxInlineElements = 64;
+  /// Refuse a model that breaks the model contract (README "Model
+  /// contract"), naming every violation.
+  bool requireContract = false;
 };
+
+/// What the model contract asks of one model file and what it lacks.
+struct ModelContractReport {
+  /// "target, vocab 259, 4 layer(s), 3276800 parameters, tokenizer
+  /// sha256:8f913ac5..."
+  std::string summary;
+  /// Each violation, as a sentence naming the key, input or output; empty
+  /// when the model follows the contract.
+  std::vector<std::string> problems;
+};
+
+/// Loads the model in `source` (with the ONNX checker, without shape
+/// inference) and checks it against the model contract: the configuration
+/// in metadata_props and the inputs and outputs its spec_role needs. A model
+/// that does not load is one problem.
+ModelContractReport checkModelContract(llvm::StringRef source,
+                                       llvm::StringRef sourceName);
 
 /// Imports the model in `source` into `module`. `sourceName` is the file name
 /// used in diagnostics; external data files are looked up beside it. Emits

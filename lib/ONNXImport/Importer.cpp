@@ -2,6 +2,7 @@
 
 #include "specula/ONNXImport.h"
 
+#include "lib/ONNXImport/ModelContract.h"
 #include "lib/ONNXImport/ModelLoader.h"
 #include "lib/ONNXImport/NodeImporter.h"
 #include "lib/ONNXImport/TensorProtoData.h"
@@ -611,6 +612,18 @@ LogicalResult specula::importONNX(ModuleOp module, StringRef source,
                  llvm::sys::path::parent_path(sourceName).str(), loadOptions,
                  model, error))
     return emitError(fileLoc) << error;
+  if (options.requireContract) {
+    ModelContractReport report = onnx_import::checkContract(model);
+    if (!report.problems.empty()) {
+      InFlightDiagnostic diag = emitError(fileLoc)
+                                << "the model does not follow Specula's "
+                                   "model contract (README \"Model "
+                                   "contract\"; spec-check-model checks a "
+                                   "file): ";
+      llvm::interleave(report.problems, diag, "; ");
+      return diag;
+    }
+  }
   context->loadDialect<arith::ArithDialect, cf::ControlFlowDialect,
                        func::FuncDialect, linalg::LinalgDialect,
                        math::MathDialect,

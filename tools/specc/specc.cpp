@@ -220,29 +220,8 @@ static LogicalResult importInto(ModuleOp module, StringRef path,
            << "cannot read '" << path << "': " << buffer.getError().message();
   ONNXImportOptions options;
   options.functionName = name.str();
-  if (failed(importONNX(module, (*buffer)->getBuffer(), path, options)))
-    return failure();
-  // The contract's metadata, named as the model should carry it (the passes
-  // would otherwise only say that no function has the role they look for).
-  auto func = module.lookupSymbol<func::FuncOp>(name);
-  SmallVector<StringRef> missing;
-  if (!func->hasAttr(spec::SpecDialect::kRoleAttrName))
-    missing.push_back("spec_role");
-  if (!func->hasAttr(spec::SpecDialect::kConfigAttrName))
-    missing.push_back("vocab_size");
-  if (missing.empty())
-    return success();
-  InFlightDiagnostic diag = emitError(FileLineColLoc::get(
-      module.getContext(), path, 0, 0));
-  diag << "the model's metadata_props lack Specula's model contract: no "
-          "valid ";
-  llvm::interleave(
-      missing, diag, [&](StringRef key) { diag << "'" << key << "'"; },
-      " and no valid ");
-  diag << " (spec_role is target, draft, medusa_head or mtp_module; see "
-          "README \"Model contract\", and check a model with "
-          "models/check_contract.py)";
-  return failure();
+  options.requireContract = true;
+  return importONNX(module, (*buffer)->getBuffer(), path, options);
 }
 
 int main(int argc, char **argv) {

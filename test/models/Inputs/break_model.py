@@ -4,6 +4,9 @@
   MODE: no-tokenizer   drop the tokenizer fingerprint from metadata_props
         no-hidden      rename the hidden_states output
         truncate       keep only the first half of the file's bytes
+        extra-input    add an input the contract does not name (unused)
+        static-cache   give past_key_values.0.key a static sequence length
+        bad-vocab      make vocab_size not an integer
 """
 import sys
 
@@ -28,6 +31,17 @@ elif mode == "no-hidden":
     for output in model.graph.output:
         if output.name == "hidden_states":
             output.name = "hidden"
+elif mode == "extra-input":
+    model.graph.input.append(onnx.helper.make_tensor_value_info(
+        "token_type_ids", onnx.TensorProto.INT64, ["batch", "sequence"]))
+elif mode == "static-cache":
+    for value in model.graph.input:
+        if value.name == "past_key_values.0.key":
+            value.type.tensor_type.shape.dim[2].dim_value = 7
+elif mode == "bad-vocab":
+    for prop in model.metadata_props:
+        if prop.key == "vocab_size":
+            prop.value = "259x"
 else:
     sys.exit(f"unknown mode {mode}")
 onnx.save(model, dest)
