@@ -438,6 +438,54 @@ def SpecFuseElementwise : Pass<"spec-fuse-elementwise"> {
                            "::mlir::tensor::TensorDialect"];
 }
 
+def SpecFuseAttention : Pass<"spec-fuse-attention", "::mlir::func::FuncOp"> {
+  let summary = "Fuse the importer's attention into one pass over the cached "
+                "keys and values per query row, with online softmax";
+  let description = [{
+    The ONNX importer writes attention as a chain of tensor ops, each a full
+    pass over heads x rows x positions: the keys expanded to every query
+    head (grouped-query attention: `k[:, :, None].expand(...).reshape(...)`)
+    and transposed, `q . k^T`, the scale and masks, softmax's max, exp, sum
+    and divide, and the product with the values, expanded again. On every
+    forward that copies the whole cached prefix several times.
+
+    This pass matches the chain ending in `softmax(x) . v`, where `x` is
+    `q . k^T` or an elementwise op of it and other tensors (scaling, the
+    causal mask's select, an additive padding mask: its body is cloned), and
+    the keys and values are `[1, heads, positions, head_dim]` rows or their
+    grouped-query expansion; it replaces it by `scf.for` loops over heads and
+    groups of `rows-per-group` query rows, each group making one pass over
+    the positions that reads each key and value row in place once
+    (`vector.transfer_read` of `head_dim` elements) and keeps, per row, a
+    running maximum, sum and weighted sum of values (online softmax). A
+    query head `h` reads kv head `h / (heads / kv_heads)`. The last group
+    repeats the last row where the rows run out.
+
+    Each row's reduction order depends only on the positions, never on how
+    many rows the forward has, so exact greedy verification still holds by
+    construction (batch invariance). The sizes the match assumes of
+    dimensions computed in the graph (the reshapes' batch 1, kv heads,
+    repeat, positions and head size) are checked at run time with
+    `cf.assert` (reported by `spec-lower-checks`). A chain that does not
+    match is left as it is.
+
+    Example: `spec-opt --spec-fuse-attention`
+  }];
+  let options = [
+    Option<"rowsPerGroup", "rows-per-group", "int64_t", "2",
+           "Query rows that share each key and value load (1 to 16)">,
+    Option<"positionsPerBlock", "positions-per-block", "int64_t", "8",
+           "Cached positions per step of the online softmax (1 to 64): "
+           "one rescale and one vector exp per block">
+  ];
+  let dependentDialects = ["::mlir::arith::ArithDialect",
+                           "::mlir::cf::ControlFlowDialect",
+                           "::mlir::math::MathDialect",
+                           "::mlir::scf::SCFDialect",
+                           "::mlir::tensor::TensorDialect",
+                           "::mlir::vector::VectorDialect"];
+}
+
 def SpecInterchangeContractions
     : Pass<"spec-interchange-contractions", "::mlir::func::FuncOp"> {
   let summary = "Put the reduction loop of matmul-like ops outside the "

@@ -26,12 +26,19 @@ using namespace specula;
 /// compilation every device shares.
 /// `blockContractions`: the CPU's register-blocked contractions (weights,
 /// attention keys and values), scheduled on tensors (spec-block-contractions).
+/// `fuseAttention`: the CPU's attention loops (spec-fuse-attention).
 static void buildBufferizationPipeline(OpPassManager &pm, bool fuseElementwise,
-                                       bool blockContractions) {
+                                       bool blockContractions,
+                                       bool fuseAttention) {
   pm.addPass(createCanonicalizerPass());
   pm.addPass(createCSEPass());
   if (fuseElementwise)
     pm.addPass(createSpecFuseElementwise());
+  if (fuseAttention) {
+    pm.addNestedPass<func::FuncOp>(createSpecFuseAttention());
+    // The run-time checks of sizes that are static fold away.
+    pm.addPass(createCanonicalizerPass());
+  }
 
   // tensor.empty only carries a shape: reuse the buffer of a later insert
   // where possible, allocate the rest.
@@ -92,7 +99,8 @@ void specula::buildGraphToLLVMPipeline(OpPassManager &pm,
                                        const GraphToLLVMOptions &options) {
   bool gpuSchedule = options.gpuScheduleThreads > 0;
   buildBufferizationPipeline(pm, options.fuseElementwise,
-                             options.blockContractions && !gpuSchedule);
+                             options.blockContractions && !gpuSchedule,
+                             options.fuseAttention && !gpuSchedule);
   bool parallel = options.parallelColumns && options.blockContractions &&
                   !gpuSchedule;
   if (parallel) {
@@ -149,6 +157,7 @@ void specula::buildSpecToCPUPipeline(OpPassManager &pm,
   lowering.gpuScheduleThreads = options.gpuScheduleThreads;
   lowering.parallelColumns = options.parallelColumns;
   lowering.parallelMinWork = options.parallelMinWork;
+  lowering.fuseAttention = options.fuseAttention;
   buildGraphToLLVMPipeline(pm, lowering);
   if (!options.weightsFile.empty()) {
     SpecExternalizeWeightsOptions weights;
@@ -162,7 +171,8 @@ void specula::buildSpecToCUDAPipeline(OpPassManager &pm,
                                       const SpecToCUDAOptions &options) {
   buildDecoderToTensorsPipeline(pm, options.capacity);
   buildBufferizationPipeline(pm, /*fuseElementwise=*/true,
-                             /*blockContractions=*/false);
+                             /*blockContractions=*/false,
+                             /*fuseAttention=*/false);
 
   // The device split: linalg ops and copies become kernels; the decode
   // loops' control and scalar bookkeeping stay on the host.

@@ -25,6 +25,12 @@ struct GraphToLLVMOptions : public mlir::PassPipelineOptions<GraphToLLVMOptions>
                      "and values (spec-block-contractions; not with "
                      "gpu-schedule-threads)"),
       llvm::cl::init(true)};
+  Option<bool> fuseAttention{
+      *this, "fuse-attention",
+      llvm::cl::desc("Compute attention in one pass over the cached keys and "
+                     "values per query row, with online softmax "
+                     "(spec-fuse-attention; not with gpu-schedule-threads)"),
+      llvm::cl::init(true)};
   Option<bool> interchangeContractions{
       *this, "interchange-contractions",
       llvm::cl::desc("Move reduction loops of matmul-like ops outside the "
@@ -96,6 +102,12 @@ struct SpecToCPUOptions : public mlir::PassPipelineOptions<SpecToCPUOptions> {
       llvm::cl::desc("Run spec-to-cuda's loop schedule on the CPU (see "
                      "spec-graph-to-llvm; 0: off)"),
       llvm::cl::init(0)};
+  Option<bool> fuseAttention{
+      *this, "fuse-attention",
+      llvm::cl::desc("Compute attention in one pass over the cached keys and "
+                     "values per query row, with online softmax "
+                     "(spec-fuse-attention)"),
+      llvm::cl::init(true)};
   Option<bool> parallelColumns{
       *this, "parallel-columns",
       llvm::cl::desc("Share large contractions' column tiles among OpenMP "

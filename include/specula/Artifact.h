@@ -51,6 +51,9 @@ struct ArtifactOptions {
   bool parallelColumns = true;
   /// Multiply-adds per row below which a contraction stays on one thread.
   int64_t parallelMinWork = 131072;
+  /// CPU: attention in one pass over the cache per query row
+  /// (spec-to-cpu{fuse-attention}).
+  bool fuseAttention = true;
 };
 
 /// Lowers `module` (consumed: the device's pipeline lowers it in place) and

@@ -429,6 +429,7 @@ LogicalResult specula::compileToLLVM(ModuleOp module,
     pipeline.gpuScheduleThreads = options.gpuScheduleThreads;
     pipeline.parallelColumns = options.parallelColumns;
     pipeline.parallelMinWork = options.parallelMinWork;
+    pipeline.fuseAttention = options.fuseAttention;
     buildSpecToCPUPipeline(pm, pipeline);
   }
   if (failed(pm.run(module)))

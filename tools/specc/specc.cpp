@@ -162,6 +162,12 @@ static cl::opt<int64_t> parallelMinWork(
              "contraction stays on one thread (default 131072; smaller "
              "ones cost less than waking threads)"),
     cl::init(131072), cl::cat(category));
+static cl::opt<bool> fuseAttention(
+    "fuse-attention",
+    cl::desc("With --device cpu: compute attention in one pass over the "
+             "cached keys and values per query row, with online softmax "
+             "(spec-fuse-attention; default: on)"),
+    cl::init(true), cl::cat(category));
 static cl::opt<std::string> linker(
     "linker",
     cl::desc("C compiler driver that links the artifact's shared object "
@@ -332,6 +338,7 @@ int main(int argc, char **argv) {
   options.cpu = cpu;
   options.parallelColumns = parallelColumns;
   options.parallelMinWork = parallelMinWork;
+  options.fuseAttention = fuseAttention;
   if (what == Emit::Artifact) {
     if (outputPath == "-") {
       llvm::errs() << "error: an artifact is a directory; name it with -o "

@@ -1,0 +1,667 @@
+//===- FuseAttention.cpp - one pass over the cache per query row ----------===//
+//
+// The importer's attention is a chain of tensor ops, each a full pass over
+// [heads x rows x positions]: the keys expanded to every query head (GQA)
+// and transposed, the scores, the mask, softmax's max, exp, sum and divide,
+// and the product with the values expanded again. This pass replaces the
+// chain by loops that read each cached key and value row in place once per
+// query row, with softmax computed online (running maximum and sum).
+//
+//===----------------------------------------------------------------------===//
+
+#include "passes/Passes.h"
+
+#include "mlir/Dialect/Arith/IR/Arith.h"
+#include "mlir/Dialect/ControlFlow/IR/ControlFlowOps.h"
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/Dialect/Linalg/IR/Linalg.h"
+#include "mlir/Dialect/Math/IR/Math.h"
+#include "mlir/Dialect/SCF/IR/SCF.h"
+#include "mlir/Dialect/Tensor/IR/Tensor.h"
+#include "mlir/Dialect/Vector/IR/VectorOps.h"
+#include "mlir/IR/IRMapping.h"
+#include "mlir/IR/ImplicitLocOpBuilder.h"
+#include "mlir/IR/Matchers.h"
+#include "mlir/IR/PatternMatch.h"
+#include "mlir/Interfaces/SideEffectInterfaces.h"
+#include "mlir/Transforms/RegionUtils.h"
+
+#include <limits>
+
+namespace specula {
+#define GEN_PASS_DEF_SPECFUSEATTENTION
+#include "passes/Passes.h.inc"
+} // namespace specula
+
+using namespace mlir;
+using namespace specula;
+
+namespace {
+/// A size the match assumed of a dynamic dimension, checked at run time.
+enum class Expect { One, Groups, Heads, Repeat, Positions, HeadDim };
+struct DimCheck {
+  Value shaped;
+  int64_t dim;
+  Expect expected;
+};
+
+/// Where a [1, heads, positions, head_dim] operand of the attention reads
+/// its rows: `rows` is [1, kv_heads, positions, head_dim]; query head h
+/// reads kv head h / repeat.
+struct RowSource {
+  Value rows;
+  int64_t repeat = 1;
+  SmallVector<DimCheck> checks;
+};
+
+/// An attention found in the IR: out = softmax(modify(q . k^T)) . v.
+struct Attention {
+  linalg::GenericOp output, scores;
+  /// The elementwise op applied to the scores before softmax (scaling,
+  /// masks); null when softmax reads the scores directly.
+  linalg::GenericOp modifier;
+  Value query;
+  RowSource keys, values;
+};
+} // namespace
+
+static bool hasMaps(linalg::GenericOp op, ArrayRef<AffineMap> maps) {
+  return llvm::equal(op.getIndexingMapsArray(), maps);
+}
+
+static AffineMap dimsMap(MLIRContext *ctx, unsigned count,
+                         ArrayRef<unsigned> results) {
+  SmallVector<AffineExpr> exprs;
+  for (unsigned d : results)
+    exprs.push_back(getAffineDimExpr(d, ctx));
+  return AffineMap::get(count, 0, exprs, ctx);
+}
+
+/// (d0, d1, d2, d3) -> (d0, d1, d2, 0): a row reduction's result.
+static AffineMap rowMap(MLIRContext *ctx) {
+  return AffineMap::get(
+      4, 0,
+      {getAffineDimExpr(0, ctx), getAffineDimExpr(1, ctx),
+       getAffineDimExpr(2, ctx), getAffineConstantExpr(0, ctx)},
+      ctx);
+}
+
+static Value stripCasts(Value v) {
+  while (auto cast = v.getDefiningOp<tensor::CastOp>())
+    v = cast.getSource();
+  return v;
+}
+
+/// The constant a linalg.fill writes into `init`, if it is one.
+static std::optional<double> fillValue(Value init) {
+  auto fill = init.getDefiningOp<linalg::FillOp>();
+  FloatAttr value;
+  if (!fill || !matchPattern(fill.value(), m_Constant(&value)))
+    return std::nullopt;
+  return value.getValueAsDouble();
+}
+
+/// Whether the body yields `OpTy(args...)` of its block arguments, in this
+/// order, and nothing else.
+template <typename OpTy>
+static bool yields(linalg::GenericOp op, ArrayRef<unsigned> args) {
+  Block *body = op.getBody();
+  auto yield = cast<linalg::YieldOp>(body->getTerminator());
+  auto inner = yield.getOperand(0).getDefiningOp<OpTy>();
+  if (!inner || inner->getNumOperands() != args.size() ||
+      body->getOperations().size() != 2)
+    return false;
+  for (auto [operand, arg] : llvm::zip(inner->getOperands(), args))
+    if (operand != body->getArgument(arg))
+      return false;
+  return true;
+}
+
+/// A contraction `out += a * b` with the given maps, from zero.
+static bool isContraction(linalg::GenericOp op, ArrayRef<AffineMap> maps) {
+  if (!op || op.getNumDpsInputs() != 2 || op.getNumDpsInits() != 1 ||
+      !hasMaps(op, maps) ||
+      fillValue(op.getDpsInits()[0]) != std::optional<double>(0.0))
+    return false;
+  Block *body = op.getBody();
+  auto add = cast<linalg::YieldOp>(body->getTerminator())
+                 .getOperand(0)
+                 .getDefiningOp<arith::AddFOp>();
+  if (!add || body->getOperations().size() != 3)
+    return false;
+  Value out = body->getArgument(2);
+  Value product = add.getLhs() == out ? add.getRhs() : add.getLhs();
+  auto mul = product.getDefiningOp<arith::MulFOp>();
+  Value a = body->getArgument(0), b = body->getArgument(1);
+  return mul && (add.getLhs() == out || add.getRhs() == out) &&
+         ((mul.getLhs() == a && mul.getRhs() == b) ||
+          (mul.getLhs() == b && mul.getRhs() == a));
+}
+
+/// A reduction of `input` over its last dimension (a row of scores) whose
+/// body is `OpTy(out, in)` (either order), from `init`.
+template <typename OpTy>
+static bool isRowReduction(linalg::GenericOp op, Value input, double init) {
+  if (!op || op.getNumDpsInputs() != 1 || op.getDpsInputs()[0] != input)
+    return false;
+  MLIRContext *ctx = op.getContext();
+  SmallVector<AffineMap> maps = {AffineMap::getMultiDimIdentityMap(4, ctx),
+                                 rowMap(ctx)};
+  return hasMaps(op, maps) && op.getNumReductionLoops() == 1 &&
+         op.getIteratorTypesArray()[3] == utils::IteratorType::reduction &&
+         fillValue(op.getDpsInits()[0]) == std::optional<double>(init) &&
+         (yields<OpTy>(op, {1, 0}) || yields<OpTy>(op, {0, 1}));
+}
+
+/// A 4-d elementwise op of a full tensor and a row value (its reduction).
+static bool isRowElementwise(linalg::GenericOp op) {
+  if (!op || op.getNumDpsInputs() != 2 ||
+      op.getNumParallelLoops() != op.getNumLoops())
+    return false;
+  MLIRContext *ctx = op.getContext();
+  SmallVector<AffineMap> maps = {AffineMap::getMultiDimIdentityMap(4, ctx),
+                                 rowMap(ctx),
+                                 AffineMap::getMultiDimIdentityMap(4, ctx)};
+  return hasMaps(op, maps);
+}
+
+/// Follows a [batch, heads, positions, head_dim] operand back to the rows
+/// it copies: itself, or (grouped-query attention) a reshape of a broadcast
+/// copy of a reshape of [1, kv_heads, positions, head_dim] rows, as torch
+/// exports `k[:, :, None].expand(...).reshape(...)`. The reshapes' sizes
+/// are computed in the graph; the ones the fused loops rely on are checked
+/// at run time.
+static std::optional<RowSource> traceRows(Value operand, int64_t heads,
+                                          int64_t headDim) {
+  Value value = stripCasts(operand);
+  auto type = dyn_cast<RankedTensorType>(value.getType());
+  if (!type || type.getRank() != 4 ||
+      (!type.isDynamicDim(1) && type.getDimSize(1) != heads) ||
+      (!type.isDynamicDim(3) && type.getDimSize(3) != headDim))
+    return std::nullopt;
+  RowSource source;
+  auto reshape = value.getDefiningOp<tensor::ReshapeOp>();
+  auto broadcast = reshape ? stripCasts(reshape.getSource())
+                                 .getDefiningOp<linalg::GenericOp>()
+                           : linalg::GenericOp();
+  if (!broadcast) {
+    // The rows themselves, one kv head per query head.
+    if (type.getDimSize(1) != heads || type.getDimSize(3) != headDim)
+      return std::nullopt;
+    source.rows = value;
+    source.checks.push_back({value, 0, Expect::One});
+    return source;
+  }
+  // [b, g, 1, t, d] -> [b, g, r, t, d], a copy (with one kv head, g is
+  // broadcast too).
+  MLIRContext *ctx = value.getContext();
+  auto expand = [&](bool oneGroup) {
+    AffineExpr zero = getAffineConstantExpr(0, ctx);
+    return AffineMap::get(5, 0,
+                          {getAffineDimExpr(0, ctx),
+                           oneGroup ? zero : getAffineDimExpr(1, ctx), zero,
+                           getAffineDimExpr(3, ctx), getAffineDimExpr(4, ctx)},
+                          ctx);
+  };
+  AffineMap identity = AffineMap::getMultiDimIdentityMap(5, ctx);
+  Block *body = broadcast.getBody();
+  if (broadcast.getNumDpsInputs() != 1 ||
+      broadcast.getNumParallelLoops() != 5 ||
+      (!hasMaps(broadcast, {expand(false), identity}) &&
+       !hasMaps(broadcast, {expand(true), identity})) ||
+      cast<linalg::YieldOp>(body->getTerminator()).getOperand(0) !=
+          body->getArgument(0))
+    return std::nullopt;
+  Value expanded = stripCasts(broadcast.getDpsInputs()[0]);
+  auto inner = expanded.getDefiningOp<tensor::ReshapeOp>();
+  if (!inner)
+    return std::nullopt;
+  Value rows = stripCasts(inner.getSource());
+  auto rowsType = cast<RankedTensorType>(rows.getType());
+  if (rowsType.getRank() != 4 || rowsType.isDynamicDim(1) ||
+      rowsType.getDimSize(3) != headDim || heads % rowsType.getDimSize(1))
+    return std::nullopt;
+  if (hasMaps(broadcast, {expand(true), identity}) &&
+      rowsType.getDimSize(1) != 1)
+    return std::nullopt;
+  source.rows = rows;
+  source.repeat = heads / rowsType.getDimSize(1);
+  // rows [1, g, t, d] -> [1, g, 1, t, d] -> [1, g, r, t, d] -> [1, g*r, t, d]
+  // is the row-major identity on the rows when these sizes hold.
+  source.checks = {{rows, 0, Expect::One},
+                   {expanded, 0, Expect::One},
+                   {expanded, 1, Expect::Groups},
+                   {expanded, 2, Expect::One},
+                   {expanded, 3, Expect::Positions},
+                   {expanded, 4, Expect::HeadDim},
+                   {broadcast.getResult(0), 2, Expect::Repeat},
+                   {value, 0, Expect::One},
+                   {value, 1, Expect::Heads},
+                   {value, 2, Expect::Positions},
+                   {value, 3, Expect::HeadDim}};
+  return source;
+}
+
+/// Matches the attention whose last op is `output`.
+static std::optional<Attention> matchAttention(linalg::GenericOp output) {
+  MLIRContext *ctx = output.getContext();
+  // out[b, h, s, d] += p[b, h, s, t] * v[b, h, t, d]
+  if (!isContraction(output, {dimsMap(ctx, 5, {0, 1, 2, 4}),
+                              dimsMap(ctx, 5, {0, 1, 4, 3}),
+                              dimsMap(ctx, 5, {0, 1, 2, 3})}))
+    return std::nullopt;
+  // p = e / sum(e), e = exp(x - max(x))
+  auto divide = output.getDpsInputs()[0].getDefiningOp<linalg::GenericOp>();
+  if (!isRowElementwise(divide) || !yields<arith::DivFOp>(divide, {0, 1}))
+    return std::nullopt;
+  Value exps = divide.getDpsInputs()[0];
+  if (!isRowReduction<arith::AddFOp>(
+          divide.getDpsInputs()[1].getDefiningOp<linalg::GenericOp>(), exps,
+          0.0))
+    return std::nullopt;
+  auto exp = exps.getDefiningOp<linalg::GenericOp>();
+  if (!isRowElementwise(exp) || exp.getBody()->getOperations().size() != 3)
+    return std::nullopt;
+  auto expOp = cast<linalg::YieldOp>(exp.getBody()->getTerminator())
+                   .getOperand(0)
+                   .getDefiningOp<math::ExpOp>();
+  auto sub = expOp ? expOp.getOperand().getDefiningOp<arith::SubFOp>()
+                   : arith::SubFOp();
+  if (!sub || sub.getLhs() != exp.getBody()->getArgument(0) ||
+      sub.getRhs() != exp.getBody()->getArgument(1))
+    return std::nullopt;
+  Value scoresIn = exp.getDpsInputs()[0];
+  auto max = exp.getDpsInputs()[1].getDefiningOp<linalg::GenericOp>();
+  double negInf = -std::numeric_limits<double>::infinity();
+  if (!isRowReduction<arith::MaximumFOp>(max, scoresIn, negInf) &&
+      !isRowReduction<arith::MaxNumFOp>(max, scoresIn, negInf))
+    return std::nullopt;
+
+  // x = modify(q . k^T, ...) or the scores themselves.
+  Attention attention;
+  attention.output = output;
+  SmallVector<AffineMap> withTransposedKeys = {dimsMap(ctx, 5, {0, 1, 2, 4}),
+                                               dimsMap(ctx, 5, {0, 1, 4, 3}),
+                                               dimsMap(ctx, 5, {0, 1, 2, 3})};
+  SmallVector<AffineMap> withKeys = {dimsMap(ctx, 5, {0, 1, 2, 4}),
+                                     dimsMap(ctx, 5, {0, 1, 3, 4}),
+                                     dimsMap(ctx, 5, {0, 1, 2, 3})};
+  auto isScores = [&](Value v) {
+    auto op = v.getDefiningOp<linalg::GenericOp>();
+    return isContraction(op, withTransposedKeys) || isContraction(op, withKeys)
+               ? op
+               : linalg::GenericOp();
+  };
+  if (!(attention.scores = isScores(scoresIn))) {
+    auto modifier = scoresIn.getDefiningOp<linalg::GenericOp>();
+    if (!modifier || modifier.getNumDpsInits() != 1 ||
+        modifier.getNumLoops() != 4 ||
+        modifier.getNumParallelLoops() != 4 ||
+        !modifier.getMatchingIndexingMap(modifier.getDpsInitOperand(0))
+             .isIdentity() ||
+        !modifier.getBody()
+             ->getArgument(modifier.getNumDpsInputs())
+             .use_empty())
+      return std::nullopt;
+    for (OpOperand *input : modifier.getDpsInputOperands()) {
+      AffineMap map = modifier.getMatchingIndexingMap(input);
+      if (!attention.scores && map.isIdentity() &&
+          (attention.scores = isScores(input->get())))
+        continue;
+      for (AffineExpr expr : map.getResults()) {
+        auto constant = dyn_cast<AffineConstantExpr>(expr);
+        if (!isa<AffineDimExpr>(expr) && !(constant && constant.getValue() == 0))
+          return std::nullopt;
+      }
+    }
+    for (Operation &op : modifier.getBody()->without_terminator())
+      if (op.getNumRegions() || !isPure(&op))
+        return std::nullopt;
+    if (!attention.scores)
+      return std::nullopt;
+    attention.modifier = modifier;
+  }
+
+  attention.query = attention.scores.getDpsInputs()[0];
+  auto queryType = cast<RankedTensorType>(attention.query.getType());
+  if (queryType.isDynamicDim(1) || queryType.isDynamicDim(3) ||
+      !queryType.getElementType().isF32())
+    return std::nullopt;
+  int64_t heads = queryType.getDimSize(1), headDim = queryType.getDimSize(3);
+  Value keys = attention.scores.getDpsInputs()[1];
+  if (attention.scores.getIndexingMapsArray()[1] == withTransposedKeys[1]) {
+    auto transpose = keys.getDefiningOp<linalg::TransposeOp>();
+    if (!transpose ||
+        transpose.getPermutation() != ArrayRef<int64_t>{0, 1, 3, 2})
+      return std::nullopt;
+    keys = transpose.getInput();
+  }
+  std::optional<RowSource> keyRows = traceRows(keys, heads, headDim);
+  std::optional<RowSource> valueRows =
+      traceRows(output.getDpsInputs()[1], heads, headDim);
+  if (!keyRows || !valueRows)
+    return std::nullopt;
+  attention.keys = std::move(*keyRows);
+  attention.values = std::move(*valueRows);
+  return attention;
+}
+
+/// The fused loops: for each head and query row, one pass over the cached
+/// positions with a running maximum m, sum l and weighted sum acc:
+///   x = modify(q . k_t); m' = max(m, x)
+///   acc = acc * exp(m - m') + exp(x - m') * v_t; l likewise.
+/// A row's reduction order depends only on the positions, never on how many
+/// rows the forward has (batch invariance).
+static Value buildFusedAttention(ImplicitLocOpBuilder &b,
+                                 Attention &attention, int64_t rowsPerGroup,
+                                 int64_t positionsPerBlock) {
+  auto queryType = cast<RankedTensorType>(attention.query.getType());
+  int64_t heads = queryType.getDimSize(1), headDim = queryType.getDimSize(3);
+  Type f32 = b.getF32Type();
+  auto vectorType = VectorType::get({headDim}, f32);
+  Value c0 = arith::ConstantIndexOp::create(b, 0);
+  Value c1 = arith::ConstantIndexOp::create(b, 1);
+  Value positions = tensor::DimOp::create(b, attention.keys.rows, 2);
+
+  // What the match assumed, checked when the code runs.
+  auto check = [&](const RowSource &source, StringRef what) {
+    int64_t groups =
+        cast<RankedTensorType>(source.rows.getType()).getDimSize(1);
+    for (const DimCheck &dimCheck : source.checks) {
+      Value expected;
+      switch (dimCheck.expected) {
+      case Expect::One:
+        expected = c1;
+        break;
+      case Expect::Groups:
+        expected = arith::ConstantIndexOp::create(b, groups);
+        break;
+      case Expect::Heads:
+        expected = arith::ConstantIndexOp::create(b, heads);
+        break;
+      case Expect::Repeat:
+        expected = arith::ConstantIndexOp::create(b, source.repeat);
+        break;
+      case Expect::Positions:
+        expected = positions;
+        break;
+      case Expect::HeadDim:
+        expected = arith::ConstantIndexOp::create(b, headDim);
+        break;
+      }
+      Value actual = tensor::DimOp::create(b, dimCheck.shaped, dimCheck.dim);
+      cf::AssertOp::create(
+          b, arith::CmpIOp::create(b, arith::CmpIPredicate::eq, actual,
+                                   expected),
+          ("spec-fuse-attention: the " + what +
+           " do not have the sizes the attention was fused for")
+              .str());
+    }
+  };
+  check(attention.keys, "keys");
+  check(attention.values, "values");
+  cf::AssertOp::create(
+      b,
+      arith::CmpIOp::create(b, arith::CmpIPredicate::eq,
+                            tensor::DimOp::create(b, attention.values.rows, 2),
+                            positions),
+      "spec-fuse-attention: keys and values of different lengths");
+  cf::AssertOp::create(
+      b,
+      arith::CmpIOp::create(b, arith::CmpIPredicate::eq,
+                            tensor::DimOp::create(b, attention.query, 0), c1),
+      "spec-fuse-attention: the queries' batch is not 1");
+
+  Value rows = tensor::DimOp::create(b, attention.query, 2);
+  auto outType =
+      cast<RankedTensorType>(attention.output.getResult(0).getType());
+  SmallVector<Value> dynamicSizes;
+  for (int64_t d = 0; d < 4; ++d)
+    if (outType.isDynamicDim(d))
+      dynamicSizes.push_back(tensor::DimOp::create(b, attention.query, d));
+  Value init = tensor::EmptyOp::create(b, outType.getShape(), f32, dynamicSizes);
+  Value zero = arith::ConstantOp::create(b, b.getF32FloatAttr(0.0f));
+  Value negInf = arith::ConstantOp::create(
+      b, b.getF32FloatAttr(-std::numeric_limits<float>::infinity()));
+  Value zeros = vector::BroadcastOp::create(b, vectorType, zero);
+  static const bool kInBounds[] = {true};
+  ArrayRef<bool> inBounds(kInBounds);
+  auto readRow = [&](ImplicitLocOpBuilder &lb, Value source,
+                     ValueRange indices) {
+    return vector::TransferReadOp::create(lb, vectorType, source, indices,
+                                          zero, inBounds);
+  };
+
+  // The modifier's body on one element (b, h, s, t) of the scores.
+  auto modify = [&](ImplicitLocOpBuilder &tb, Value score,
+                    ArrayRef<Value> ivs) -> Value {
+    linalg::GenericOp modifier = attention.modifier;
+    if (!modifier)
+      return score;
+    IRMapping mapping;
+    for (OpOperand *input : modifier.getDpsInputOperands()) {
+      BlockArgument arg = modifier.getMatchingBlockArgument(input);
+      AffineMap map = modifier.getMatchingIndexingMap(input);
+      if (input->get() == attention.scores.getResult(0) && map.isIdentity()) {
+        mapping.map(arg, score);
+        continue;
+      }
+      SmallVector<Value> indices;
+      for (AffineExpr expr : map.getResults())
+        indices.push_back(isa<AffineDimExpr>(expr)
+                              ? ivs[cast<AffineDimExpr>(expr).getPosition()]
+                              : c0);
+      mapping.map(arg, tensor::ExtractOp::create(tb, input->get(), indices));
+    }
+    for (Operation &op : modifier.getBody()->without_terminator()) {
+      if (auto index = dyn_cast<linalg::IndexOp>(op)) {
+        mapping.map(index.getResult(), ivs[index.getDim()]);
+        continue;
+      }
+      tb.clone(op, mapping);
+    }
+    return mapping.lookup(modifier.getBody()->getTerminator()->getOperand(0));
+  };
+
+  // q . k, summed by halves in a fixed tree (no reassociation left to
+  // LLVM, so the order cannot depend on the surrounding code).
+  auto dot = [&](ImplicitLocOpBuilder &tb, Value q, Value k) -> Value {
+    Value v = arith::MulFOp::create(tb, q, k);
+    int64_t width = headDim;
+    while (width > 1 && width % 2 == 0) {
+      width /= 2;
+      v = arith::AddFOp::create(
+          tb,
+          vector::ExtractStridedSliceOp::create(tb, v, {0}, {width}, {1}),
+          vector::ExtractStridedSliceOp::create(tb, v, {width}, {width}, {1}));
+    }
+    return width == 1 ? Value(vector::ExtractOp::create(tb, v, 0))
+                      : Value(vector::ReductionOp::create(
+                            tb, vector::CombiningKind::ADD, v));
+  };
+
+  // One block of `block` positions from `first` for `rowCount` rows: the
+  // scores, the block's maximum, one rescale and a vector of weights per
+  // row. Positions past the end (the last block) get the score -inf, as
+  // masked ones do, and change nothing: a row's arithmetic is the same
+  // whether a later position is masked or absent, so a one-row forward and
+  // a longer one agree bit for bit.
+  int64_t block = positionsPerBlock;
+  auto blockType = VectorType::get({block}, f32);
+  Value lastPosition = arith::SubIOp::create(b, positions, c1);
+  auto updateBlock = [&](ImplicitLocOpBuilder &tb, Value first, Value head,
+                         Value keyHead, Value valueHead,
+                         ArrayRef<Value> rowIndices, ArrayRef<Value> queries,
+                         ValueRange state) {
+    SmallVector<Value> keys, values, inRange, clamped;
+    for (int64_t j = 0; j < block; ++j) {
+      Value position = arith::AddIOp::create(
+          tb, first, arith::ConstantIndexOp::create(tb, j));
+      inRange.push_back(arith::CmpIOp::create(tb, arith::CmpIPredicate::ult,
+                                              position, positions));
+      clamped.push_back(arith::MinUIOp::create(tb, position, lastPosition));
+      keys.push_back(
+          readRow(tb, attention.keys.rows, {c0, keyHead, clamped.back(), c0}));
+      values.push_back(readRow(tb, attention.values.rows,
+                               {c0, valueHead, clamped.back(), c0}));
+    }
+    SmallVector<Value> next;
+    for (auto [r, row] : llvm::enumerate(rowIndices)) {
+      SmallVector<Value> scores;
+      for (int64_t j = 0; j < block; ++j) {
+        Value x = modify(tb, dot(tb, queries[r], keys[j]),
+                         {c0, head, row, clamped[j]});
+        scores.push_back(arith::SelectOp::create(tb, inRange[j], x, negInf));
+      }
+      Value xs = vector::FromElementsOp::create(tb, blockType, scores);
+      Value maximum = state[3 * r], sum = state[3 * r + 1],
+            acc = state[3 * r + 2];
+      Value newMax = arith::MaximumFOp::create(
+          tb, maximum,
+          vector::ReductionOp::create(tb, vector::CombiningKind::MAXIMUMF, xs));
+      // While every score so far is -inf (masked), so is m': subtract 0
+      // instead, so exp gives 0, not NaN.
+      Value safeMax = arith::SelectOp::create(
+          tb,
+          arith::CmpFOp::create(tb, arith::CmpFPredicate::OEQ, newMax, negInf),
+          zero, newMax);
+      Value rescale =
+          math::ExpOp::create(tb, arith::SubFOp::create(tb, maximum, safeMax));
+      Value weights = math::ExpOp::create(
+          tb, arith::SubFOp::create(
+                  tb, xs, vector::BroadcastOp::create(tb, blockType, safeMax)));
+      Value newSum = arith::MulFOp::create(tb, sum, rescale);
+      Value newAcc = arith::MulFOp::create(
+          tb, acc, vector::BroadcastOp::create(tb, vectorType, rescale));
+      for (int64_t j = 0; j < block; ++j) {
+        Value weight = vector::ExtractOp::create(tb, weights, j);
+        newSum = arith::AddFOp::create(tb, newSum, weight);
+        // A zero weight (masked or absent) leaves the sum as it is, also
+        // its sign of zero.
+        Value weighted = vector::FMAOp::create(
+            tb, vector::BroadcastOp::create(tb, vectorType, weight), values[j],
+            newAcc);
+        newAcc = arith::SelectOp::create(
+            tb,
+            arith::CmpFOp::create(tb, arith::CmpFPredicate::OEQ, weight, zero),
+            newAcc, weighted);
+      }
+      next.append({newMax, newSum, newAcc});
+    }
+    return next;
+  };
+
+  // `rowCount` rows from `firstRow`: one pass over the position blocks,
+  // then each row's weighted sum / sum written out.
+  Value blockCount = arith::CeilDivUIOp::create(
+      b, positions, arith::ConstantIndexOp::create(b, block));
+  auto buildRows = [&](ImplicitLocOpBuilder &ib, Value firstRow,
+                       int64_t rowCount, Value head, Value keyHead,
+                       Value valueHead, Value out) -> Value {
+    SmallVector<Value> rowIndices, queries, initial;
+    for (int64_t r = 0; r < rowCount; ++r) {
+      rowIndices.push_back(arith::AddIOp::create(
+          ib, firstRow, arith::ConstantIndexOp::create(ib, r)));
+      queries.push_back(
+          readRow(ib, attention.query, {c0, head, rowIndices.back(), c0}));
+      initial.append({negInf, zero, zeros});
+    }
+    auto blockLoop = scf::ForOp::create(
+        ib, c0, blockCount, c1, initial,
+        [&](OpBuilder &pb, Location loc, Value blockIndex, ValueRange state) {
+          ImplicitLocOpBuilder tb(loc, pb);
+          Value first = arith::MulIOp::create(
+              tb, blockIndex, arith::ConstantIndexOp::create(tb, block));
+          scf::YieldOp::create(tb, updateBlock(tb, first, head, keyHead,
+                                               valueHead, rowIndices, queries,
+                                               state));
+        });
+    for (int64_t r = 0; r < rowCount; ++r) {
+      Value result = arith::DivFOp::create(
+          ib, blockLoop.getResult(3 * r + 2),
+          vector::BroadcastOp::create(ib, vectorType,
+                                      blockLoop.getResult(3 * r + 1)));
+      out = vector::TransferWriteOp::create(
+                ib, result, out, ValueRange{c0, head, rowIndices[r], c0},
+                inBounds)
+                .getResult();
+    }
+    return out;
+  };
+
+  // Rows in groups that share each key and value load, then the rest one
+  // by one: the same arithmetic per row either way.
+  int64_t group = rowsPerGroup;
+  Value groupSize = arith::ConstantIndexOp::create(b, group);
+  Value groupedRows = arith::MulIOp::create(
+      b, arith::DivUIOp::create(b, rows, groupSize), groupSize);
+  auto headLoop = scf::ForOp::create(
+      b, c0, arith::ConstantIndexOp::create(b, heads), c1, ValueRange{init},
+      [&](OpBuilder &hb, Location loc, Value head, ValueRange headIter) {
+        ImplicitLocOpBuilder lb(loc, hb);
+        Value keyHead = arith::DivUIOp::create(
+            lb, head, arith::ConstantIndexOp::create(lb, attention.keys.repeat));
+        Value valueHead = arith::DivUIOp::create(
+            lb, head,
+            arith::ConstantIndexOp::create(lb, attention.values.repeat));
+        Value out = headIter[0];
+        for (auto [from, to, count] :
+             {std::make_tuple(c0, groupedRows, group),
+              std::make_tuple(groupedRows, rows, int64_t(1))}) {
+          if (count == 1 && group == 1 && from == groupedRows)
+            break;
+          auto rowLoop = scf::ForOp::create(
+              lb, from, to, arith::ConstantIndexOp::create(lb, count),
+              ValueRange{out},
+              [&, count = count](OpBuilder &rb, Location loc, Value firstRow,
+                                 ValueRange rowIter) {
+                ImplicitLocOpBuilder ib(loc, rb);
+                scf::YieldOp::create(ib, buildRows(ib, firstRow, count, head,
+                                                   keyHead, valueHead,
+                                                   rowIter[0]));
+              });
+          out = rowLoop.getResult(0);
+        }
+        scf::YieldOp::create(lb, out);
+      });
+  return headLoop.getResult(0);
+}
+
+namespace {
+struct FuseAttentionPass
+    : public specula::impl::SpecFuseAttentionBase<FuseAttentionPass> {
+  using Base::Base;
+  LogicalResult initialize(MLIRContext *context) override {
+    if (rowsPerGroup < 1 || rowsPerGroup > 16)
+      return emitError(UnknownLoc::get(context))
+             << "spec-fuse-attention: rows-per-group must be between 1 and "
+                "16, got "
+             << rowsPerGroup;
+    if (positionsPerBlock < 1 || positionsPerBlock > 64)
+      return emitError(UnknownLoc::get(context))
+             << "spec-fuse-attention: positions-per-block must be between 1 "
+                "and 64, got "
+             << positionsPerBlock;
+    return success();
+  }
+
+  void runOnOperation() override {
+    func::FuncOp func = getOperation();
+    SmallVector<Attention> attentions;
+    func.walk([&](linalg::GenericOp op) {
+      if (std::optional<Attention> attention = matchAttention(op))
+        attentions.push_back(std::move(*attention));
+    });
+    for (Attention &attention : attentions) {
+      ImplicitLocOpBuilder b(attention.output.getLoc(), attention.output);
+      Value fused = buildFusedAttention(b, attention, rowsPerGroup,
+                                        positionsPerBlock);
+      attention.output.getResult(0).replaceAllUsesWith(fused);
+    }
+    // What only fed the replaced ops: the scores, softmax, the expanded and
+    // transposed keys and values.
+    IRRewriter rewriter(func.getContext());
+    (void)runRegionDCE(rewriter, func->getRegions());
+  }
+};
+} // namespace
