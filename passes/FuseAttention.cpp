@@ -346,6 +346,26 @@ static std::optional<Attention> matchAttention(linalg::GenericOp output) {
   return attention;
 }
 
+/// The size of `value`'s dimension `dim`, read where it does not keep the
+/// value alive: a reshape's shape operand, a linalg op's init.
+static Value sizeOf(ImplicitLocOpBuilder &b, Value value, int64_t dim) {
+  value = stripCasts(value);
+  if (auto reshape = value.getDefiningOp<tensor::ReshapeOp>()) {
+    Value size = tensor::ExtractOp::create(
+        b, reshape.getShape(),
+        ValueRange{arith::ConstantIndexOp::create(b, dim)});
+    return size.getType().isIndex()
+               ? size
+               : arith::IndexCastOp::create(b, b.getIndexType(), size);
+  }
+  if (auto linalgOp = value.getDefiningOp<linalg::LinalgOp>())
+    return sizeOf(b, linalgOp.getDpsInitOperand(
+                         cast<OpResult>(value).getResultNumber())
+                         ->get(),
+                  dim);
+  return tensor::DimOp::create(b, value, dim);
+}
+
 /// The fused loops: for each head and query row, one pass over the cached
 /// positions with a running maximum m, sum l and weighted sum acc:
 ///   x = modify(q . k_t); m' = max(m, x)
@@ -389,7 +409,7 @@ static Value buildFusedAttention(ImplicitLocOpBuilder &b,
         expected = arith::ConstantIndexOp::create(b, headDim);
         break;
       }
-      Value actual = tensor::DimOp::create(b, dimCheck.shaped, dimCheck.dim);
+      Value actual = sizeOf(b, dimCheck.shaped, dimCheck.dim);
       cf::AssertOp::create(
           b, arith::CmpIOp::create(b, arith::CmpIPredicate::eq, actual,
                                    expected),
@@ -636,12 +656,12 @@ struct FuseAttentionPass
       return emitError(UnknownLoc::get(context))
              << "spec-fuse-attention: rows-per-group must be between 1 and "
                 "16, got "
-             << rowsPerGroup;
+             << static_cast<int64_t>(rowsPerGroup);
     if (positionsPerBlock < 1 || positionsPerBlock > 64)
       return emitError(UnknownLoc::get(context))
              << "spec-fuse-attention: positions-per-block must be between 1 "
                 "and 64, got "
-             << positionsPerBlock;
+             << static_cast<int64_t>(positionsPerBlock);
     return success();
   }
 

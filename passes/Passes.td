@@ -454,16 +454,22 @@ def SpecFuseAttention : Pass<"spec-fuse-attention", "::mlir::func::FuncOp"> {
     causal mask's select, an additive padding mask: its body is cloned), and
     the keys and values are `[1, heads, positions, head_dim]` rows or their
     grouped-query expansion; it replaces it by `scf.for` loops over heads and
-    groups of `rows-per-group` query rows, each group making one pass over
-    the positions that reads each key and value row in place once
-    (`vector.transfer_read` of `head_dim` elements) and keeps, per row, a
-    running maximum, sum and weighted sum of values (online softmax). A
-    query head `h` reads kv head `h / (heads / kv_heads)`. The last group
-    repeats the last row where the rows run out.
+    groups of `rows-per-group` query rows (the rows left over go one by
+    one), each group making one pass over the positions that reads each key
+    and value row in place once (`vector.transfer_read` of `head_dim`
+    elements) and keeps, per row, a running maximum, sum and weighted sum of
+    values (online softmax). Positions go in blocks of `positions-per-block`:
+    one rescale of the running state and one vector `math.exp` of the
+    block's weights per block. A query head `h` reads kv head
+    `h / (heads / kv_heads)`.
 
-    Each row's reduction order depends only on the positions, never on how
-    many rows the forward has, so exact greedy verification still holds by
-    construction (batch invariance). The sizes the match assumes of
+    Each row's arithmetic depends only on its own scores, never on how many
+    rows the forward has or which group it is in, so exact greedy
+    verification still holds by construction (batch invariance): blocks
+    start at multiples of the block size, a position past the end of the
+    last block gets the score -inf, as a masked one does, and a zero weight
+    leaves the running state exactly as it was; `q . k` is summed by halves
+    in a fixed tree. The sizes the match assumes of
     dimensions computed in the graph (the reshapes' batch 1, kv heads,
     repeat, positions and head size) are checked at run time with
     `cf.assert` (reported by `spec-lower-checks`). A chain that does not

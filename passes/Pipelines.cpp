@@ -36,7 +36,9 @@ static void buildBufferizationPipeline(OpPassManager &pm, bool fuseElementwise,
     pm.addPass(createSpecFuseElementwise());
   if (fuseAttention) {
     pm.addNestedPass<func::FuncOp>(createSpecFuseAttention());
-    // The run-time checks of sizes that are static fold away.
+    // The run-time checks of sizes the graph computes the same way as the
+    // loops fold away (CSE first: the sizes are recomputed per check).
+    pm.addPass(createCSEPass());
     pm.addPass(createCanonicalizerPass());
   }
 

@@ -134,11 +134,42 @@ namespace {
 /// its dims say (libonnx reads past the end otherwise), declared dims, and
 /// single assignment (a node output that redefines a graph input, an
 /// initializer or another node's output gets two types).
+static std::string typeCaseName(const onnx::TypeProto &type) {
+  switch (type.value_case()) {
+  case onnx::TypeProto::kSparseTensorType:
+    return "a sparse tensor";
+  case onnx::TypeProto::kSequenceType:
+    return "a sequence";
+  case onnx::TypeProto::kMapType:
+    return "a map";
+  case onnx::TypeProto::kOptionalType:
+    return "an optional";
+  case onnx::TypeProto::VALUE_NOT_SET:
+    return "of no type";
+  default:
+    return "of ONNX type case " + std::to_string(type.value_case());
+  }
+}
+
 class GraphValidator {
 public:
   explicit GraphValidator(std::string &error) : error(error) {}
 
   bool check(const onnx::GraphProto &graph) {
+    // libonnx's inference reads a value's tensor type without checking that
+    // it has one (a LayerNormalization of a sparse input crashed it); the
+    // importer reads dense tensors only.
+    for (const auto &[kind, values] :
+         {std::make_pair("graph input", &graph.input()),
+          std::make_pair("value_info", &graph.value_info()),
+          std::make_pair("graph output", &graph.output())})
+      for (const onnx::ValueInfoProto &value : *values)
+        if (value.has_type() && !value.type().has_tensor_type()) {
+          error = std::string(kind) + " '" + value.name() + "' is " +
+                  typeCaseName(value.type()) +
+                  "; only dense tensors are supported";
+          return false;
+        }
     for (const auto *values : {&graph.input(), &graph.output(),
                                &graph.value_info()})
       for (const onnx::ValueInfoProto &value : *values)

@@ -102,6 +102,27 @@ def layernorm_axis():
     save(graph, "layernorm-axis")
 
 
+def layernorm_sparse_input():
+    # The same node with its statistics outputs on a sparse-tensor graph
+    # input (onnx-import-fuzzer): libonnx's inference reads the tensor type
+    # it does not have.
+    scale = helper.make_tensor("scale", TensorProto.FLOAT, [4], [1.0] * 4)
+    x = helper.make_tensor_value_info("x", TensorProto.FLOAT, [3, 4])
+    sparse = x.type.sparse_tensor_type
+    sparse.elem_type = TensorProto.FLOAT
+    sparse.shape.CopyFrom(x.type.tensor_type.shape)
+    x.type.ClearField("tensor_type")
+    x.type.sparse_tensor_type.CopyFrom(sparse)
+    graph = helper.make_graph(
+        [helper.make_node("LayerNormalization", ["x", "scale"],
+                          ["y", "mean"], name="ln")],
+        "layernorm_sparse_input", [x],
+        [helper.make_tensor_value_info("y", TensorProto.FLOAT, ["p"]),
+         helper.make_tensor_value_info("mean", TensorProto.FLOAT, ["a"])],
+        [scale])
+    save(graph, "layernorm-sparse-input")
+
+
 def shape_of_failed():
     # (c) Shape of a value whose inference failed (Gather's axis 5 on a
     # rank-3 input).
@@ -194,7 +215,8 @@ declared_dims("declared-negative", -2)
 declared_dims("declared-2p31", 2**31)
 declared_dims("declared-2p40", 2**40)
 for make in (short_shape_tensor, short_typed_data, short_constant,
-             negative_dim, huge_dims, layernorm_axis, shape_of_failed,
+             negative_dim, huge_dims, layernorm_axis, layernorm_sparse_input,
+             shape_of_failed,
              slice_many_starts, slice_scalar_starts, gather_scalar_data,
              slice_zero_step):
     make()

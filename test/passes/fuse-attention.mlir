@@ -1,0 +1,201 @@
+// RUN: spec-opt %s --spec-fuse-attention="rows-per-group=1 positions-per-block=2" --canonicalize --cse | FileCheck %s
+// RUN: spec-opt %s --spec-fuse-attention --canonicalize --cse | FileCheck %s --check-prefix=DEFAULT
+
+// The attention of a grouped-query decoder as the ONNX importer writes it
+// (torch's k[:, :, None].expand(...).reshape(...), a transposed product with
+// the queries, the scale and causal mask, softmax, the product with the
+// values expanded the same way) becomes one pass over the cached rows per
+// query row: nothing is expanded, transposed or materialized per score.
+
+#id4 = affine_map<(d0, d1, d2, d3) -> (d0, d1, d2, d3)>
+#row = affine_map<(d0, d1, d2, d3) -> (d0, d1, d2, 0)>
+#mask = affine_map<(d0, d1, d2, d3) -> (d2, d3)>
+#bc = affine_map<(d0, d1, d2, d3, d4) -> (d0, d1, 0, d3, d4)>
+#id5 = affine_map<(d0, d1, d2, d3, d4) -> (d0, d1, d2, d3, d4)>
+#q = affine_map<(d0, d1, d2, d3, d4) -> (d0, d1, d2, d4)>
+#kt = affine_map<(d0, d1, d2, d3, d4) -> (d0, d1, d4, d3)>
+#s = affine_map<(d0, d1, d2, d3, d4) -> (d0, d1, d2, d3)>
+
+func.func @gqa(%q: tensor<?x4x?x8xf32>, %keys: tensor<1x2x?x8xf32>, %values: tensor<1x2x?x8xf32>,
+               %mask: tensor<?x?xi1>, %shape5: tensor<5xindex>, %shape4: tensor<4xindex>) -> tensor<?x4x?x8xf32> {
+  %c0 = arith.constant 0 : index
+  %c2 = arith.constant 2 : index
+  %zero = arith.constant 0.0 : f32
+  %ninf = arith.constant 0xFF800000 : f32
+  %scale = arith.constant 2.828427 : f32
+  %b = tensor.dim %q, %c0 : tensor<?x4x?x8xf32>
+  %s = tensor.dim %q, %c2 : tensor<?x4x?x8xf32>
+  %t = tensor.dim %keys, %c2 : tensor<1x2x?x8xf32>
+  // keys[:, :, None].expand(1, 2, 2, t, 8).reshape(1, 4, t, 8), transposed
+  %k5 = tensor.reshape %keys(%shape5) : (tensor<1x2x?x8xf32>, tensor<5xindex>) -> tensor<?x2x1x?x8xf32>
+  %ke = tensor.empty(%b, %t) : tensor<?x2x2x?x8xf32>
+  %kb = linalg.generic {indexing_maps = [#bc, #id5], iterator_types = ["parallel", "parallel", "parallel", "parallel", "parallel"]} ins(%k5 : tensor<?x2x1x?x8xf32>) outs(%ke : tensor<?x2x2x?x8xf32>) {
+  ^bb0(%in: f32, %out: f32):
+    linalg.yield %in : f32
+  } -> tensor<?x2x2x?x8xf32>
+  %k4 = tensor.reshape %kb(%shape4) : (tensor<?x2x2x?x8xf32>, tensor<4xindex>) -> tensor<?x4x?x8xf32>
+  %kte = tensor.empty(%b, %t) : tensor<?x4x8x?xf32>
+  %kt = linalg.transpose ins(%k4 : tensor<?x4x?x8xf32>) outs(%kte : tensor<?x4x8x?xf32>) permutation = [0, 1, 3, 2]
+  %se = tensor.empty(%b, %s, %t) : tensor<?x4x?x?xf32>
+  %sz = linalg.fill ins(%zero : f32) outs(%se : tensor<?x4x?x?xf32>) -> tensor<?x4x?x?xf32>
+  %scores = linalg.generic {indexing_maps = [#q, #kt, #s], iterator_types = ["parallel", "parallel", "parallel", "parallel", "reduction"]} ins(%q, %kt : tensor<?x4x?x8xf32>, tensor<?x4x8x?xf32>) outs(%sz : tensor<?x4x?x?xf32>) {
+  ^bb0(%a: f32, %k: f32, %acc: f32):
+    %m = arith.mulf %a, %k : f32
+    %r = arith.addf %acc, %m : f32
+    linalg.yield %r : f32
+  } -> tensor<?x4x?x?xf32>
+  // where(mask, -inf, scores / sqrt(8))
+  %x = linalg.generic {indexing_maps = [#mask, #id4, #id4], iterator_types = ["parallel", "parallel", "parallel", "parallel"]} ins(%mask, %scores : tensor<?x?xi1>, tensor<?x4x?x?xf32>) outs(%se : tensor<?x4x?x?xf32>) {
+  ^bb0(%masked: i1, %v: f32, %out: f32):
+    %d = arith.divf %v, %scale : f32
+    %r = arith.select %masked, %ninf, %d : f32
+    linalg.yield %r : f32
+  } -> tensor<?x4x?x?xf32>
+  // softmax over the last dimension
+  %re = tensor.empty(%b, %s) : tensor<?x4x?x1xf32>
+  %mi = linalg.fill ins(%ninf : f32) outs(%re : tensor<?x4x?x1xf32>) -> tensor<?x4x?x1xf32>
+  %max = linalg.generic {indexing_maps = [#id4, #row], iterator_types = ["parallel", "parallel", "parallel", "reduction"]} ins(%x : tensor<?x4x?x?xf32>) outs(%mi : tensor<?x4x?x1xf32>) {
+  ^bb0(%in: f32, %out: f32):
+    %r = arith.maximumf %out, %in : f32
+    linalg.yield %r : f32
+  } -> tensor<?x4x?x1xf32>
+  %e = linalg.generic {indexing_maps = [#id4, #row, #id4], iterator_types = ["parallel", "parallel", "parallel", "parallel"]} ins(%x, %max : tensor<?x4x?x?xf32>, tensor<?x4x?x1xf32>) outs(%se : tensor<?x4x?x?xf32>) {
+  ^bb0(%in: f32, %m: f32, %out: f32):
+    %d = arith.subf %in, %m : f32
+    %r = math.exp %d : f32
+    linalg.yield %r : f32
+  } -> tensor<?x4x?x?xf32>
+  %si = linalg.fill ins(%zero : f32) outs(%re : tensor<?x4x?x1xf32>) -> tensor<?x4x?x1xf32>
+  %sum = linalg.generic {indexing_maps = [#id4, #row], iterator_types = ["parallel", "parallel", "parallel", "reduction"]} ins(%e : tensor<?x4x?x?xf32>) outs(%si : tensor<?x4x?x1xf32>) {
+  ^bb0(%in: f32, %out: f32):
+    %r = arith.addf %out, %in : f32
+    linalg.yield %r : f32
+  } -> tensor<?x4x?x1xf32>
+  %p = linalg.generic {indexing_maps = [#id4, #row, #id4], iterator_types = ["parallel", "parallel", "parallel", "parallel"]} ins(%e, %sum : tensor<?x4x?x?xf32>, tensor<?x4x?x1xf32>) outs(%se : tensor<?x4x?x?xf32>) {
+  ^bb0(%in: f32, %d: f32, %out: f32):
+    %r = arith.divf %in, %d : f32
+    linalg.yield %r : f32
+  } -> tensor<?x4x?x?xf32>
+  // p . values (expanded the same way, not transposed)
+  %v5 = tensor.reshape %values(%shape5) : (tensor<1x2x?x8xf32>, tensor<5xindex>) -> tensor<?x2x1x?x8xf32>
+  %vb = linalg.generic {indexing_maps = [#bc, #id5], iterator_types = ["parallel", "parallel", "parallel", "parallel", "parallel"]} ins(%v5 : tensor<?x2x1x?x8xf32>) outs(%ke : tensor<?x2x2x?x8xf32>) {
+  ^bb0(%in: f32, %out: f32):
+    linalg.yield %in : f32
+  } -> tensor<?x2x2x?x8xf32>
+  %v4 = tensor.reshape %vb(%shape4) : (tensor<?x2x2x?x8xf32>, tensor<4xindex>) -> tensor<?x4x?x8xf32>
+  %oe = tensor.empty(%b, %s) : tensor<?x4x?x8xf32>
+  %oz = linalg.fill ins(%zero : f32) outs(%oe : tensor<?x4x?x8xf32>) -> tensor<?x4x?x8xf32>
+  %out = linalg.generic {indexing_maps = [#q, #kt, #s], iterator_types = ["parallel", "parallel", "parallel", "parallel", "reduction"]} ins(%p, %v4 : tensor<?x4x?x?xf32>, tensor<?x4x?x8xf32>) outs(%oz : tensor<?x4x?x8xf32>) {
+  ^bb0(%a: f32, %v: f32, %acc: f32):
+    %m = arith.mulf %a, %v : f32
+    %r = arith.addf %acc, %m : f32
+    linalg.yield %r : f32
+  } -> tensor<?x4x?x8xf32>
+  return %out : tensor<?x4x?x8xf32>
+}
+
+// CHECK-LABEL: func.func @gqa(
+// CHECK-SAME: %[[Q:[^:]*]]: tensor<?x4x?x8xf32>, %[[K:[^:]*]]: tensor<1x2x?x8xf32>, %[[V:[^:]*]]: tensor<1x2x?x8xf32>, %[[MASK:[^:]*]]: tensor<?x?xi1>
+// CHECK-NOT: linalg.
+// CHECK-NOT: tensor.reshape
+// The sizes the reshapes were assumed to have are checked when it runs.
+// CHECK: %[[T:.*]] = tensor.dim %[[K]], %c2
+// CHECK: cf.assert %{{.*}}, "spec-fuse-attention: the keys do not have the sizes the attention was fused for"
+// CHECK: cf.assert %{{.*}}, "spec-fuse-attention: the values do not have the sizes the attention was fused for"
+// CHECK: cf.assert %{{.*}}, "spec-fuse-attention: the queries' batch is not 1"
+// CHECK: %[[BLOCKS:.*]] = arith.ceildivui %[[T]], %c2 : index
+// CHECK: scf.for %[[H:.*]] = %c0 to %c4 step %c1
+// Query head h reads kv head h / 2.
+// CHECK-NEXT: %[[KVH:.*]] = arith.divui %[[H]], %c2 : index
+// CHECK-NEXT: scf.for %[[ROW:.*]] = %c0 to %{{.*}} step %c1
+// CHECK-NEXT: %[[QROW:.*]] = vector.transfer_read %[[Q]][%c0, %[[H]], %[[ROW]], %c0]
+// CHECK-NEXT: %[[STATE:.*]]:3 = scf.for %{{.*}} = %c0 to %[[BLOCKS]] step %c1 iter_args(%[[M:.*]] = %cst{{.*}}, %[[L:.*]] = %cst{{.*}}, %[[ACC:.*]] = %cst{{.*}}) -> (f32, f32, vector<8xf32>)
+// CHECK: vector.transfer_read %[[K]][%c0, %[[KVH]], %{{.*}}, %c0]
+// CHECK: vector.transfer_read %[[V]][%c0, %[[KVH]], %{{.*}}, %c0]
+// The score: q . k summed by halves, then the modifier's body.
+// CHECK: arith.mulf %[[QROW]], %{{.*}} : vector<8xf32>
+// CHECK: vector.extract_strided_slice %{{.*}} {offsets = [4], sizes = [4], strides = [1]}
+// CHECK: tensor.extract %[[MASK]][%[[ROW]], %{{.*}}] : tensor<?x?xi1>
+// CHECK: arith.divf
+// CHECK: arith.select
+// One rescale per block, the block's weights as one vector.
+// CHECK: vector.from_elements %{{.*}}, %{{.*}} : vector<2xf32>
+// CHECK: vector.reduction <maximumf>
+// CHECK: math.exp %{{.*}} : f32
+// CHECK: math.exp %{{.*}} : vector<2xf32>
+// CHECK: vector.fma
+// CHECK: vector.fma
+// CHECK: scf.yield %{{.*}}, %{{.*}}, %{{.*}} : f32, f32, vector<8xf32>
+// CHECK: %[[SUM:.*]] = vector.broadcast %[[STATE]]#1 : f32 to vector<8xf32>
+// CHECK-NEXT: %[[OUT:.*]] = arith.divf %[[STATE]]#2, %[[SUM]] : vector<8xf32>
+// CHECK-NEXT: vector.transfer_write %[[OUT]], %{{.*}}[%c0, %[[H]], %[[ROW]], %c0]
+
+// By default rows go in pairs that share each key and value load, then the
+// odd last row alone; blocks are 8 positions.
+// DEFAULT-LABEL: func.func @gqa(
+// DEFAULT: arith.ceildivui %{{.*}}, %c8 : index
+// DEFAULT: scf.for %{{.*}} = %c0 to %{{.*}} step %c2
+// DEFAULT: scf.for {{.*}} -> (f32, f32, vector<8xf32>, f32, f32, vector<8xf32>)
+// DEFAULT-COUNT-2: vector.transfer_write
+// DEFAULT: scf.for %{{.*}} = %{{.*}} to %{{.*}} step %c1
+// DEFAULT: scf.for {{.*}} -> (f32, f32, vector<8xf32>)
+// DEFAULT: math.exp %{{.*}} : vector<8xf32>
+
+// Multi-head attention: keys read as they are (not transposed), softmax of
+// the scores directly.
+func.func @mha(%q: tensor<1x2x?x8xf32>, %keys: tensor<1x2x?x8xf32>, %values: tensor<1x2x?x8xf32>) -> tensor<1x2x?x8xf32> {
+  %c2 = arith.constant 2 : index
+  %zero = arith.constant 0.0 : f32
+  %ninf = arith.constant 0xFF800000 : f32
+  %s = tensor.dim %q, %c2 : tensor<1x2x?x8xf32>
+  %t = tensor.dim %keys, %c2 : tensor<1x2x?x8xf32>
+  %se = tensor.empty(%s, %t) : tensor<1x2x?x?xf32>
+  %sz = linalg.fill ins(%zero : f32) outs(%se : tensor<1x2x?x?xf32>) -> tensor<1x2x?x?xf32>
+  %scores = linalg.generic {indexing_maps = [#q, affine_map<(d0, d1, d2, d3, d4) -> (d0, d1, d3, d4)>, #s], iterator_types = ["parallel", "parallel", "parallel", "parallel", "reduction"]} ins(%q, %keys : tensor<1x2x?x8xf32>, tensor<1x2x?x8xf32>) outs(%sz : tensor<1x2x?x?xf32>) {
+  ^bb0(%a: f32, %k: f32, %acc: f32):
+    %m = arith.mulf %k, %a : f32
+    %r = arith.addf %m, %acc : f32
+    linalg.yield %r : f32
+  } -> tensor<1x2x?x?xf32>
+  %re = tensor.empty(%s) : tensor<1x2x?x1xf32>
+  %mi = linalg.fill ins(%ninf : f32) outs(%re : tensor<1x2x?x1xf32>) -> tensor<1x2x?x1xf32>
+  %max = linalg.generic {indexing_maps = [#id4, #row], iterator_types = ["parallel", "parallel", "parallel", "reduction"]} ins(%scores : tensor<1x2x?x?xf32>) outs(%mi : tensor<1x2x?x1xf32>) {
+  ^bb0(%in: f32, %out: f32):
+    %r = arith.maxnumf %in, %out : f32
+    linalg.yield %r : f32
+  } -> tensor<1x2x?x1xf32>
+  %e = linalg.generic {indexing_maps = [#id4, #row, #id4], iterator_types = ["parallel", "parallel", "parallel", "parallel"]} ins(%scores, %max : tensor<1x2x?x?xf32>, tensor<1x2x?x1xf32>) outs(%se : tensor<1x2x?x?xf32>) {
+  ^bb0(%in: f32, %m: f32, %out: f32):
+    %d = arith.subf %in, %m : f32
+    %r = math.exp %d : f32
+    linalg.yield %r : f32
+  } -> tensor<1x2x?x?xf32>
+  %si = linalg.fill ins(%zero : f32) outs(%re : tensor<1x2x?x1xf32>) -> tensor<1x2x?x1xf32>
+  %sum = linalg.generic {indexing_maps = [#id4, #row], iterator_types = ["parallel", "parallel", "parallel", "reduction"]} ins(%e : tensor<1x2x?x?xf32>) outs(%si : tensor<1x2x?x1xf32>) {
+  ^bb0(%in: f32, %out: f32):
+    %r = arith.addf %out, %in : f32
+    linalg.yield %r : f32
+  } -> tensor<1x2x?x1xf32>
+  %p = linalg.generic {indexing_maps = [#id4, #row, #id4], iterator_types = ["parallel", "parallel", "parallel", "parallel"]} ins(%e, %sum : tensor<1x2x?x?xf32>, tensor<1x2x?x1xf32>) outs(%se : tensor<1x2x?x?xf32>) {
+  ^bb0(%in: f32, %d: f32, %out: f32):
+    %r = arith.divf %in, %d : f32
+    linalg.yield %r : f32
+  } -> tensor<1x2x?x?xf32>
+  %oe = tensor.empty(%s) : tensor<1x2x?x8xf32>
+  %oz = linalg.fill ins(%zero : f32) outs(%oe : tensor<1x2x?x8xf32>) -> tensor<1x2x?x8xf32>
+  %out = linalg.generic {indexing_maps = [#q, #kt, #s], iterator_types = ["parallel", "parallel", "parallel", "parallel", "reduction"]} ins(%p, %values : tensor<1x2x?x?xf32>, tensor<1x2x?x8xf32>) outs(%oz : tensor<1x2x?x8xf32>) {
+  ^bb0(%a: f32, %v: f32, %acc: f32):
+    %m = arith.mulf %a, %v : f32
+    %r = arith.addf %acc, %m : f32
+    linalg.yield %r : f32
+  } -> tensor<1x2x?x8xf32>
+  return %out : tensor<1x2x?x8xf32>
+}
+
+// CHECK-LABEL: func.func @mha(
+// CHECK-SAME: %[[Q:[^:]*]]: tensor<1x2x?x8xf32>, %[[K:[^:]*]]: tensor<1x2x?x8xf32>, %[[V:[^:]*]]: tensor<1x2x?x8xf32>
+// CHECK-NOT: linalg.
+// CHECK: scf.for %[[H:.*]] = %c0 to %c2 step %c1
+// CHECK: vector.transfer_read %[[K]][%c0, %[[H]], %{{.*}}, %c0]
+// CHECK: vector.transfer_read %[[V]][%c0, %[[H]], %{{.*}}, %c0]
+// CHECK: return
