@@ -69,8 +69,14 @@ def main():
     if any(c < 1 or c + args.max_new_tokens > 500 for c in contexts):
         sys.exit("error: each context must be at least 1 and leave room for "
                  "--max-new-tokens in the target's 512 positions")
+    if args.repeats < 1:
+        sys.exit("error: --repeats must be at least 1")
     specc = os.path.join(args.build, "bin", "specc")
     spec_run = os.path.join(args.build, "bin", "spec-run")
+    for tool in (specc, spec_run):
+        if not os.access(tool, os.X_OK):
+            sys.exit(f"error: {tool} not found; run `ninja -C {args.build} "
+                     "specc spec-run` first")
     text = open(CORPUS, "rb").read()
     rows = []
     with tempfile.TemporaryDirectory() as work:
