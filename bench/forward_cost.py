@@ -13,7 +13,12 @@ measures this machine's memory bandwidth with a 256 MiB copy (numpy), and
 reports the one-row step's weight bytes per second as a fraction of it.
 
     /usr/bin/python3 bench/forward_cost.py [--build build] [--max-rows 8]
+        [--rows 2,6] [--target T.onnx --draft D.onnx]
         [--max-new-tokens 96] [--json results.json]
+
+--target/--draft measure another pair, e.g. bench/make_large_model.py's
+bandwidth-bound one (default: the example models); --rows picks the verify
+widths (default 2..--max-rows), since each is a compilation.
 
 Needs numpy and onnx (Debian's python3-numpy, python3-onnx). Not a test:
 nothing here asserts on time.
@@ -71,6 +76,11 @@ def main():
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--build", default=os.path.join(ROOT, "build"))
     parser.add_argument("--max-rows", type=int, default=8)
+    parser.add_argument("--rows", help="verify widths to measure, e.g. 2,6 "
+                        "(default: 2..--max-rows)")
+    parser.add_argument("--target", default=os.path.join(MODELS,
+                                                         "target.onnx"))
+    parser.add_argument("--draft", default=os.path.join(MODELS, "draft.onnx"))
     parser.add_argument("--max-new-tokens", type=int, default=96)
     parser.add_argument("--prefill-rows", default="32,128,256",
                         help="prompt lengths timed for the prefill cost")
@@ -78,6 +88,17 @@ def main():
     args = parser.parse_args()
     if not 2 <= args.max_rows <= 16:
         sys.exit("error: --max-rows must be between 2 and 16")
+    try:
+        widths = ([int(r) for r in args.rows.split(",")] if args.rows
+                  else list(range(2, args.max_rows + 1)))
+    except ValueError:
+        sys.exit(f"error: --rows must be comma-separated integers, got "
+                 f"'{args.rows}'")
+    if not all(2 <= r <= 16 for r in widths):
+        sys.exit("error: each of --rows must be between 2 and 16")
+    for model in (args.target, args.draft):
+        if not os.path.isfile(model):
+            sys.exit(f"error: {model} not found")
     specc, spec_run = (os.path.join(args.build, "bin", name)
                        for name in ("specc", "spec-run"))
     for tool in (specc, spec_run):
@@ -89,11 +110,10 @@ def main():
     verify = []
     prefill = []
     with tempfile.TemporaryDirectory() as tmp:
-        for rows in range(2, args.max_rows + 1):
+        for rows in widths:
             artifact = os.path.join(tmp, f"gamma{rows - 1}.spec")
-            run([specc, f"{MODELS}/target.onnx",
-                 f"--draft={MODELS}/draft.onnx", f"--gamma={rows - 1}",
-                 "-o", artifact])
+            run([specc, args.target, f"--draft={args.draft}",
+                 f"--gamma={rows - 1}", "-o", artifact])
             out = json.loads(run([
                 spec_run, artifact, f"--prompt={PROMPT}",
                 f"--max-new-tokens={args.max_new_tokens}", "--compare",
@@ -118,9 +138,13 @@ def main():
                             "seconds_per_row": seconds / rows})
 
     bandwidth = copy_bandwidth()
-    weights = weight_bytes(os.path.join(MODELS, "target.onnx"))
+    weights = weight_bytes(args.target)
     step = min(v["step_seconds"] for v in verify)
-    print(f"example target ({weights / 2**20:.2f} MiB of weights), prompt of "
+    example = os.path.join(MODELS, "target.onnx")
+    name = ("example target"
+            if os.path.realpath(args.target) == os.path.realpath(example)
+            else os.path.basename(args.target))
+    print(f"{name} ({weights / 2**20:.2f} MiB of weights), prompt of "
           f"{len(PROMPT)} bytes + {args.max_new_tokens} new tokens, greedy")
     print(f"{'rows k':>6} {'verify(k) us':>12} {'step(1) us':>10} "
           f"{'verify(k)/step(1)':>17}")
