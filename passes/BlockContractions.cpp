@@ -213,7 +213,7 @@ private:
   tileByHalves(func::FuncOp func, IRRewriter &rewriter,
                llvm::function_ref<unsigned(const ContractionDims &)> role,
                             int64_t size, bool everyHalf,
-                            StringRef marker = {});
+                            StringRef marker = {}, StringRef rowMarker = {});
   LogicalResult vectorizeTiles(func::FuncOp func, IRRewriter &rewriter);
   LogicalResult hoistAccumulators(func::FuncOp func, IRRewriter &rewriter);
   LogicalResult canonicalize(func::FuncOp func) {
@@ -269,7 +269,7 @@ static int64_t nextTileSize(int64_t size, bool everyHalf) {
 LogicalResult BlockContractionsPass::tileByHalves(
     func::FuncOp func, IRRewriter &rewriter,
     llvm::function_ref<unsigned(const ContractionDims &)> role, int64_t size,
-    bool everyHalf, StringRef marker) {
+    bool everyHalf, StringRef marker, StringRef rowMarker) {
   for (int64_t half = size; half >= 1; half = nextTileSize(half, everyHalf)) {
     for (linalg::LinalgOp op : markedOps(func)) {
       std::optional<ContractionDims> dims = matchWeightContraction(op);
@@ -291,6 +291,11 @@ LogicalResult BlockContractionsPass::tileByHalves(
       // Only the full tiles of a static range: a loop worth splitting.
       if (!marker.empty() && !ShapedType::isDynamic(range))
         loops->back()->setAttr(marker, rewriter.getUnitAttr());
+      if (!rowMarker.empty()) {
+        loops->back()->setAttr(rowMarker, rewriter.getUnitAttr());
+        if (partial)
+          partial->setAttr(rowMarker, rewriter.getUnitAttr());
+      }
     }
     if (failed(canonicalize(func)))
       return func.emitError("tile sizes did not converge");
@@ -373,15 +378,20 @@ void BlockContractionsPass::runOnOperation() {
     return signalPassFailure();
   if (!*any)
     return;
-  // Loops from outermost to innermost: outer, rows, columns, reduction.
+  // Loops from outermost to innermost: outer, columns, rows, reduction.
+  // Columns outside rows: the row tiles of a forward (a 6-row verify is a
+  // 4-row and a 2-row tile) read the same column tile of the weights one
+  // after the other, from cache, so the weights come from memory once per
+  // forward whatever its row count.
   if (failed(tileOuterLoops(func, rewriter)) ||
-      failed(tileByHalves(
-          func, rewriter, [](const ContractionDims &d) { return d.rows; }, rows,
-          /*everyHalf=*/true)) ||
       failed(tileByHalves(
           func, rewriter, [](const ContractionDims &d) { return d.columns; },
           columns, /*everyHalf=*/false,
           spec::SpecDialect::kColumnTilesAttrName)) ||
+      failed(tileByHalves(
+          func, rewriter, [](const ContractionDims &d) { return d.rows; }, rows,
+          /*everyHalf=*/true, /*marker=*/{},
+          spec::SpecDialect::kRowTilesAttrName)) ||
       failed(tileByHalves(
           func, rewriter, [](const ContractionDims &d) { return d.depth; },
           depth, /*everyHalf=*/false)) ||

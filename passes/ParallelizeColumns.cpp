@@ -40,6 +40,9 @@ static std::optional<int64_t> workPerRow(scf::ForOp loop) {
     for (Operation *parent = contract->getParentOp(); parent != loop;
          parent = parent->getParentOp())
       if (auto inner = dyn_cast<scf::ForOp>(parent)) {
+        // Row tiles repeat the work per row; they do not add to it.
+        if (inner->hasAttr(SpecDialect::kRowTilesAttrName))
+          continue;
         std::optional<int64_t> trips = staticTripCount(inner);
         if (!trips) {
           perIteration = std::nullopt;

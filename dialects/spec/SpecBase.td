@@ -65,6 +65,11 @@ def Spec_Dialect : Dialect {
     /// several threads without changing any result.
     static constexpr ::llvm::StringLiteral kColumnTilesAttrName =
         "spec.column_tiles";
+    /// Discardable unit attribute of a loop over the row tiles of a blocked
+    /// contraction, inside a column tile: its trip count is the forward's
+    /// row count, not work per row (spec-parallelize-columns).
+    static constexpr ::llvm::StringLiteral kRowTilesAttrName =
+        "spec.row_tiles";
     /// Argument and result attribute of a model function: what the value is
     /// (#spec.io), the contract between the importer and the passes.
     static constexpr ::llvm::StringLiteral kIOAttrName = "spec.io";

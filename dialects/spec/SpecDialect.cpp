@@ -26,7 +26,7 @@ void SpecDialect::initialize() {
 LogicalResult SpecDialect::verifyOperationAttribute(Operation *op,
                                                     NamedAttribute attr) {
   StringRef name = attr.getName().getValue();
-  if (name == kColumnTilesAttrName) {
+  if (name == kColumnTilesAttrName || name == kRowTilesAttrName) {
     if (!isa<UnitAttr>(attr.getValue()) || !isa<LoopLikeOpInterface>(op))
       return op->emitError() << "'" << name << "' is a unit attribute of loops";
     return success();
@@ -36,8 +36,9 @@ LogicalResult SpecDialect::verifyOperationAttribute(Operation *op,
     return op->emitError() << "unknown spec dialect attribute '" << name
                            << "'; expected '" << kRoleAttrName << "', '"
                            << kConfigAttrName << "', '" << kFusedFromAttrName
-                           << "', '" << kContextCapacityAttrName << "' or '"
-                           << kColumnTilesAttrName << "'";
+                           << "', '" << kContextCapacityAttrName << "', '"
+                           << kColumnTilesAttrName << "' or '"
+                           << kRowTilesAttrName << "'";
   if (!isa<FunctionOpInterface>(op))
     return op->emitError() << "'" << name
                            << "' is only valid on function operations";

@@ -2,27 +2,30 @@
 // RUN: spec-opt %s --pass-pipeline='builtin.module(func.func(spec-block-contractions{rows=2 columns=16 depth=4}))' | FileCheck %s --check-prefix=SMALL
 // RUN: spec-opt %s --spec-graph-to-llvm=block-contractions=false -mlir-disable-threading -mlir-print-ir-before=one-shot-bufferize 2>&1 >/dev/null | FileCheck %s --check-prefix=OFF
 
-// A projection of a dynamic number of rows by a 40x48 weight. Full tiles of
-// 8 rows, then the partial last tile in halves (4, 2, 1 rows), each with a
-// static row count; 48 columns are a 32-column tile and a 16-column
-// remainder; the reduction steps by 8. Each tile's accumulators are read
+// A projection of a dynamic number of rows by a 40x48 weight. 48 columns
+// are a 32-column tile and a 16-column remainder; within each, full tiles
+// of 8 rows, then the partial last tile in halves (4, 2, 1 rows), each with
+// a static row count (the row tiles of a column tile read the same weights
+// one after the other); the reduction steps by 8. Each tile's accumulators are read
 // before the reduction loop, carried through it as vectors, and written
 // after it.
 // CHECK-LABEL: func.func @project
 // CHECK-NOT: linalg.generic
-// CHECK: scf.for %{{.*}} step %c8 iter_args(%{{.*}}) -> (tensor<?x48xf32>)
+// CHECK: scf.for %{{.*}} step %c8 iter_args(%{{.*}}) -> (tensor<?x32xf32>)
 // CHECK: %[[ACC:.*]] = vector.transfer_read {{.*}} : tensor<8x32xf32>, vector<8x32xf32>
 // CHECK: %[[SUM:.*]] = scf.for %{{.*}} = %c0 to %c40 step %c8 iter_args(%[[A:.*]] = %[[ACC]]) -> (vector<8x32xf32>)
 // CHECK: %[[X:.*]] = vector.transfer_read {{.*}} : tensor<8x8xf32>, vector<8x8xf32>
 // CHECK: %[[W:.*]] = vector.transfer_read {{.*}} : tensor<8x32xf32>, vector<8x32xf32>
 // CHECK: vector.contract {{.*}} %[[X]], %[[W]], %[[A]] : vector<8x8xf32>, vector<8x32xf32> into vector<8x32xf32>
 // CHECK: vector.transfer_write %[[SUM]], {{.*}} : vector<8x32xf32>, tensor<8x32xf32>
-// CHECK: vector.contract {{.*}} : vector<8x8xf32>, vector<8x16xf32> into vector<8x16xf32>
+// The row tiles are marked: spec-parallelize-columns counts work per row.
+// CHECK: } {spec.row_tiles}
 // CHECK: vector.contract {{.*}} : vector<4x8xf32>, vector<8x32xf32> into vector<4x32xf32>
-// CHECK: vector.contract {{.*}} : vector<4x8xf32>, vector<8x16xf32> into vector<4x16xf32>
 // CHECK: vector.contract {{.*}} : vector<2x8xf32>, vector<8x32xf32> into vector<2x32xf32>
-// CHECK: vector.contract {{.*}} : vector<2x8xf32>, vector<8x16xf32> into vector<2x16xf32>
 // CHECK: vector.contract {{.*}} : vector<8xf32>, vector<8x32xf32> into vector<32xf32>
+// CHECK: vector.contract {{.*}} : vector<8x8xf32>, vector<8x16xf32> into vector<8x16xf32>
+// CHECK: vector.contract {{.*}} : vector<4x8xf32>, vector<8x16xf32> into vector<4x16xf32>
+// CHECK: vector.contract {{.*}} : vector<2x8xf32>, vector<8x16xf32> into vector<2x16xf32>
 // CHECK: vector.contract {{.*}} : vector<8xf32>, vector<8x16xf32> into vector<16xf32>
 // CHECK-NOT: vector.contract
 // CHECK: return
@@ -108,9 +111,9 @@ func.func @static_rows(%x: tensor<12x16xf32>, %w: tensor<16x32xf32>, %init: tens
 // CHECK-LABEL: func.func @attention_keys
 // CHECK-NOT: linalg.generic
 // CHECK: vector.contract {{.*}} : vector<8x8xf32>, vector<8x32xf32> into vector<8x32xf32>
+// CHECK: vector.contract {{.*}} : vector<4x8xf32>, vector<8x32xf32> into vector<4x32xf32>
 // CHECK: vector.contract {{.*}} : vector<8x8xf32>, vector<8x8xf32> into vector<8x8xf32>
 // CHECK: vector.contract {{.*}} : vector<8x8xf32>, vector<8x1xf32> into vector<8x1xf32>
-// CHECK: vector.contract {{.*}} : vector<4x8xf32>, vector<8x32xf32> into vector<4x32xf32>
 // CHECK: return
 func.func @attention_keys(%q: tensor<4x?x32xf32>, %kt: tensor<4x32x?xf32>, %init: tensor<4x?x?xf32>) -> tensor<4x?x?xf32> {
   %0 = linalg.generic {
