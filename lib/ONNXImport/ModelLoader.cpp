@@ -151,6 +151,9 @@ static std::string typeCaseName(const onnx::TypeProto &type) {
   }
 }
 
+/// Elements times bytes per element stays far below 2^63.
+static constexpr uint64_t kMaxElements = uint64_t(1) << 48;
+
 class GraphValidator {
 public:
   explicit GraphValidator(std::string &error) : error(error) {}
@@ -219,6 +222,9 @@ public:
                    tensor.dims_size()))
         return false;
 
+    if (!checkShapeOperands(graph))
+      return false;
+
     std::set<std::string> defined;
     for (const auto &input : graph.input())
       defined.insert(input.name());
@@ -268,13 +274,68 @@ public:
 private:
   /// A declared shape's dims are sizes: not negative (-1 is not "unknown"
   /// in ONNX; a dim_param or no value is).
+  /// libonnx's inference gives Reshape, Expand and ConstantOfShape as many
+  /// dimensions as their shape operand's declared length, allocating one
+  /// per dimension: a shape read from a graph input or value_info (through
+  /// Identity and Cast) is at most kMaxRank long.
+  bool checkShapeOperands(const onnx::GraphProto &graph) {
+    constexpr int64_t kMaxRank = 64;
+    std::map<std::string, const onnx::ValueInfoProto *> declarations;
+    for (const auto *values : {&graph.input(), &graph.value_info()})
+      for (const onnx::ValueInfoProto &value : *values)
+        declarations[value.name()] = &value;
+    std::map<std::string, const onnx::NodeProto *> producers;
+    for (const onnx::NodeProto &node : graph.node())
+      for (const std::string &output : node.output())
+        producers[output] = &node;
+    for (int index = 0; index < graph.node_size(); ++index) {
+      const onnx::NodeProto &node = graph.node(index);
+      int operand = node.op_type() == "ConstantOfShape" ? 0
+                    : node.op_type() == "Reshape" ||
+                            node.op_type() == "Expand"
+                        ? 1
+                        : -1;
+      if (operand < 0 || !node.domain().empty() ||
+          node.input_size() <= operand)
+        continue;
+      std::string name = node.input(operand);
+      for (int hops = 0; hops < graph.node_size(); ++hops) {
+        auto producer = producers.find(name);
+        if (producer == producers.end() ||
+            (producer->second->op_type() != "Identity" &&
+             producer->second->op_type() != "Cast") ||
+            producer->second->input_size() == 0)
+          break;
+        name = producer->second->input(0);
+      }
+      auto declaration = declarations.find(name);
+      if (declaration == declarations.end() ||
+          !declaration->second->type().tensor_type().has_shape())
+        continue;
+      const auto &dims =
+          declaration->second->type().tensor_type().shape().dim();
+      if (dims.size() == 1 && dims[0].has_dim_value() &&
+          dims[0].dim_value() > kMaxRank) {
+        error = "node '" + nodeDisplayName(node, index) + "' (" +
+                node.op_type() + "): its shape '" + name +
+                "' is declared with " + std::to_string(dims[0].dim_value()) +
+                " elements, a rank above " + std::to_string(kMaxRank);
+        return false;
+      }
+    }
+    return true;
+  }
+
   bool declared(const onnx::ValueInfoProto &value) {
     if (!value.type().has_tensor_type() ||
         !value.type().tensor_type().has_shape())
       return true;
     const auto &dims = value.type().tensor_type().shape().dim();
-    for (int i = 0; i < dims.size(); ++i)
-      if (dims[i].has_dim_value() && dims[i].dim_value() < 0) {
+    uint64_t count = 1;
+    for (int i = 0; i < dims.size(); ++i) {
+      if (!dims[i].has_dim_value())
+        continue;
+      if (dims[i].dim_value() < 0) {
         error = "'" + value.name() + "' is declared with dimension " +
                 std::to_string(i) + " of size " +
                 std::to_string(dims[i].dim_value()) +
@@ -282,6 +343,19 @@ private:
                 "dim_param)";
         return false;
       }
+      // As for stored tensors: no tensor this large can be fed, and
+      // libonnx's inference takes the length of a shape operand for a rank
+      // (an Expand by a declared 5.5e17-element shape allocated without
+      // bound).
+      uint64_t dim = static_cast<uint64_t>(dims[i].dim_value());
+      count = dim && count > kMaxElements / dim ? kMaxElements + 1
+                                                : count * dim;
+    }
+    if (count > kMaxElements) {
+      error = "'" + value.name() + "' is declared with more than 2^48 "
+              "elements";
+      return false;
+    }
     return true;
   }
 
@@ -294,8 +368,6 @@ private:
               ", which is not an ONNX tensor type";
       return false;
     }
-    // Elements times bytes per element stays far below 2^63.
-    constexpr uint64_t kMaxElements = uint64_t(1) << 48;
     uint64_t count = 1;
     for (int64_t dim : tensor.dims()) {
       if (dim < 0) {
