@@ -36,11 +36,15 @@ inline std::vector<char> tensorProtoBytes(const onnx::TensorProto &tensor,
   switch (tensor.data_type()) {
   case onnx::TensorProto::FLOAT:
     bytes.resize(tensor.float_data_size() * sizeof(float));
-    std::memcpy(bytes.data(), tensor.float_data().data(), bytes.size());
+    // memcpy's pointers must not be null, also for no bytes (UBSan found an
+    // empty float_data).
+    if (!bytes.empty())
+      std::memcpy(bytes.data(), tensor.float_data().data(), bytes.size());
     break;
   case onnx::TensorProto::DOUBLE:
     bytes.resize(tensor.double_data_size() * sizeof(double));
-    std::memcpy(bytes.data(), tensor.double_data().data(), bytes.size());
+    if (!bytes.empty())
+      std::memcpy(bytes.data(), tensor.double_data().data(), bytes.size());
     break;
   case onnx::TensorProto::INT64:
     append(tensor.int64_data());
