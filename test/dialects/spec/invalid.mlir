@@ -585,3 +585,8 @@ func.func @f(%c: !spec.kv_cache<2x4x16x32xf32>, %n: index) {
 
 // expected-error @below {{'spec.column_tiles' is a unit attribute of loops}}
 func.func private @f() attributes {spec.column_tiles}
+
+// -----
+
+// expected-error @below {{'spec.row_tiles' is a unit attribute of loops}}
+func.func private @f() attributes {spec.row_tiles}
