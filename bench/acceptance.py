@@ -66,6 +66,13 @@ def main():
         ("MTP module", [f"--mtp-head={MODELS}/mtp_module.onnx"],
          1 + reference["mtp"]["per_position_acceptance"][0],
          reference["mtp"]["per_position_acceptance"][:1]),
+        # The module chained with itself; the reference ran depth 2 only.
+        ("MTP chain, depth 2", [f"--mtp-head={MODELS}/mtp_module.onnx",
+                                "--mtp-depth=2"],
+         reference["mtp"]["mean_tokens_per_step"],
+         reference["mtp"]["per_position_acceptance"]),
+        ("MTP chain, depth 3", [f"--mtp-head={MODELS}/mtp_module.onnx",
+                                "--mtp-depth=3"], None, None),
     ]
     results = []
     with tempfile.TemporaryDirectory() as tmp:
@@ -108,7 +115,7 @@ def main():
 
     print(f"{len(prompts)} held-out prompts x {new_tokens} new tokens, greedy "
           "(the prompts of models/metrics.json)")
-    print(f"{'decoder':<18} {'tok/fwd':>8} {'reference':>9}  "
+    print(f"{'decoder':<20} {'tok/fwd':>8} {'reference':>9}  "
           "acceptance per position (reference)")
     for r in results:
         positions = r["acceptance_per_position"]
@@ -116,8 +123,10 @@ def main():
         cells = " ".join(
             f"{a:.2f}" + (f" ({ref[i]:.2f})" if ref and i < len(ref) else "")
             for i, a in enumerate(positions))
-        print(f"{r['decoder']:<18} {r['tokens_per_target_forward']:>8.2f} "
-              f"{r['reference_tokens_per_target_forward']:>9.2f}  {cells}")
+        ref_per_forward = r["reference_tokens_per_target_forward"]
+        ref_cell = f"{ref_per_forward:.2f}" if ref_per_forward else "-"
+        print(f"{r['decoder']:<20} {r['tokens_per_target_forward']:>8.2f} "
+              f"{ref_cell:>9}  {cells}")
     print("tok/fwd: new tokens per target forward, the prompt's included; "
           "acceptance: accepted at a position among the rounds that reached it")
     if args.json:

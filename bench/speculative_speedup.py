@@ -52,6 +52,11 @@ def decoders(reference):
          draft["mean_tokens_per_step"]),
         ("Medusa (3 heads)", heads, medusa),
         ("MTP module", [f"--mtp-head={MODELS}/mtp_module.onnx"], mtp),
+        ("MTP chain, depth 2", [f"--mtp-head={MODELS}/mtp_module.onnx",
+                                "--mtp-depth=2"],
+         reference["mtp"]["mean_tokens_per_step"]),
+        ("MTP chain, depth 3", [f"--mtp-head={MODELS}/mtp_module.onnx",
+                                "--mtp-depth=3"], None),
     ]
 
 
@@ -120,12 +125,14 @@ def main():
                 "speedup": (spec[0] / spec[2]) / (base[0] / base[2]),
             })
     print(f"{args.prompts} prompts x {args.max_new_tokens} new tokens, greedy")
-    print(f"{'decoder':<18} {'same text':>9} {'tok/fwd':>8} {'reference':>9} "
+    print(f"{'decoder':<20} {'same text':>9} {'tok/fwd':>8} {'reference':>9} "
           f"{'spec tok/s':>10} {'target tok/s':>12} {'speedup':>8}")
     for r in results:
-        print(f"{r['decoder']:<18} {'yes' if r['identical'] else 'NO':>9} "
+        reference_cell = (f"{r['reference_tokens_per_target_forward']:.2f}"
+                          if r["reference_tokens_per_target_forward"] else "-")
+        print(f"{r['decoder']:<20} {'yes' if r['identical'] else 'NO':>9} "
               f"{r['tokens_per_target_forward']:>8.2f} "
-              f"{r['reference_tokens_per_target_forward']:>9.2f} "
+              f"{reference_cell:>9} "
               f"{r['speculative_tokens_per_second']:>10.1f} "
               f"{r['target_only_tokens_per_second']:>12.1f} "
               f"{r['speedup']:>7.2f}x")

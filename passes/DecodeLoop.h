@@ -92,6 +92,8 @@ public:
 
   mlir::ImplicitLocOpBuilder &getBuilder() { return b; }
   mlir::Type getFloatType() const { return floatType; }
+  /// Positions the loop's sequence buffer holds.
+  int64_t getCapacity() const { return capacity; }
   mlir::Value getKey() const { return key; }
   mlir::Value getPromptLength() const { return promptLength; }
   /// The prompt as one row of token ids and its positions (what the

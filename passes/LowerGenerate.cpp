@@ -13,6 +13,7 @@
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/SCF/IR/SCF.h"
 #include "mlir/Dialect/Tensor/IR/Tensor.h"
+#include "mlir/Dialect/Utils/StaticValueUtils.h"
 #include "mlir/IR/BuiltinOps.h"
 
 namespace specula {
@@ -274,14 +275,18 @@ Proposals MedusaLowering::propose(DecodeLoopBuilder &loop, ValueRange results,
 }
 
 //===----------------------------------------------------------------------===//
-// MTP module
+// MTP modules
 //===----------------------------------------------------------------------===//
 
-/// A DeepSeek-V3-style MTP module (depth 1) beside the target: each round
-/// verifies [last, proposal]; then the module runs on the new positions, each
-/// with the target's hidden state there and the token after it (the accepted
-/// proposal, then the next token), writing its own cache at the same
-/// positions, and its last row proposes the token after the next one.
+/// A chain of DeepSeek-V3-style MTP modules beside the target. The module at
+/// depth d runs at position t on the previous depth's hidden state there
+/// (the target's at depth 1) and the token at t + d, and proposes the token
+/// at t + d + 1; each depth has its own in-place cache. Each round verifies
+/// [last, p_1 .. p_D]; then every depth runs on the positions from its first
+/// stale one up to the token the target gave: depth 1 on the verified rows,
+/// depth d > 1 also again on the positions that were fed a rejected proposal,
+/// reading the previous depth's hidden states from a history of them. The
+/// last row of depth d proposes p_d, which depth d + 1 is fed.
 class MTPModuleLowering : public ProposerLowering {
 public:
   static FailureOr<std::unique_ptr<ProposerLowering>>
@@ -289,49 +294,66 @@ public:
           MTPProposerAttr proposer, SymbolTable &symbols);
 
   int64_t getCapacity() const override {
-    return std::min(target.cache.getCapacity(), module.cache.getCapacity());
+    int64_t capacity = target.cache.getCapacity();
+    for (const CachedModel &module : modules)
+      capacity = std::min(capacity, module.cache.getCapacity());
+    return capacity;
   }
   void build(DecodeLoopBuilder &loop) override;
 
 private:
-  MTPModuleLowering(const CachedModel &target, const CachedModel &module,
-                    unsigned hiddenResult)
-      : ProposerLowering(target), module(module), hiddenResult(hiddenResult) {}
+  /// One depth of the chain: its module, and where that module returns its
+  /// hidden states (needed from every depth but the last).
+  struct Depth {
+    CachedModel module;
+    std::optional<unsigned> hiddenResult;
+  };
 
-  /// The module's loop values: its cache and its pending proposal.
+  MTPModuleLowering(const CachedModel &target, unsigned hiddenResult,
+                    SmallVector<Depth> depths)
+      : ProposerLowering(target), hiddenResult(hiddenResult),
+        depths(std::move(depths)) {
+    for (const Depth &depth : this->depths)
+      modules.push_back(depth.module);
+  }
+
+  /// The chain's loop values: each depth's cache, the hidden states of every
+  /// depth but the last (`1 x capacity x hidden`, by position), and the
+  /// proposals waiting for verification.
   struct State {
-    Value cache;
+    SmallVector<Value> caches, histories;
     Proposals pending;
+
     SmallVector<Value> getValues() const {
-      return {cache, pending.tokens, pending.probs};
+      SmallVector<Value> values(caches);
+      llvm::append_range(values, histories);
+      values.append({pending.tokens, pending.probs});
+      return values;
     }
-    static State from(ValueRange values) {
-      return {values[0], {values[1], values[2]}};
+    static State from(ValueRange values, unsigned depths) {
+      return {llvm::to_vector(values.take_front(depths)),
+              llvm::to_vector(values.slice(depths, depths - 1)),
+              {values[2 * depths - 1], values[2 * depths]}};
     }
   };
 
-  State runModule(DecodeLoopBuilder &loop, Value hidden, Value seq,
-                  Value start, Value count, Value cache, Value key);
+  State runChain(DecodeLoopBuilder &loop, Value targetHidden, Value seq,
+                 Value end, ArrayRef<Value> starts, const State &previous,
+                 Value key);
+  Value extendSequence(DecodeLoopBuilder &loop, Value seq);
 
-  CachedModel module;
   unsigned hiddenResult;
+  SmallVector<Depth> depths;
+  SmallVector<CachedModel> modules;
 };
 
 FailureOr<std::unique_ptr<ProposerLowering>>
 MTPModuleLowering::analyze(DecoderOp decoder, const CachedModel &target,
                            MTPProposerAttr proposer, SymbolTable &symbols) {
-  if (proposer.getHeads().size() != 1)
-    return decoder.emitError()
-           << "chains of MTP modules are not lowered yet; use depth 1";
-  FailureOr<CachedModel> module = CachedModel::get(
-      symbols.lookup<func::FuncOp>(proposer.getHeads()[0].getValue()),
-      decoder);
-  if (failed(module))
-    return failure();
   func::FuncOp targetFunc = target.func;
   std::optional<unsigned> hidden =
       findResult(targetFunc, IOKind::HiddenStates);
-  if (!module->takesHidden || !hidden)
+  if (!hidden)
     return decoder.emitError()
            << "the MTP module needs the target's hidden_states result and a "
               "previous_hidden_states argument";
@@ -340,66 +362,184 @@ MTPModuleLowering::analyze(DecoderOp decoder, const CachedModel &target,
   if (hiddenType.getRank() != 3 || hiddenType.isDynamicDim(2))
     return decoder.emitError()
            << "the target's hidden states must be [1 x n x hidden]";
+  SmallVector<Depth> depths;
+  ArrayRef<FlatSymbolRefAttr> heads = proposer.getHeads();
+  for (auto [index, head] : llvm::enumerate(heads)) {
+    FailureOr<CachedModel> module = CachedModel::get(
+        symbols.lookup<func::FuncOp>(head.getValue()), decoder);
+    if (failed(module))
+      return failure();
+    if (!module->takesHidden)
+      return decoder.emitError()
+             << "the MTP module needs the target's hidden_states result and a "
+                "previous_hidden_states argument";
+    Depth depth{*module, findResult(module->func, IOKind::HiddenStates)};
+    if (index + 1 < heads.size()) {
+      auto type = depth.hiddenResult
+                      ? dyn_cast<RankedTensorType>(
+                            module->func.getResultTypes()[*depth.hiddenResult])
+                      : RankedTensorType();
+      if (!type || type.getRank() != 3 || type.isDynamicDim(2))
+        return decoder.emitError()
+               << "MTP module " << head << " at depth " << index + 1
+               << " must return its hidden states [1 x n x hidden] "
+                  "(#spec.io<hidden_states>) for depth "
+               << index + 2 << " to run on";
+    }
+    if (!depths.empty()) {
+      // The previous depth's hidden states are this module's first input.
+      Depth before = depths.back();
+      int64_t given = cast<RankedTensorType>(
+                          before.module.func
+                              .getResultTypes()[*before.hiddenResult])
+                          .getDimSize(2);
+      auto wanted =
+          dyn_cast<RankedTensorType>(module->func.getArgumentTypes()[0]);
+      if (!wanted || wanted.getRank() != 3 ||
+          (!wanted.isDynamicDim(2) && wanted.getDimSize(2) != given))
+        return decoder.emitError()
+               << "MTP module " << head << " at depth " << index + 1
+               << " does not take [1 x n x " << given
+               << "] hidden states, which depth " << index << " gives";
+    }
+    depths.push_back(depth);
+  }
   return std::unique_ptr<ProposerLowering>(
-      new MTPModuleLowering(target, *module, *hidden));
+      new MTPModuleLowering(target, *hidden, std::move(depths)));
 }
 
 void MTPModuleLowering::build(DecodeLoopBuilder &loop) {
   ImplicitLocOpBuilder &b = loop.getBuilder();
-  // The module sees the prompt's hidden states with the tokens one ahead.
+  // Every depth sees the prompt, the target's pick after it, and the
+  // previous depths' proposals.
   DecodeState start = loop.startAfterPrefill();
-  Value cache = CacheAllocOp::create(b, module.cache);
-  State init = runModule(loop, loop.getPrefill().getResult(hiddenResult),
-                         start.seq, loop.index(0), loop.getPromptLength(),
-                         cache, loop.getKey());
+  unsigned count = depths.size();
+  State empty;
+  for (auto [index, depth] : llvm::enumerate(depths)) {
+    empty.caches.push_back(CacheAllocOp::create(b, depth.module.cache));
+    if (index + 1 == count)
+      continue;
+    auto type = cast<RankedTensorType>(
+        depth.module.func.getResultTypes()[*depth.hiddenResult]);
+    empty.histories.push_back(tensor::EmptyOp::create(
+        b, {1, loop.getCapacity(), type.getDimSize(2)},
+        type.getElementType()));
+  }
+  SmallVector<Value> fromZero(count, loop.index(0));
+  State init =
+      runChain(loop, loop.getPrefill().getResult(hiddenResult), start.seq,
+               loop.getPromptLength(), fromZero, empty, loop.getKey());
   loop.buildLoop(
-      start, init.getValues(), 2,
+      start, init.getValues(), count + 1,
       [&](const DecodeState &state, ValueRange values) -> RoundResult {
-        State moduleState = State::from(values);
+        State chain = State::from(values, count);
         Value roundKey = loop.roundKey(state.steps);
-        VerifiedRound verified =
-            loop.verifyAndCommit(state, moduleState.pending.tokens,
-                                 moduleState.pending.probs, roundKey);
-        Value count =
-            arith::AddIOp::create(b, verified.accepted, loop.index(1));
+        VerifiedRound verified = loop.verifyAndCommit(
+            state, chain.pending.tokens, chain.pending.probs, roundKey);
         Value proposeStart = loop.readClock();
-        State next = runModule(
-            loop, verified.verify.getResult(hiddenResult), verified.seq,
-            state.length, count, moduleState.cache,
-            arith::AddIOp::create(b, roundKey, loop.i64(1)));
+        // Depth 1 runs on the verified rows. Depth d was fed the token at
+        // t + d: its positions from verified.length - d on saw proposals
+        // that may have been rejected, and it runs again from there (or
+        // from the verified rows, which it has not seen yet).
+        SmallVector<Value> starts{state.length};
+        for (unsigned d = 2; d <= count; ++d) {
+          Value stale = arith::MaxSIOp::create(
+              b, arith::SubIOp::create(b, verified.length, loop.index(d)),
+              loop.index(0));
+          starts.push_back(arith::MinSIOp::create(b, stale, state.length));
+        }
+        State next = runChain(loop, verified.verify.getResult(hiddenResult),
+                              verified.seq, verified.length, starts, chain,
+                              roundKey);
         return {loop.advance(state, verified), next.getValues(),
                 verified.accepted, loop.elapsedSince(proposeStart)};
       });
 }
 
-/// Runs the module on `count` positions from `start`: hidden-state rows
-/// [0, count) of `hidden`, tokens seq[start + 1, start + 1 + count). Its
-/// last row proposes.
-MTPModuleLowering::State
-MTPModuleLowering::runModule(DecodeLoopBuilder &loop, Value hidden, Value seq,
-                             Value start, Value count, Value cache,
-                             Value key) {
+/// `seq` with room for the proposals after its last token: depth d is fed
+/// d - 1 of them.
+Value MTPModuleLowering::extendSequence(DecodeLoopBuilder &loop, Value seq) {
   ImplicitLocOpBuilder &b = loop.getBuilder();
-  auto hiddenType = cast<RankedTensorType>(hidden.getType());
-  int64_t hiddenSize = hiddenType.getDimSize(2);
-  auto rowsType = RankedTensorType::get({1, ShapedType::kDynamic, hiddenSize},
-                                        hiddenType.getElementType());
-  SmallVector<OpFoldResult> zeros(3, b.getIndexAttr(0)),
-      ones(3, b.getIndexAttr(1));
-  Value rows = tensor::ExtractSliceOp::create(
-      b, rowsType, hidden, zeros,
-      {b.getIndexAttr(1), count, b.getIndexAttr(hiddenSize)}, ones);
+  int64_t capacity = cast<RankedTensorType>(seq.getType()).getDimSize(0);
+  Value extended = tensor::EmptyOp::create(
+      b, {capacity + static_cast<int64_t>(depths.size())}, b.getI64Type());
+  return tensor::InsertSliceOp::create(b, seq, extended,
+                                       ArrayRef<OpFoldResult>{b.getIndexAttr(0)},
+                                       {b.getIndexAttr(capacity)},
+                                       {b.getIndexAttr(1)});
+}
+
+/// Runs depth d (from 1) on positions [starts[d - 1], end), where `end` is
+/// the position of the last token in `seq` and `targetHidden`'s rows are the
+/// target's hidden states from starts[0]. Proposals are keyed from `key` + d.
+MTPModuleLowering::State
+MTPModuleLowering::runChain(DecodeLoopBuilder &loop, Value targetHidden,
+                            Value seq, Value end, ArrayRef<Value> starts,
+                            const State &previous, Value key) {
+  ImplicitLocOpBuilder &b = loop.getBuilder();
   Value one = loop.index(1);
-  Value tokens =
-      loop.tokens(seq, arith::AddIOp::create(b, start, one), count);
-  func::CallOp forward = loop.call(
-      module, {rows, tokens, loop.positions(start, count), cache, start});
-  Value last = arith::SubIOp::create(b, count, one);
-  auto [token, q] = loop.propose(
-      loop.logitsRow(forward.getResult(0), last, target.vocab), key);
-  Value proposals = tensor::FromElementsOp::create(
-      b, RankedTensorType::get({1}, b.getI64Type()), ValueRange{token});
-  return {forward.getResults().back(), {proposals, q}};
+  Value tokensFrom = depths.size() > 1 ? extendSequence(loop, seq) : seq;
+  State next{{},
+             {},
+             Proposals::create(b, depths.size(), target.vocab,
+                               loop.getFloatType())};
+  auto rowsOf = [&](Value hidden, OpFoldResult first, Value count) {
+    auto type = cast<RankedTensorType>(hidden.getType());
+    int64_t size = type.getDimSize(2);
+    return tensor::ExtractSliceOp::create(
+        b,
+        RankedTensorType::get({1, ShapedType::kDynamic, size},
+                              type.getElementType()),
+        hidden, {b.getIndexAttr(0), first, b.getIndexAttr(0)},
+        {b.getIndexAttr(1), count, b.getIndexAttr(size)},
+        SmallVector<OpFoldResult>(3, b.getIndexAttr(1)));
+  };
+  for (auto [index, depth] : llvm::enumerate(depths)) {
+    Value start = starts[index];
+    Value count = b.createOrFold<arith::SubIOp>(end, start);
+    Value rows =
+        index == 0
+            ? rowsOf(targetHidden, b.getIndexAttr(0), count)
+            : rowsOf(next.histories[index - 1], getAsOpFoldResult(start),
+                     count);
+    Value tokens = loop.tokens(
+        tokensFrom, b.createOrFold<arith::AddIOp>(start, loop.index(index + 1)),
+        count);
+    func::CallOp forward =
+        loop.call(depth.module, {rows, tokens, loop.positions(start, count),
+                                 previous.caches[index], start});
+    next.caches.push_back(forward.getResults().back());
+    auto [token, q] = loop.propose(
+        loop.logitsRow(forward.getResult(0),
+                       b.createOrFold<arith::SubIOp>(count, one), target.vocab),
+        arith::AddIOp::create(b, key, loop.i64(index + 1)));
+    next.pending = next.pending.with(b, b.getIndexAttr(index), token, q);
+    if (index + 1 == depths.size())
+      break;
+    // What the next depth reads: this depth's hidden states by position,
+    // and its proposal after the last token.
+    Value hidden = forward.getResult(*depth.hiddenResult);
+    auto hiddenType = cast<RankedTensorType>(hidden.getType());
+    Value history = previous.histories[index];
+    auto historyType = cast<RankedTensorType>(history.getType());
+    if (hiddenType.getShape() != ArrayRef<int64_t>{1, ShapedType::kDynamic,
+                                                    historyType.getDimSize(2)})
+      hidden = tensor::CastOp::create(
+          b,
+          RankedTensorType::get(
+              {1, ShapedType::kDynamic, historyType.getDimSize(2)},
+              historyType.getElementType()),
+          hidden);
+    next.histories.push_back(tensor::InsertSliceOp::create(
+        b, hidden, history,
+        {b.getIndexAttr(0), getAsOpFoldResult(start), b.getIndexAttr(0)},
+        {b.getIndexAttr(1), count, b.getIndexAttr(historyType.getDimSize(2))},
+        SmallVector<OpFoldResult>(3, b.getIndexAttr(1))));
+    tokensFrom = tensor::InsertOp::create(
+        b, token, tokensFrom,
+        ValueRange{b.createOrFold<arith::AddIOp>(end, loop.index(index + 1))});
+  }
+  return next;
 }
 
 //===----------------------------------------------------------------------===//

@@ -119,10 +119,6 @@ MTPProposerAttr::verify(function_ref<InFlightDiagnostic()> emitError,
                         ArrayRef<FlatSymbolRefAttr> heads) {
   if (heads.empty())
     return emitError() << "an MTP proposer needs at least one head";
-  for (auto [i, head] : llvm::enumerate(heads))
-    for (FlatSymbolRefAttr other : heads.take_front(i))
-      if (other == head)
-        return emitError() << "head " << head << " is listed twice";
   return success();
 }
 
@@ -181,7 +177,9 @@ std::string MTPProposerAttr::describeFunction(unsigned index) const {
   return "head " + std::to_string(index + 1);
 }
 
-/// Heads of one kind, listed in depth order.
+/// Heads of one kind, listed in depth order. An MTP module may also run again
+/// at the next depth, on its own previous depth's hidden states (a chain, as
+/// DeepSeek-V3 runs one module several times); a Medusa head cannot.
 LogicalResult MTPProposerAttr::verifyRoles(Operation *decoder,
                                            ArrayRef<RoleAttr> roles) const {
   for (auto [index, role] : llvm::enumerate(roles)) {
@@ -193,6 +191,14 @@ LogicalResult MTPProposerAttr::verifyRoles(Operation *decoder,
              << stringifyFunctionRole(role.getKind()) << "' but head 1 is a '"
              << stringifyFunctionRole(roles.front().getKind())
              << "'; one decoder uses one kind of head";
+    bool chained = index > 0 && getHeads()[index - 1] == ref;
+    if (chained && role.getKind() == FunctionRole::MTPModule)
+      continue;
+    if (llvm::is_contained(getHeads().take_front(index), ref))
+      return decoder->emitOpError()
+             << what << " " << ref
+             << " is listed twice; only an MTP module can run again, at the "
+                "depth after its own";
     int64_t depth = *role.getDepth();
     if (depth != static_cast<int64_t>(index) + 1)
       return decoder->emitOpError()

@@ -145,7 +145,10 @@ def Spec_MTPProposerAttr : Spec_Attr<"MTPProposer", "mtp", [
   let description = [{
     Names the Medusa heads or the chain of MTP modules, in depth order
     (depth 1 first). Each head proposes one token, so a step proposes as many
-    tokens as there are heads.
+    tokens as there are heads. An MTP module may be listed again right after
+    itself: it then also runs at the next depth, on the hidden states it gave
+    at the previous one (a module trained at depth 1 chained to depth 3 is
+    `[@module, @module, @module]`).
 
     Example: `#spec.mtp<[@head1, @head2, @head3]>`
   }];

@@ -25,6 +25,7 @@ spec.decoder @decoder target(@target_fused) proposer(#spec.mtp<[@head1]>) verify
 
 // -----
 
+// A module chained to depth 2 that does not return its hidden states.
 func.func private @target(tensor<?x?xi64> {spec.io = #spec.io<token_ids>},
                           tensor<?x?xi64> {spec.io = #spec.io<position_ids>},
                           !spec.kv_cache<2x2x64x8xf32> {spec.io = #spec.io<kv_cache>},
@@ -33,11 +34,46 @@ func.func private @target(tensor<?x?xi64> {spec.io = #spec.io<token_ids>},
         tensor<?x?x4xf32> {spec.io = #spec.io<hidden_states>},
         !spec.kv_cache<2x2x64x8xf32> {spec.io = #spec.io<kv_cache>})
     attributes {spec.role = #spec.role<target>}
-func.func private @m1(tensor<?x?x4xf32>) -> tensor<?x?x16xf32>
+func.func private @module(tensor<?x?x4xf32> {spec.io = #spec.io<previous_hidden_states>},
+                          tensor<?x?xi64> {spec.io = #spec.io<token_ids>},
+                          tensor<?x?xi64> {spec.io = #spec.io<position_ids>},
+                          !spec.kv_cache<1x2x64x8xf32> {spec.io = #spec.io<kv_cache>},
+                          index {spec.io = #spec.io<past_length>})
+    -> (tensor<?x?x16xf32> {spec.io = #spec.io<logits>},
+        !spec.kv_cache<1x2x64x8xf32> {spec.io = #spec.io<kv_cache>})
     attributes {spec.role = #spec.role<mtp_module, depth = 1>}
-func.func private @m2(tensor<?x?x4xf32>) -> tensor<?x?x16xf32>
+// expected-error @below {{MTP module @module at depth 1 must return its hidden states [1 x n x hidden] (#spec.io<hidden_states>) for depth 2 to run on}}
+spec.decoder @decoder target(@target) proposer(#spec.mtp<[@module, @module]>) verify(#spec.greedy)
+
+// -----
+
+// Depth 2's module takes hidden states of another size than depth 1 gives.
+func.func private @target(tensor<?x?xi64> {spec.io = #spec.io<token_ids>},
+                          tensor<?x?xi64> {spec.io = #spec.io<position_ids>},
+                          !spec.kv_cache<2x2x64x8xf32> {spec.io = #spec.io<kv_cache>},
+                          index {spec.io = #spec.io<past_length>})
+    -> (tensor<?x?x16xf32> {spec.io = #spec.io<logits>},
+        tensor<?x?x4xf32> {spec.io = #spec.io<hidden_states>},
+        !spec.kv_cache<2x2x64x8xf32> {spec.io = #spec.io<kv_cache>})
+    attributes {spec.role = #spec.role<target>}
+func.func private @m1(tensor<?x?x4xf32> {spec.io = #spec.io<previous_hidden_states>},
+                      tensor<?x?xi64> {spec.io = #spec.io<token_ids>},
+                      tensor<?x?xi64> {spec.io = #spec.io<position_ids>},
+                      !spec.kv_cache<1x2x64x8xf32> {spec.io = #spec.io<kv_cache>},
+                      index {spec.io = #spec.io<past_length>})
+    -> (tensor<?x?x16xf32> {spec.io = #spec.io<logits>},
+        tensor<?x?x4xf32> {spec.io = #spec.io<hidden_states>},
+        !spec.kv_cache<1x2x64x8xf32> {spec.io = #spec.io<kv_cache>})
+    attributes {spec.role = #spec.role<mtp_module, depth = 1>}
+func.func private @m2(tensor<?x?x6xf32> {spec.io = #spec.io<previous_hidden_states>},
+                      tensor<?x?xi64> {spec.io = #spec.io<token_ids>},
+                      tensor<?x?xi64> {spec.io = #spec.io<position_ids>},
+                      !spec.kv_cache<1x2x64x8xf32> {spec.io = #spec.io<kv_cache>},
+                      index {spec.io = #spec.io<past_length>})
+    -> (tensor<?x?x16xf32> {spec.io = #spec.io<logits>},
+        !spec.kv_cache<1x2x64x8xf32> {spec.io = #spec.io<kv_cache>})
     attributes {spec.role = #spec.role<mtp_module, depth = 2>}
-// expected-error @below {{chains of MTP modules are not lowered yet; use depth 1}}
+// expected-error @below {{MTP module @m2 at depth 2 does not take [1 x n x 4] hidden states, which depth 1 gives}}
 spec.decoder @decoder target(@target) proposer(#spec.mtp<[@m1, @m2]>) verify(#spec.greedy)
 
 // -----

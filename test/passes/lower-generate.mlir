@@ -233,13 +233,50 @@ spec.decoder @deepseek target(@trunk) proposer(#spec.mtp<[@module]>) verify(#spe
 // CHECK-NEXT: ^bb0(%{{[^:]*}}: tensor<64xi64>, %{{[^:]*}}: !spec.kv_cache<2x2x64x8xf32>, %[[LEN:[^:]*]]: index, %{{[^:]*}}: index, %{{[^:]*}}: index, %{{[^:]*}}: i64, %[[MCACHE:[^:]*]]: !spec.kv_cache<1x2x64x8xf32>, %[[PROPOSAL:[^:]*]]: tensor<1xi64>, %{{[^:]*}}: tensor<1x16xf32>,
 // CHECK: %[[DV:[^:]*]]:3 = spec.verify @trunk(
 // CHECK-NEXT: %[[DROWS:.*]] = tensor.extract_slice %[[DV]]#0[0, 0, 0] [1, 2, 16] [1, 1, 1]
-// CHECK-NEXT: %[[DN:.*]], %{{.*}} = spec.accept %[[PROPOSAL]], %[[DROWS]] rule(#spec.greedy) : tensor<1xi64>, tensor<2x16xf32>
-// CHECK: %[[COUNT:.*]] = arith.addi %[[DN]], %{{.*}} : index
+// CHECK-NEXT: %[[DN:.*]], %[[NEXT:.*]] = spec.accept %[[PROPOSAL]], %[[DROWS]] rule(#spec.greedy) : tensor<1xi64>, tensor<2x16xf32>
+// CHECK: %[[END:.*]] = arith.addi %{{.*}}, %[[DN]] : index
+// CHECK-NEXT: tensor.insert %[[NEXT]] into %{{.*}}[%[[END]]] : tensor<64xi64>
 // CHECK-NEXT: %[[MSTART:.*]] = func.call @specrt_clock_ns() : () -> i64
-// CHECK: tensor.extract_slice %[[DV]]#1[0, 0, 0] [1, %[[COUNT]], 4] [1, 1, 1]
+// CHECK: %[[COUNT:.*]] = arith.subi %[[END]], %[[LEN]] : index
+// CHECK-NEXT: tensor.extract_slice %[[DV]]#1[0, 0, 0] [1, %[[COUNT]], 4] [1, 1, 1]
 // CHECK: func.call @module(%{{.*}}, %{{.*}}, %{{.*}}, %[[MCACHE]], %[[LEN]])
 // CHECK: spec.propose
 // CHECK: func.call @specrt_clock_ns() : () -> i64
+// CHECK: scf.yield
+
+// The module chained to depth 2: depth 2 has its own cache and reads depth
+// 1's hidden states from a history by position. At the prompt both depths run
+// on every position, depth 2 fed depth 1's proposal after the last token.
+spec.decoder @chain target(@trunk) proposer(#spec.mtp<[@module, @module]>) verify(#spec.greedy)
+
+// CHECK-LABEL: func.func @chain_generate(
+// CHECK: %[[C1:.*]] = spec.cache.alloc : !spec.kv_cache<1x2x64x8xf32>
+// CHECK: %[[HISTORY:.*]] = tensor.empty() : tensor<1x64x4xf32>
+// CHECK: %[[C2:.*]] = spec.cache.alloc : !spec.kv_cache<1x2x64x8xf32>
+// CHECK: %[[SEQ:.*]] = tensor.insert_slice %{{.*}} into %{{.*}}[0] [64] [1] : tensor<64xi64> into tensor<66xi64>
+// CHECK: %[[D1:.*]]:3 = call @module(%{{.*}}, %{{.*}}, %{{.*}}, %[[C1]], %{{.*}})
+// CHECK: %[[H1:.*]] = tensor.insert_slice %{{.*}} into %[[HISTORY]][0, 0, 0] [1, %{{.*}}, 4] [1, 1, 1] : tensor<1x?x4xf32> into tensor<1x64x4xf32>
+// CHECK: %[[SEQ1:.*]] = tensor.insert %{{.*}} into %[[SEQ]][%{{.*}}] : tensor<66xi64>
+// CHECK: tensor.extract_slice %[[H1]][0, 0, 0] [1, %{{.*}}, 4] [1, 1, 1]
+// CHECK: tensor.extract_slice %[[SEQ1]][%c2{{.*}}] [%{{.*}}] [1] : tensor<66xi64> to tensor<?xi64>
+// CHECK: call @module(%{{.*}}, %{{.*}}, %{{.*}}, %[[C2]], %{{.*}})
+// CHECK: scf.while
+// CHECK: } do {
+// CHECK-NEXT: ^bb0(%{{[^:]*}}: tensor<64xi64>, %{{[^:]*}}: !spec.kv_cache<2x2x64x8xf32>, %[[LEN:[^:]*]]: index, %{{[^:]*}}: index, %{{[^:]*}}: index, %{{[^:]*}}: i64, %[[MC1:[^:]*]]: !spec.kv_cache<1x2x64x8xf32>, %[[MC2:[^:]*]]: !spec.kv_cache<1x2x64x8xf32>, %[[HIST:[^:]*]]: tensor<1x64x4xf32>, %[[PROPOSALS:[^:]*]]: tensor<2xi64>, %{{[^:]*}}: tensor<2x16xf32>,
+// CHECK: %[[DV:[^:]*]]:3 = spec.verify @trunk(
+// CHECK: %[[DN:.*]], %{{.*}} = spec.accept %[[PROPOSALS]], %{{.*}} rule(#spec.greedy) : tensor<2xi64>, tensor<3x16xf32>
+// CHECK: %[[END:.*]] = arith.addi %{{.*}}, %[[DN]] : index
+// Depth 2 runs again from the first position fed a rejected proposal.
+// CHECK: %[[BACK:.*]] = arith.subi %[[END]], %c2{{.*}} : index
+// CHECK-NEXT: %[[NONNEG:.*]] = arith.maxsi %[[BACK]], %c0{{.*}} : index
+// CHECK-NEXT: %[[START2:.*]] = arith.minsi %[[NONNEG]], %[[LEN]] : index
+// CHECK: %[[COUNT1:.*]] = arith.subi %[[END]], %[[LEN]] : index
+// CHECK: func.call @module(%{{.*}}, %{{.*}}, %{{.*}}, %[[MC1]], %[[LEN]])
+// CHECK: %[[NEWHIST:.*]] = tensor.insert_slice %{{.*}} into %[[HIST]][0, %[[LEN]], 0] [1, %[[COUNT1]], 4] [1, 1, 1]
+// CHECK: %[[COUNT2:.*]] = arith.subi %[[END]], %[[START2]] : index
+// CHECK-NEXT: tensor.extract_slice %[[NEWHIST]][0, %[[START2]], 0] [1, %[[COUNT2]], 4] [1, 1, 1]
+// CHECK: func.call @module(%{{.*}}, %{{.*}}, %{{.*}}, %[[MC2]], %[[START2]])
+// CHECK: spec.propose
 // CHECK: scf.yield
 
 // -----

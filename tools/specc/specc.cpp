@@ -2,6 +2,7 @@
 //
 //   specc target.onnx --draft draft.onnx [--gamma N] -o model.spec
 //   specc target.onnx --mtp-head head1.onnx --mtp-head head2.onnx ...
+//   specc target.onnx --mtp-head module.onnx --mtp-depth 2
 //   specc ... --emit=spec-mlir [-o decoder.mlir]
 //   specc ... --emit=llvm-mlir [--weights-file weights.bin] [-o decoder.mlir]
 //
@@ -55,6 +56,12 @@ static cl::list<std::string> headPaths(
     "mtp-head",
     cl::desc("A Medusa head or MTP module (ONNX), in depth order; repeat"),
     cl::value_desc("head.onnx"), cl::cat(category));
+static cl::opt<int64_t> mtpDepth(
+    "mtp-depth",
+    cl::desc("Tokens the heads propose per round: the first N heads, or the "
+             "last MTP module chained with itself up to depth N (0: one per "
+             "--mtp-head)"),
+    cl::init(0), cl::cat(category));
 static cl::opt<int64_t> proposalCount("gamma",
                               cl::desc("Tokens the draft proposes per step"),
                               cl::init(4), cl::cat(category));
@@ -239,6 +246,11 @@ int main(int argc, char **argv) {
     llvm::errs() << "error: give either --draft or --mtp-head (see --help)\n";
     return 1;
   }
+  if (mtpDepth < 0 || (mtpDepth.getNumOccurrences() && headPaths.empty())) {
+    llvm::errs() << "error: --mtp-depth takes a positive number of --mtp-head "
+                    "proposals\n";
+    return 1;
+  }
   if ((topK.getNumOccurrences() || topP.getNumOccurrences()) && !sampling) {
     llvm::errs() << "error: --top-k and --top-p filter sampling; add "
                     "--sampling\n";
@@ -303,6 +315,21 @@ int main(int argc, char **argv) {
       heads.push_back("head" + std::to_string(i + 1));
       if (failed(importInto(*module, path, heads.back())))
         return 1;
+    }
+    if (mtpDepth > 0) {
+      auto last = module->lookupSymbol<func::FuncOp>(heads.back())
+                      ->getAttrOfType<spec::RoleAttr>(
+                          spec::SpecDialect::kRoleAttrName);
+      if (mtpDepth > static_cast<int64_t>(heads.size()) &&
+          (!last || last.getKind() != spec::FunctionRole::MTPModule)) {
+        llvm::errs() << "error: --mtp-depth " << mtpDepth << " needs "
+                     << mtpDepth << " heads but " << heads.size()
+                     << " are given; only a DeepSeek-style MTP module can "
+                        "run again at the next depth, and '"
+                     << headPaths[headPaths.size() - 1] << "' is not one\n";
+        return 1;
+      }
+      heads.resize(mtpDepth, heads.back());
     }
     FailureOr<spec::VerificationRuleAttrInterface> rule = getVerificationRule(
         &context, [&] { return emitError(module->getLoc()); }, sampling,

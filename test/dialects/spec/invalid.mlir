@@ -70,8 +70,19 @@ spec.decoder @d target(@t) proposer(#spec.mtp<[]>) verify(#spec.greedy)
 
 // -----
 
-// expected-error @below {{head @h1 is listed twice}}
-spec.decoder @d target(@t) proposer(#spec.mtp<[@h1, @h1]>) verify(#spec.greedy)
+func.func private @target(tensor<?xi64>) -> tensor<?x8xf32> attributes {spec.role = #spec.role<target>}
+func.func private @h1(tensor<?x4xf32>) -> tensor<?x8xf32> attributes {spec.role = #spec.role<medusa_head, depth = 1>}
+// expected-error @below {{'spec.decoder' op head 2 @h1 is listed twice; only an MTP module can run again, at the depth after its own}}
+spec.decoder @d target(@target) proposer(#spec.mtp<[@h1, @h1]>) verify(#spec.greedy)
+
+// -----
+
+// A chained module runs at consecutive depths only.
+func.func private @target(tensor<?xi64>) -> tensor<?x8xf32> attributes {spec.role = #spec.role<target>}
+func.func private @m1(tensor<?x4xf32>) -> tensor<?x8xf32> attributes {spec.role = #spec.role<mtp_module, depth = 1>}
+func.func private @m2(tensor<?x4xf32>) -> tensor<?x8xf32> attributes {spec.role = #spec.role<mtp_module, depth = 2>}
+// expected-error @below {{'spec.decoder' op head 3 @m1 is listed twice; only an MTP module can run again, at the depth after its own}}
+spec.decoder @d target(@target) proposer(#spec.mtp<[@m1, @m2, @m1]>) verify(#spec.greedy)
 
 // -----
 

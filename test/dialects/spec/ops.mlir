@@ -66,6 +66,11 @@ spec.decoder @medusa target(@target) proposer(#spec.mtp<[@head1, @head2]>)
 spec.decoder @deepseek target(@target) proposer(#spec.mtp<[@mtp1]>)
     verify(#spec.greedy)
 
+// A module chained: it runs again at depths 2 and 3.
+// CHECK: spec.decoder @deepseek_chain target(@target) proposer(#spec.mtp<[@mtp1, @mtp1, @mtp1]>) verify(#spec.greedy)
+spec.decoder @deepseek_chain target(@target)
+    proposer(#spec.mtp<[@mtp1, @mtp1, @mtp1]>) verify(#spec.greedy)
+
 // CHECK-LABEL: func.func @step
 func.func @step(%last: tensor<1xi64>, %head_logits: tensor<4x259xf32>,
                 %key: i64) -> (index, i64, index) {

@@ -1,7 +1,7 @@
 //===- ExactGreedyTest.cpp - speculative greedy equals the target's own ---===//
 //
-// Builds the three example decoders (draft, Medusa heads, DeepSeek-style MTP
-// module) from the bundled ONNX models as specc does (import,
+// Builds the example decoders (draft, Medusa heads, DeepSeek-style MTP
+// module, alone and chained) from the bundled ONNX models as specc does (import,
 // spec-pair-draft or spec-fuse-mtp-heads, spec-kv-cache-inplace,
 // spec-lower-generate), compiles each into an artifact as `specc -o
 // model.spec` does, runs its speculative and target-only loops through the
@@ -220,6 +220,26 @@ TEST_F(ExactGreedyTest, MTPModuleDecoder) {
                                                spec::GreedyAttr::get(&context))));
       },
       1.3);
+}
+
+// The module chained with itself: depth d runs on depth d - 1's hidden
+// states, with its own cache rolled back with the target's.
+TEST_F(ExactGreedyTest, MTPModuleChainDecoder) {
+  for (int depth : {2, 3}) {
+    SCOPED_TRACE("depth " + std::to_string(depth));
+    expectExact(
+        [&](ModuleOp module, PassManager &pm) {
+          import(module, "target.onnx", "target");
+          import(module, "mtp_module.onnx", "head1");
+          SmallVector<std::string> chain(depth, "head1");
+          ASSERT_TRUE(succeeded(createMTPDecoder(
+              module, "decoder", "target", chain,
+              spec::GreedyAttr::get(&context))));
+        },
+        // One proposal gives at most 2 tokens per forward: above that (2.40
+        // at depth 2, 2.71 at depth 3), the deeper proposals are accepted.
+        depth == 2 ? 2.1 : 2.5);
+  }
 }
 
 // The CUDA schedule (spec-gpu-schedule: one thread per output, tiles of a

@@ -19,6 +19,9 @@
 
 #include "gtest/gtest.h"
 
+#include "llvm/ADT/StringExtras.h"
+#include "llvm/Support/FormatVariadic.h"
+
 #include <array>
 #include <cmath>
 #include <cstdio>
@@ -31,6 +34,8 @@ namespace {
 // Logits of the target (p) and the draft (q), the same at every position.
 constexpr std::array<double, 4> kTargetLogits{1.0, 0.0, 2.0, -1.0};
 constexpr std::array<double, 4> kDraftLogits{0.0, 1.5, 1.0, 0.5};
+// How an MTP module's logits move per depth of a chain (see mtpFunctions).
+constexpr std::array<double, 4> kMTPSlope{1.0, -1.0, 0.0, 0.5};
 
 std::string modelFunction(StringRef name, StringRef role,
                           const std::array<double, 4> &logits) {
@@ -58,6 +63,86 @@ std::string modelFunction(StringRef name, StringRef role,
      << "  } -> tensor<1x?x4xf32>\n"
      << "  return %logits, %cache : tensor<1x?x4xf32>, "
         "!spec.kv_cache<1x1x64x1xf32>\n}\n";
+  return text;
+}
+
+/// The target with a hidden_states result (zeros, one channel) for MTP
+/// modules to read, and an MTP module whose logits move with its input
+/// hidden state h: `logits + h * slope`, and which gives h + 1 as its own.
+/// Chained, depth d proposes from logits + (d - 1) * slope: every depth has
+/// its own q, so a proposal verified against another depth's q would bias
+/// the samples.
+std::string mtpFunctions(const std::array<double, 4> &target,
+                         const std::array<double, 4> &module,
+                         const std::array<double, 4> &slope) {
+  auto dense = [](const std::array<double, 4> &v) {
+    return llvm::formatv("dense<[{0}, {1}, {2}, {3}]> : tensor<4xf32>", v[0],
+                         v[1], v[2], v[3])
+        .str();
+  };
+  std::string text;
+  llvm::raw_string_ostream os(text);
+  const char *inputs =
+      "%ids: tensor<?x?xi64> {spec.io = #spec.io<token_ids>}, "
+      "%pos: tensor<?x?xi64> {spec.io = #spec.io<position_ids>}, "
+      "%cache: !spec.kv_cache<1x1x64x1xf32> {spec.io = #spec.io<kv_cache>}, "
+      "%past: index {spec.io = #spec.io<past_length>}";
+  const char *results =
+      "(tensor<1x?x4xf32> {spec.io = #spec.io<logits>}, "
+      "tensor<1x?x1xf32> {spec.io = #spec.io<hidden_states>}, "
+      "!spec.kv_cache<1x1x64x1xf32> {spec.io = #spec.io<kv_cache>})";
+  os << "func.func @target(" << inputs << ") -> " << results
+     << " attributes {spec.role = #spec.role<target>} {\n"
+     << "  %c1 = arith.constant 1 : index\n"
+     << "  %n = tensor.dim %ids, %c1 : tensor<?x?xi64>\n"
+     << "  %row = arith.constant " << dense(target) << "\n"
+     << "  %init = tensor.empty(%n) : tensor<1x?x4xf32>\n"
+     << "  %logits = linalg.generic {indexing_maps = ["
+        "affine_map<(b, s, v) -> (v)>, affine_map<(b, s, v) -> (b, s, v)>], "
+        "iterator_types = [\"parallel\", \"parallel\", \"parallel\"]} "
+        "ins(%row : tensor<4xf32>) outs(%init : tensor<1x?x4xf32>) {\n"
+     << "  ^bb0(%x: f32, %o: f32):\n    linalg.yield %x : f32\n"
+     << "  } -> tensor<1x?x4xf32>\n"
+     << "  %zero = arith.constant 0.0 : f32\n"
+     << "  %empty = tensor.empty(%n) : tensor<1x?x1xf32>\n"
+     << "  %hidden = linalg.fill ins(%zero : f32) outs(%empty : "
+        "tensor<1x?x1xf32>) -> tensor<1x?x1xf32>\n"
+     << "  return %logits, %hidden, %cache : tensor<1x?x4xf32>, "
+        "tensor<1x?x1xf32>, !spec.kv_cache<1x1x64x1xf32>\n}\n";
+  os << "func.func @module(%h: tensor<1x?x1xf32> "
+        "{spec.io = #spec.io<previous_hidden_states>}, "
+     << inputs << ") -> " << results
+     << " attributes {spec.role = #spec.role<mtp_module, depth = 1>} {\n"
+     << "  %c1 = arith.constant 1 : index\n"
+     << "  %n = tensor.dim %ids, %c1 : tensor<?x?xi64>\n"
+     << "  %row = arith.constant " << dense(module) << "\n"
+     << "  %slope = arith.constant " << dense(slope) << "\n"
+     << "  %init = tensor.empty(%n) : tensor<1x?x4xf32>\n"
+     << "  %logits = linalg.generic {indexing_maps = ["
+        "affine_map<(b, s, v) -> (v)>, affine_map<(b, s, v) -> (v)>, "
+        "affine_map<(b, s, v) -> (b, s, 0)>, "
+        "affine_map<(b, s, v) -> (b, s, v)>], "
+        "iterator_types = [\"parallel\", \"parallel\", \"parallel\"]} "
+        "ins(%row, %slope, %h : tensor<4xf32>, tensor<4xf32>, "
+        "tensor<1x?x1xf32>) outs(%init : tensor<1x?x4xf32>) {\n"
+     << "  ^bb0(%r: f32, %k: f32, %x: f32, %o: f32):\n"
+     << "    %m = arith.mulf %k, %x : f32\n"
+     << "    %a = arith.addf %r, %m : f32\n"
+     << "    linalg.yield %a : f32\n"
+     << "  } -> tensor<1x?x4xf32>\n"
+     << "  %one = arith.constant 1.0 : f32\n"
+     << "  %empty = tensor.empty(%n) : tensor<1x?x1xf32>\n"
+     << "  %hidden = linalg.generic {indexing_maps = ["
+        "affine_map<(b, s, c) -> (b, s, c)>, "
+        "affine_map<(b, s, c) -> (b, s, c)>], "
+        "iterator_types = [\"parallel\", \"parallel\", \"parallel\"]} "
+        "ins(%h : tensor<1x?x1xf32>) outs(%empty : tensor<1x?x1xf32>) {\n"
+     << "  ^bb0(%x: f32, %o: f32):\n"
+     << "    %y = arith.addf %x, %one : f32\n"
+     << "    linalg.yield %y : f32\n"
+     << "  } -> tensor<1x?x1xf32>\n"
+     << "  return %logits, %hidden, %cache : tensor<1x?x4xf32>, "
+        "tensor<1x?x1xf32>, !spec.kv_cache<1x1x64x1xf32>\n}\n";
   return text;
 }
 
@@ -131,16 +216,27 @@ protected:
 
   /// Compiles `function` of a module with a sampling decoder over `target`
   /// and `draft` logits; `filters` are extra #spec.rejection parameters.
+  /// With `mtpDepth`, the proposer is an MTP module (logits `draft` at
+  /// depth 1, kMTPSlope further per depth) chained to that depth.
   std::unique_ptr<GraphExecutor> compile(StringRef function,
                                          const std::array<double, 4> &target,
                                          const std::array<double, 4> &draft,
-                                         StringRef filters = "") {
-    std::string source =
-        modelFunction("target", "target", target) +
-        modelFunction("draft", "draft", draft) +
-        "spec.decoder @decoder target(@target) proposer(#spec.draft<@draft, "
-        "gamma = 3>) verify(#spec.rejection<temperature = 1.0" +
-        filters.str() + ">)\n";
+                                         StringRef filters = "",
+                                         unsigned mtpDepth = 0) {
+    std::string source;
+    if (mtpDepth == 0) {
+      source = modelFunction("target", "target", target) +
+               modelFunction("draft", "draft", draft) +
+               "spec.decoder @decoder target(@target) "
+               "proposer(#spec.draft<@draft, gamma = 3>)";
+    } else {
+      SmallVector<StringRef> chain(mtpDepth, "@module");
+      source = mtpFunctions(target, draft, kMTPSlope) +
+               "spec.decoder @decoder target(@target) proposer(#spec.mtp<[" +
+               llvm::join(chain, ", ") + "]>)";
+    }
+    source += " verify(#spec.rejection<temperature = 1.0" + filters.str() +
+              ">)\n";
     modules.push_back(parseSourceString<ModuleOp>(source, &context));
     ModuleOp module = *modules.back();
     EXPECT_TRUE(module);
@@ -174,9 +270,9 @@ protected:
   /// bound (`bound`: the 99.9th percentile for the allowed tokens' degrees
   /// of freedom), which tokens from the filtered draft alone must fail.
   void expectTargetDistribution(StringRef filters, int k, double topP,
-                                double bound) {
-    std::unique_ptr<GraphExecutor> speculative =
-        compile("decoder_generate", kTargetLogits, kDraftLogits, filters);
+                                double bound, unsigned mtpDepth = 0) {
+    std::unique_ptr<GraphExecutor> speculative = compile(
+        "decoder_generate", kTargetLogits, kDraftLogits, filters, mtpDepth);
     // The biased control: tokens drawn from the draft's distribution alone
     // (a "decoder" whose target is the draft, run without speculation).
     std::unique_ptr<GraphExecutor> draftOnly =
@@ -232,6 +328,14 @@ TEST_F(LosslessSamplingTest, TopKThenTopPSamplesFollowTheFilteredTarget) {
 }
 
 
+
+// An MTP module chained to depths 1-3, a different q at every depth.
+TEST_F(LosslessSamplingTest, MTPChainSamplesFollowTheTargetDistribution) {
+  for (unsigned depth = 1; depth <= 3; ++depth) {
+    SCOPED_TRACE("MTP chain of depth " + std::to_string(depth));
+    expectTargetDistribution("", 0, 1.0, 16.27, depth);
+  }
+}
 
 TEST_F(LosslessSamplingTest, SeededRunsReproduce) {
   std::unique_ptr<GraphExecutor> speculative =
