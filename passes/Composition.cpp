@@ -24,7 +24,8 @@ FailureOr<VerificationRuleAttrInterface> specula::getVerificationRule(
 FailureOr<DecoderOp> specula::createMTPDecoder(ModuleOp module, StringRef name,
                                                StringRef target,
                                                ArrayRef<std::string> heads,
-                                               VerificationRuleAttrInterface rule) {
+                                               VerificationRuleAttrInterface rule,
+                                               TreeAttr tree) {
   MLIRContext *context = module.getContext();
   if (Operation *existing = module.lookupSymbol(name))
     return existing->emitError()
@@ -37,7 +38,7 @@ FailureOr<DecoderOp> specula::createMTPDecoder(ModuleOp module, StringRef name,
   auto decoder = DecoderOp::create(
       b, module.getLoc(), b.getStringAttr(name),
       FlatSymbolRefAttr::get(context, target),
-      MTPProposerAttr::get(context, refs), rule, FloatAttr());
+      MTPProposerAttr::get(context, refs), rule, FloatAttr(), tree);
   SymbolTableCollection symbols;
   if (failed(mlir::verify(decoder)) ||
       failed(decoder.verifySymbolUses(symbols))) {

@@ -24,13 +24,14 @@ getVerificationRule(mlir::MLIRContext *context,
                     double topP);
 
 /// Creates `spec.decoder @<name> target(@<target>) proposer(#spec.mtp<heads>)
-/// verify(<rule>)` at the end of `module` and verifies it (heads of one kind,
-/// in depth order, matching the target). On failure the decoder is erased and
-/// the diagnostics say why.
+/// verify(<rule>) [tree(<tree>)]` at the end of `module` and verifies it
+/// (heads of one kind, in depth order, matching the target). On failure the
+/// decoder is erased and the diagnostics say why.
 mlir::FailureOr<spec::DecoderOp>
 createMTPDecoder(mlir::ModuleOp module, llvm::StringRef name,
                  llvm::StringRef target, llvm::ArrayRef<std::string> heads,
-                 spec::VerificationRuleAttrInterface rule);
+                 spec::VerificationRuleAttrInterface rule,
+                 spec::TreeAttr tree = {});
 
 } // namespace specula
 

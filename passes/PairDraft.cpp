@@ -302,5 +302,5 @@ void PairDraftPass::runOnOperation() {
       DraftProposerAttr::get(&getContext(),
                              FlatSymbolRefAttr::get(draft->func.getSymNameAttr()),
                              gamma),
-      rule, /*acceptance_rate=*/FloatAttr());
+      rule, /*acceptance_rate=*/FloatAttr(), /*tree=*/TreeAttr());
 }

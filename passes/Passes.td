@@ -172,6 +172,46 @@ def SpecKVCacheInplace : Pass<"spec-kv-cache-inplace", "::mlir::ModuleOp"> {
                            "::mlir::tensor::TensorDialect"];
 }
 
+def SpecTreeAttention : Pass<"spec-tree-attention", "::mlir::ModuleOp"> {
+  let summary = "Let a target verify a tree of candidates in one forward: "
+                "its causal mask becomes a tree mask it takes as an argument";
+  let description = [{
+    A forward verifies a chain of proposals because each row attends to the
+    rows before it. To verify a tree of candidates in one forward (Medusa's
+    top-k per head, SpecInfer's token trees), a row must attend to the
+    cached positions and to its own ancestors in the tree only.
+
+    This pass finds the causal mask the target computes, as torch exports
+    it: `future = key_pos > query_pos` over `[queries x keys]` (a
+    `linalg.generic` of one `arith.cmpi sgt`, or `slt` the other way round,
+    between a per-query and a per-key operand) feeding the `Where(future,
+    -inf, scores)` of every attention layer. It appends an argument `tree`,
+    `tensor<?x?xi1>` (`#spec.io<tree_mask>`, n x n for the forward's n rows:
+    `tree[i][j]` says that row `j` is row `i` or one of its ancestors), and
+    makes the mask, for the keys among the forward's own rows (key index
+    `k >= past = keys - n`), `not tree[i][k - past]`; cached keys keep the
+    original comparison. A lower-triangular `tree` gives back the causal
+    mask, which is what the decode loops pass for prefill and one-token
+    steps. The rows' sizes are checked at run time (`cf.assert`).
+
+    It rewrites the target of every decoder with a `tree`, or the function
+    named by `function`. Refused, naming the function: no causal mask of
+    that form (`Where(key_pos > query_pos, -inf, scores)`), or a function
+    that already takes a tree mask.
+
+    Example: `spec-opt --spec-kv-cache-inplace --spec-tree-attention`
+  }];
+  let options = [
+    Option<"function", "function", "std::string", "\"\"",
+           "Rewrite this function (default: the target of every decoder "
+           "with a tree)">
+  ];
+  let dependentDialects = ["::mlir::arith::ArithDialect",
+                           "::mlir::cf::ControlFlowDialect",
+                           "::mlir::linalg::LinalgDialect",
+                           "::mlir::tensor::TensorDialect"];
+}
+
 def SpecLowerGenerate : Pass<"spec-lower-generate", "::mlir::ModuleOp"> {
   let summary = "Lower a decoder to an explicit propose / verify / accept "
                 "loop";

@@ -122,6 +122,56 @@ MTPProposerAttr::verify(function_ref<InFlightDiagnostic()> emitError,
   return success();
 }
 
+LogicalResult TreeAttr::verify(function_ref<InFlightDiagnostic()> emitError,
+                               ArrayRef<int64_t> parents,
+                               ArrayRef<int64_t> ranks) {
+  if (parents.empty())
+    return emitError() << "a tree needs at least one candidate";
+  if (parents.size() != ranks.size())
+    return emitError() << "a tree has one parent and one rank per candidate, "
+                          "got "
+                       << parents.size() << " parents and " << ranks.size()
+                       << " ranks";
+  for (auto [index, parent] : llvm::enumerate(parents)) {
+    int64_t row = index + 1;
+    if (parent < 0 || parent >= row)
+      return emitError() << "candidate " << row << " has parent " << parent
+                         << "; parents are the root (0) or earlier candidates";
+    if (ranks[index] < 0)
+      return emitError() << "candidate " << row << " has rank " << ranks[index]
+                         << "; ranks count from 0";
+    for (int64_t other = 0; other < static_cast<int64_t>(index); ++other)
+      if (parents[other] == parent && ranks[other] == ranks[index])
+        return emitError() << "candidates " << other + 1 << " and " << row
+                           << " are the same token (rank " << ranks[index]
+                           << " under parent " << parent << ")";
+  }
+  return success();
+}
+
+int64_t TreeAttr::getDepth(int64_t row) const {
+  int64_t depth = 0;
+  for (; row > 0; row = getParents()[row - 1])
+    ++depth;
+  return depth;
+}
+
+int64_t TreeAttr::getMaxDepth() const {
+  int64_t deepest = 0;
+  for (int64_t row = 1; row <= getNumNodes(); ++row)
+    deepest = std::max(deepest, getDepth(row));
+  return deepest;
+}
+
+bool TreeAttr::isAncestorOrSelf(int64_t ancestor, int64_t row) const {
+  for (;; row = getParents()[row - 1]) {
+    if (row == ancestor)
+      return true;
+    if (row == 0)
+      return false;
+  }
+}
+
 LogicalResult
 RejectionAttr::verify(function_ref<InFlightDiagnostic()> emitError,
                       APFloat temperatureValue, int64_t topK,

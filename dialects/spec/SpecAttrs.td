@@ -157,6 +157,37 @@ def Spec_MTPProposerAttr : Spec_Attr<"MTPProposer", "mtp", [
   let genVerifyDecl = 1;
 }
 
+def Spec_TreeAttr : Spec_Attr<"Tree", "tree"> {
+  let summary = "a static tree of candidates verified in one forward";
+  let description = [{
+    The candidates a round verifies, as a tree under the last committed
+    token (the root, row 0 of the verify forward). Node `i` (row `i`, from
+    1) has parent `parents[i - 1]` (0 is the root; parents come before their
+    children) and is the `ranks[i - 1]`-th most likely token (0: the most
+    likely) of the proposer's distribution at its depth: for Medusa heads,
+    head `d` at depth `d`. Medusa's `medusa_choices` `[[0], [1], [0, 0]]`
+    is `#spec.tree<parents = [0, 0, 1], ranks = [0, 1, 0]>`. Siblings have
+    distinct ranks.
+
+    Example: `#spec.tree<parents = [0, 0, 1], ranks = [0, 1, 0]>`
+  }];
+  let parameters = (ins ArrayRefParameter<"int64_t">:$parents,
+                        ArrayRefParameter<"int64_t">:$ranks);
+  let assemblyFormat =
+      "`<` `parents` `=` `[` $parents `]` `,` `ranks` `=` `[` $ranks `]` `>`";
+  let genVerifyDecl = 1;
+  let extraClassDeclaration = [{
+    /// Candidates, the root not counted.
+    int64_t getNumNodes() const { return getParents().size(); }
+    /// The depth of row `row` (0 for the root).
+    int64_t getDepth(int64_t row) const;
+    /// The deepest candidate's depth.
+    int64_t getMaxDepth() const;
+    /// Whether row `ancestor` is row `row` or on its path to the root.
+    bool isAncestorOrSelf(int64_t ancestor, int64_t row) const;
+  }];
+}
+
 // Any attribute that says how a decoder proposes.
 def Spec_ProposerAttr : Attr<
     CPred<"::llvm::isa<::specula::spec::ProposerAttrInterface>($_self)">,

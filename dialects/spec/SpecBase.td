@@ -106,7 +106,8 @@ def Spec_IOKind : I32EnumAttr<"IOKind",
       I32EnumAttrCase<"KVCache", 9, "kv_cache">,
       I32EnumAttrCase<"PastLength", 10, "past_length">,
       I32EnumAttrCase<"PreviousHiddenStates", 11, "previous_hidden_states">,
-      I32EnumAttrCase<"AttentionMask", 12, "attention_mask">
+      I32EnumAttrCase<"AttentionMask", 12, "attention_mask">,
+      I32EnumAttrCase<"TreeMask", 13, "tree_mask">
     ]> {
   let cppNamespace = "::specula::spec";
   let genSpecializedAttr = 0;

@@ -167,6 +167,20 @@ LogicalResult DecoderOp::verify() {
       return emitOpError() << "acceptance_rate must lie in [0, 1], got "
                            << detail::formatShortestDouble(
                                   rate.getValueAsDouble());
+  if (TreeAttr tree = getTreeAttr()) {
+    auto mtp = dyn_cast<MTPProposerAttr>(getProposer());
+    if (!mtp)
+      return emitOpError() << "trees of candidates come from MTP heads; a "
+                              "draft proposes one chain";
+    if (getRule().isSampling())
+      return emitOpError()
+             << "tree verification is greedy only; lossless sampling over a "
+                "tree (multi-candidate rejection sampling) is not implemented";
+    if (tree.getMaxDepth() > static_cast<int64_t>(mtp.getHeads().size()))
+      return emitOpError() << "the tree is " << tree.getMaxDepth()
+                           << " candidates deep but the proposer has "
+                           << mtp.getHeads().size() << " heads";
+  }
   return success();
 }
 

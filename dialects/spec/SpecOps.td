@@ -39,6 +39,10 @@ def Spec_DecoderOp : Spec_Op<"decoder", [
     `acceptance_rate`, when present, is the measured or expected probability
     that one proposal is accepted (in `[0, 1]`); `spec-choose-gamma` reads it.
 
+    `tree`, when present, makes each round verify a tree of candidates
+    (`#spec.tree`) in one forward instead of one chain: Medusa heads only,
+    greedy verification only, no deeper than there are heads.
+
     Example:
 
     ```mlir
@@ -50,10 +54,11 @@ def Spec_DecoderOp : Spec_Op<"decoder", [
                        FlatSymbolRefAttr:$target,
                        Spec_ProposerAttr:$proposer,
                        Spec_VerificationRuleAttr:$rule,
-                       OptionalAttr<F64Attr>:$acceptance_rate);
+                       OptionalAttr<F64Attr>:$acceptance_rate,
+                       OptionalAttr<Spec_TreeAttr>:$tree);
   let assemblyFormat = [{
     $sym_name `target` `(` $target `)` `proposer` `(` $proposer `)`
-    `verify` `(` $rule `)` attr-dict
+    `verify` `(` $rule `)` (`tree` `(` qualified($tree)^ `)`)? attr-dict
   }];
   let hasVerifier = 1;
   let extraClassDeclaration = [{

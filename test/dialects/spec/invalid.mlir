@@ -601,3 +601,52 @@ func.func private @f() attributes {spec.column_tiles}
 
 // expected-error @below {{'spec.row_tiles' is a unit attribute of loops}}
 func.func private @f() attributes {spec.row_tiles}
+
+// -----
+
+func.func private @target(tensor<?xi64>) -> tensor<?x8xf32> attributes {spec.role = #spec.role<target>}
+func.func private @h1(tensor<?x4xf32>) -> tensor<?x8xf32> attributes {spec.role = #spec.role<medusa_head, depth = 1>}
+// expected-error @below {{a tree has one parent and one rank per candidate, got 2 parents and 1 ranks}}
+spec.decoder @d target(@target) proposer(#spec.mtp<[@h1]>) verify(#spec.greedy) tree(#spec.tree<parents = [0, 0], ranks = [0]>)
+
+// -----
+
+func.func private @target(tensor<?xi64>) -> tensor<?x8xf32> attributes {spec.role = #spec.role<target>}
+func.func private @h1(tensor<?x4xf32>) -> tensor<?x8xf32> attributes {spec.role = #spec.role<medusa_head, depth = 1>}
+// expected-error @below {{candidate 2 has parent 2; parents are the root (0) or earlier candidates}}
+spec.decoder @d target(@target) proposer(#spec.mtp<[@h1]>) verify(#spec.greedy) tree(#spec.tree<parents = [0, 2], ranks = [0, 0]>)
+
+// -----
+
+func.func private @target(tensor<?xi64>) -> tensor<?x8xf32> attributes {spec.role = #spec.role<target>}
+func.func private @h1(tensor<?x4xf32>) -> tensor<?x8xf32> attributes {spec.role = #spec.role<medusa_head, depth = 1>}
+// expected-error @below {{candidates 1 and 2 are the same token (rank 0 under parent 0)}}
+spec.decoder @d target(@target) proposer(#spec.mtp<[@h1]>) verify(#spec.greedy) tree(#spec.tree<parents = [0, 0], ranks = [0, 0]>)
+
+// -----
+
+func.func private @target(tensor<?xi64>) -> tensor<?x8xf32> attributes {spec.role = #spec.role<target>}
+func.func private @h1(tensor<?x4xf32>) -> tensor<?x8xf32> attributes {spec.role = #spec.role<medusa_head, depth = 1>}
+// expected-error @below {{candidate 1 has rank -1; ranks count from 0}}
+spec.decoder @d target(@target) proposer(#spec.mtp<[@h1]>) verify(#spec.greedy) tree(#spec.tree<parents = [0], ranks = [-1]>)
+
+// -----
+
+func.func private @target(tensor<?xi64>) -> tensor<?x8xf32> attributes {spec.role = #spec.role<target>}
+func.func private @h1(tensor<?x4xf32>) -> tensor<?x8xf32> attributes {spec.role = #spec.role<medusa_head, depth = 1>}
+// expected-error @below {{'spec.decoder' op the tree is 2 candidates deep but the proposer has 1 heads}}
+spec.decoder @d target(@target) proposer(#spec.mtp<[@h1]>) verify(#spec.greedy) tree(#spec.tree<parents = [0, 1], ranks = [0, 0]>)
+
+// -----
+
+func.func private @target(tensor<?xi64>) -> tensor<?x8xf32> attributes {spec.role = #spec.role<target>}
+func.func private @h1(tensor<?x4xf32>) -> tensor<?x8xf32> attributes {spec.role = #spec.role<medusa_head, depth = 1>}
+// expected-error @below {{'spec.decoder' op tree verification is greedy only; lossless sampling over a tree (multi-candidate rejection sampling) is not implemented}}
+spec.decoder @d target(@target) proposer(#spec.mtp<[@h1]>) verify(#spec.rejection<>) tree(#spec.tree<parents = [0], ranks = [0]>)
+
+// -----
+
+func.func private @target(tensor<?xi64>) -> tensor<?x8xf32> attributes {spec.role = #spec.role<target>}
+func.func private @draft(tensor<?xi64>) -> tensor<?x8xf32> attributes {spec.role = #spec.role<draft>}
+// expected-error @below {{'spec.decoder' op trees of candidates come from MTP heads; a draft proposes one chain}}
+spec.decoder @d target(@target) proposer(#spec.draft<@draft, gamma = 2>) verify(#spec.greedy) tree(#spec.tree<parents = [0], ranks = [0]>)

@@ -68,7 +68,8 @@ protected:
         FlatSymbolRefAttr::get(&context, "target"),
         DraftProposerAttr::get(&context,
                                FlatSymbolRefAttr::get(&context, "draft"), gamma),
-        GreedyAttr::get(&context), /*acceptance_rate=*/FloatAttr());
+        GreedyAttr::get(&context), /*acceptance_rate=*/FloatAttr(),
+        /*tree=*/TreeAttr());
     return module;
   }
 
