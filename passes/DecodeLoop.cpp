@@ -26,7 +26,8 @@ FailureOr<CachedModel> CachedModel::get(func::FuncOp func, Operation *user) {
   };
   unsigned args = func.getNumArguments(), results = func.getNumResults();
   unsigned first = args > 0 && is(0, false, IOKind::PreviousHiddenStates);
-  bool ok = args == 4 + first && results >= 2 &&
+  bool tree = args > 0 && is(args - 1, false, IOKind::TreeMask);
+  bool ok = args == 4 + first + tree && results >= 2 &&
             is(first, false, IOKind::TokenIds) &&
             is(first + 1, false, IOKind::PositionIds) &&
             is(first + 2, false, IOKind::KVCache) &&
@@ -43,7 +44,7 @@ FailureOr<CachedModel> CachedModel::get(func::FuncOp func, Operation *user) {
               "kv_cache); run spec-kv-cache-inplace first";
   return CachedModel{func,
                      cast<KVCacheType>(func.getArgumentTypes()[first + 2]),
-                     logits.getDimSize(2), first == 1};
+                     logits.getDimSize(2), first == 1, tree};
 }
 
 Type CachedModel::getFloatType() {
@@ -135,9 +136,12 @@ struct DecodeLoopBuilder::Counters {
 
 void DecodeLoopBuilder::buildLoop(const DecodeState &init,
                                   ValueRange proposerInit, int64_t roundSize,
-                                  RoundFn round) {
-  ValueRange results = buildRounds(init, proposerInit, roundSize, round);
-  auto histogramType = RankedTensorType::get({roundSize}, b.getI64Type());
+                                  RoundFn round,
+                                  std::optional<int64_t> maxAccepted) {
+  int64_t outcomes = maxAccepted ? *maxAccepted + 1 : roundSize;
+  ValueRange results =
+      buildRounds(init, proposerInit, roundSize, outcomes, round);
+  auto histogramType = RankedTensorType::get({outcomes}, b.getI64Type());
   func.setFunctionType(FunctionType::get(
       b.getContext(), func.getArgumentTypes(),
       {func.getResultTypes()[0], b.getIndexType(), b.getIndexType(),
@@ -153,8 +157,9 @@ void DecodeLoopBuilder::buildLoop(const DecodeState &init,
 
 ValueRange DecodeLoopBuilder::buildRounds(const DecodeState &init,
                                           ValueRange proposerInit,
-                                          int64_t roundSize, RoundFn round) {
-  auto histogramType = RankedTensorType::get({roundSize}, b.getI64Type());
+                                          int64_t roundSize, int64_t outcomes,
+                                          RoundFn round) {
+  auto histogramType = RankedTensorType::get({outcomes}, b.getI64Type());
   Counters counters{
       arith::ConstantOp::create(
           b, DenseElementsAttr::get(histogramType, b.getI64IntegerAttr(0))),
@@ -377,11 +382,30 @@ SmallVector<Value> DecodeLoopBuilder::operandsFor(const CachedModel &model,
                                                   ValueRange values) {
   SmallVector<Value> operands;
   func::FuncOp func = model.func;
-  for (auto [value, type] : llvm::zip(values, func.getArgumentTypes()))
+  SmallVector<Value> all(values);
+  // A target that verifies trees runs a chain (the prompt, one token) with
+  // the causal mask: each row sees the rows before it.
+  if (model.takesTree && all.size() + 1 == func.getNumArguments())
+    all.push_back(causalTree(
+        tensor::DimOp::create(b, all[model.takesHidden ? 1 : 0], 1)));
+  for (auto [value, type] : llvm::zip(all, func.getArgumentTypes()))
     operands.push_back(value.getType() == type
                            ? value
                            : tensor::CastOp::create(b, type, value));
   return operands;
+}
+
+Value DecodeLoopBuilder::causalTree(Value rows) {
+  auto type = RankedTensorType::get({ShapedType::kDynamic, ShapedType::kDynamic},
+                                    b.getI1Type());
+  return tensor::GenerateOp::create(
+      b, type, ValueRange{rows, rows},
+      [&](OpBuilder &nested, Location loc, ValueRange indices) {
+        ImplicitLocOpBuilder nb(loc, nested);
+        tensor::YieldOp::create(
+            nb, arith::CmpIOp::create(nb, arith::CmpIPredicate::ule,
+                                      indices[1], indices[0]));
+      });
 }
 
 func::CallOp DecodeLoopBuilder::call(const CachedModel &model,

@@ -30,6 +30,8 @@ struct CachedModel {
   int64_t vocab;
   /// MTP modules take the previous hidden states first.
   bool takesHidden;
+  /// A target rewritten by spec-tree-attention takes a tree mask last.
+  bool takesTree = false;
 
   /// `func` in that form, or an error at `user` saying what it lacks.
   static mlir::FailureOr<CachedModel> get(mlir::func::FuncOp func,
@@ -112,9 +114,11 @@ public:
   /// tokens are wanted, the round fits the context and no committed token
   /// ended the generation; then target-only steps while fewer than
   /// `roundSize` positions are left, so that the loop stops exactly where
-  /// the target alone stops.
+  /// the target alone stops. Rounds accept at most `maxAccepted` proposals
+  /// (default: roundSize - 1; fewer when the round verifies a tree).
   void buildLoop(const DecodeState &init, mlir::ValueRange proposerInit,
-                 int64_t roundSize, RoundFn round);
+                 int64_t roundSize, RoundFn round,
+                 std::optional<int64_t> maxAccepted = std::nullopt);
 
   // Blocks rounds are made of.
   mlir::Value index(int64_t value);
@@ -123,8 +127,12 @@ public:
   mlir::Value tokens(mlir::Value seq, mlir::Value start, mlir::Value length);
   /// `tensor<1 x length x i64>` of start, start + 1, ...
   mlir::Value positions(mlir::Value start, mlir::Value length);
+  /// The tree mask of a chain of `rows` rows (each sees itself and the rows
+  /// before it), what a target that verifies trees gets on other forwards.
+  mlir::Value causalTree(mlir::Value rows);
   /// `model`'s call on `operands`, cast to its (possibly less static)
-  /// argument types.
+  /// argument types; a target that verifies trees gets the causal tree when
+  /// `operands` leave it out.
   mlir::func::CallOp call(const CachedModel &model,
                           mlir::ValueRange operands);
   /// Row `row` of `logits [1 x n x vocab]` as `tensor<1 x vocab>`.
@@ -150,19 +158,23 @@ public:
   /// The sampling key of the round after `steps` target forwards: each round
   /// owns 2^20 consecutive keys.
   mlir::Value roundKey(mlir::Value steps);
+  /// `vector` (`length` elements) as `tensor<1 x length>`.
+  mlir::Value toRow(mlir::Value vector, mlir::Value length);
+  /// `values` as `model`'s operands: cast to its argument types, with the
+  /// causal tree appended for a target that verifies trees when left out.
+  llvm::SmallVector<mlir::Value> operandsFor(const CachedModel &model,
+                                             mlir::ValueRange values);
 
 private:
   struct Counters;
-  mlir::Value toRow(mlir::Value vector, mlir::Value length);
-  llvm::SmallVector<mlir::Value> operandsFor(const CachedModel &model,
-                                             mlir::ValueRange values);
   mlir::Value isStop(mlir::Value token);
   mlir::Value committedStop(mlir::Value seq, mlir::Value from, mlir::Value to);
   mlir::Value shouldContinue(mlir::Value generated, mlir::Value length,
                              mlir::Value ended, int64_t roundSize);
   mlir::ValueRange buildRounds(const DecodeState &init,
                                mlir::ValueRange proposerInit,
-                               int64_t roundSize, RoundFn round);
+                               int64_t roundSize, int64_t outcomes,
+                               RoundFn round);
   void buildRound(mlir::Block *body, unsigned proposerValues,
                   int64_t roundSize, RoundFn round);
   void buildTail(mlir::ValueRange results, unsigned proposerValues);

@@ -202,15 +202,27 @@ public:
   void build(DecodeLoopBuilder &loop) override;
 
 private:
-  MedusaLowering(const CachedModel &target, SmallVector<unsigned> headResults)
-      : ProposerLowering(target), headResults(std::move(headResults)) {}
+  MedusaLowering(const CachedModel &target, SmallVector<unsigned> headResults,
+                 TreeAttr tree)
+      : ProposerLowering(target), headResults(std::move(headResults)),
+        tree(tree) {}
 
   /// The heads' proposals from row `row` of a fused forward's `results`.
   Proposals propose(DecodeLoopBuilder &loop, ValueRange results, Value row,
                     Value roundKey);
 
+  void buildTree(DecodeLoopBuilder &loop);
+  /// The tree's candidates (`tensor<nodes x i64>`) from row `row` of a
+  /// fused forward's `results`: node i is the ranks[i]-th most likely token
+  /// of the head at its depth.
+  Value proposeTree(DecodeLoopBuilder &loop, ValueRange results, Value row);
+  RoundResult treeRound(DecodeLoopBuilder &loop, const DecodeState &state,
+                        Value candidates);
+
   /// The fused target's results that are head logits, by depth.
   SmallVector<unsigned> headResults;
+  /// The candidates each round verifies, or null for one chain.
+  TreeAttr tree;
 };
 
 FailureOr<std::unique_ptr<ProposerLowering>>
@@ -233,11 +245,19 @@ MedusaLowering::analyze(DecoderOp decoder, const CachedModel &target,
                 "spec-fuse-mtp-heads{last-position-only=false} first";
     headResults.push_back(*found);
   }
+  TreeAttr tree = decoder.getTreeAttr();
+  if (tree && !target.takesTree)
+    return decoder.emitError()
+           << "target @" << func.getSymName()
+           << " does not take a tree mask (#spec.io<tree_mask>) to verify "
+              "the decoder's tree; run spec-tree-attention first";
   return std::unique_ptr<ProposerLowering>(
-      new MedusaLowering(target, std::move(headResults)));
+      new MedusaLowering(target, std::move(headResults), tree));
 }
 
 void MedusaLowering::build(DecodeLoopBuilder &loop) {
+  if (tree)
+    return buildTree(loop);
   ImplicitLocOpBuilder &b = loop.getBuilder();
   // The prefill's heads give the first proposals.
   Value lastRow =
@@ -272,6 +292,182 @@ Proposals MedusaLowering::propose(DecodeLoopBuilder &loop, ValueRange results,
     proposals = proposals.with(b, b.getIndexAttr(k), token, q);
   }
   return proposals;
+}
+
+void MedusaLowering::buildTree(DecodeLoopBuilder &loop) {
+  ImplicitLocOpBuilder &b = loop.getBuilder();
+  Value lastRow =
+      arith::SubIOp::create(b, loop.getPromptLength(), loop.index(1));
+  DecodeState start = loop.startAfterPrefill();
+  Value first = proposeTree(loop, loop.getPrefill().getResults(), lastRow);
+  loop.buildLoop(
+      start, {first}, tree.getNumNodes() + 1,
+      [&](const DecodeState &state, ValueRange values) {
+        return treeRound(loop, state, values[0]);
+      },
+      tree.getMaxDepth());
+}
+
+Value MedusaLowering::proposeTree(DecodeLoopBuilder &loop, ValueRange results,
+                                  Value row) {
+  ImplicitLocOpBuilder &b = loop.getBuilder();
+  int64_t nodes = tree.getNumNodes();
+  // The most likely tokens each depth needs, best first: the argmax, then
+  // the argmax with the ones before masked out.
+  SmallVector<int64_t> needed(tree.getMaxDepth() + 1, 0);
+  for (int64_t node = 1; node <= nodes; ++node) {
+    int64_t &count = needed[tree.getDepth(node)];
+    count = std::max(count, tree.getRanks()[node - 1] + 1);
+  }
+  auto floatType = cast<FloatType>(loop.getFloatType());
+  Value negativeInfinity = arith::ConstantOp::create(
+      b, FloatAttr::get(floatType,
+                        APFloat::getInf(floatType.getFloatSemantics(),
+                                        /*Negative=*/true)));
+  SmallVector<SmallVector<Value>> best(needed.size());
+  for (int64_t depth = 1; depth < static_cast<int64_t>(needed.size());
+       ++depth) {
+    Value logits =
+        loop.logitsRow(results[headResults[depth - 1]], row, target.vocab);
+    for (int64_t rank = 0; rank < needed[depth]; ++rank) {
+      Value token = loop.propose(logits, Value()).first;
+      best[depth].push_back(token);
+      if (rank + 1 < needed[depth])
+        logits = tensor::InsertOp::create(
+            b, negativeInfinity, logits,
+            ValueRange{loop.index(0),
+                       arith::IndexCastOp::create(b, b.getIndexType(), token)});
+    }
+  }
+  SmallVector<Value> candidates;
+  for (int64_t node = 1; node <= nodes; ++node)
+    candidates.push_back(
+        best[tree.getDepth(node)][tree.getRanks()[node - 1]]);
+  return tensor::FromElementsOp::create(
+      b, RankedTensorType::get({nodes}, b.getI64Type()), candidates);
+}
+
+/// One forward verifies the tree: rows [last, candidates...] at positions
+/// length + depth, each seeing the cache and its ancestors. The target's
+/// greedy token at the root picks the matching child, and so on down; the
+/// accepted path's cache rows move next to the prefix.
+RoundResult MedusaLowering::treeRound(DecodeLoopBuilder &loop,
+                                      const DecodeState &state,
+                                      Value candidates) {
+  ImplicitLocOpBuilder &b = loop.getBuilder();
+  int64_t nodes = tree.getNumNodes(), rows = nodes + 1;
+  int64_t deepest = tree.getMaxDepth();
+  Type i64Type = b.getI64Type();
+  OpFoldResult one = b.getIndexAttr(1);
+  Value tokens = tensor::InsertSliceOp::create(
+      b, candidates,
+      tensor::FromElementsOp::create(b, RankedTensorType::get({rows}, i64Type),
+                                     SmallVector<Value>(rows, state.last)),
+      {one}, {b.getIndexAttr(nodes)}, {one});
+  SmallVector<int64_t> depths;
+  SmallVector<bool> visible;
+  for (int64_t row = 0; row < rows; ++row) {
+    depths.push_back(tree.getDepth(row));
+    for (int64_t column = 0; column < rows; ++column)
+      visible.push_back(tree.isAncestorOrSelf(column, row));
+  }
+  auto depthType = RankedTensorType::get({rows}, i64Type);
+  Value depthOf = arith::ConstantOp::create(
+      b, DenseIntElementsAttr::get(depthType, depths));
+  Value length = arith::IndexCastOp::create(b, i64Type, state.length);
+  Value positions = tensor::GenerateOp::create(
+      b, depthType, ValueRange{},
+      [&](OpBuilder &nested, Location loc, ValueRange indices) {
+        ImplicitLocOpBuilder nb(loc, nested);
+        tensor::YieldOp::create(
+            nb, arith::AddIOp::create(
+                    nb, length,
+                    tensor::ExtractOp::create(nb, depthOf, indices[0])));
+      });
+  Value mask = arith::ConstantOp::create(
+      b, DenseIntElementsAttr::get(
+             RankedTensorType::get({rows, rows}, b.getI1Type()), visible));
+  auto verify = VerifyOp::create(
+      b, target.func.getResultTypes(),
+      FlatSymbolRefAttr::get(target.func.getSymNameAttr()),
+      loop.operandsFor(target,
+                       {loop.toRow(tokens, loop.index(rows)),
+                        loop.toRow(positions, loop.index(rows)), state.cache,
+                        state.length, mask}),
+      /*arg_attrs=*/nullptr, /*res_attrs=*/nullptr);
+  Value logits = tensor::ExtractSliceOp::create(
+      b, RankedTensorType::get({rows, target.vocab}, loop.getFloatType()),
+      verify.getResult(0),
+      SmallVector<OpFoldResult>(3, b.getIndexAttr(0)),
+      {one, b.getIndexAttr(rows), b.getIndexAttr(target.vocab)},
+      SmallVector<OpFoldResult>(3, one));
+  Value greedy =
+      ProposeOp::create(b, RankedTensorType::get({rows}, i64Type),
+                        logits.getType(), logits, Value(),
+                        GreedyAttr::get(b.getContext()))
+          .getTokens();
+
+  // Down the tree: at each depth, the child of the current row whose token
+  // is the target's pick there (siblings are distinct tokens: at most one).
+  Value current = loop.index(0), accepted = loop.index(0);
+  SmallVector<Value> path{current};
+  for (int64_t depth = 1; depth <= deepest; ++depth) {
+    Value wanted = tensor::ExtractOp::create(b, greedy, current);
+    Value next = current;
+    Value found = arith::ConstantOp::create(b, b.getBoolAttr(false));
+    for (int64_t node = 1; node <= nodes; ++node) {
+      if (tree.getDepth(node) != depth)
+        continue;
+      Value isChild = arith::CmpIOp::create(
+          b, arith::CmpIPredicate::eq, current,
+          loop.index(tree.getParents()[node - 1]));
+      Value isWanted = arith::CmpIOp::create(
+          b, arith::CmpIPredicate::eq,
+          tensor::ExtractOp::create(b, candidates, loop.index(node - 1)),
+          wanted);
+      Value match = arith::AndIOp::create(b, isChild, isWanted);
+      next = arith::SelectOp::create(b, match, loop.index(node), next);
+      found = arith::OrIOp::create(b, found, match);
+    }
+    accepted = arith::AddIOp::create(
+        b, accepted,
+        arith::SelectOp::create(b, found, loop.index(1), loop.index(0)));
+    current = next;
+    path.push_back(current);
+  }
+
+  // Commit the path's tokens and the target's token after it. Entries past
+  // the accepted ones repeat the last row's token, inside the round's room,
+  // and are overwritten by later rounds.
+  Value seq = state.seq;
+  SmallVector<Value> sources;
+  for (auto [k, row] : llvm::enumerate(path)) {
+    seq = tensor::InsertOp::create(
+        b, tensor::ExtractOp::create(b, greedy, row), seq,
+        ValueRange{arith::AddIOp::create(b, state.length,
+                                         loop.index(k + 1))});
+    if (k > 0)
+      sources.push_back(arith::AddIOp::create(b, state.length, row));
+  }
+  Value next = tensor::ExtractOp::create(b, greedy, current);
+  Value fromRows = tensor::ExtractSliceOp::create(
+      b,
+      tensor::FromElementsOp::create(
+          b, RankedTensorType::get({deepest}, b.getIndexType()), sources),
+      {b.getIndexAttr(0)}, {OpFoldResult(accepted)}, {one});
+  Value afterLast = arith::AddIOp::create(b, state.length, loop.index(1));
+  Value cache = CacheMoveOp::create(b, state.cache.getType(),
+                                    verify.getResults().back(), fromRows,
+                                    afterLast);
+  Value produced = arith::AddIOp::create(b, accepted, loop.index(1));
+  DecodeState after{seq,
+                    cache,
+                    arith::AddIOp::create(b, state.length, produced),
+                    arith::AddIOp::create(b, state.generated, produced),
+                    arith::AddIOp::create(b, state.steps, loop.index(1)),
+                    next};
+  Value nextCandidates = proposeTree(loop, verify.getResults(), current);
+  return {after, {nextCandidates}, accepted, loop.i64(0)};
 }
 
 //===----------------------------------------------------------------------===//

@@ -474,6 +474,47 @@ struct LowerRead : OpConversionPattern<CacheReadOp> {
   }
 };
 
+/// A loop over the rows to move, each a slice of every layer's keys and
+/// values at one position.
+struct LowerMove : OpConversionPattern<CacheMoveOp> {
+  using OpConversionPattern::OpConversionPattern;
+  LogicalResult
+  matchAndRewrite(CacheMoveOp op, OpAdaptor adaptor,
+                  ConversionPatternRewriter &rewriter) const override {
+    Location loc = op.getLoc();
+    Value cache = adaptor.getCache();
+    auto type = cast<RankedTensorType>(cache.getType());
+    Value zero = arith::ConstantIndexOp::create(rewriter, loc, 0);
+    Value one = arith::ConstantIndexOp::create(rewriter, loc, 1);
+    Value count = tensor::DimOp::create(rewriter, loc, adaptor.getFrom(), 0);
+    auto loop = scf::ForOp::create(rewriter, loc, zero, count, one, cache);
+    OpBuilder::InsertionGuard guard(rewriter);
+    rewriter.setInsertionPointToStart(loop.getBody());
+    Value i = loop.getInductionVar();
+    Value current = loop.getRegionIterArgs()[0];
+    Value source =
+        tensor::ExtractOp::create(rewriter, loc, adaptor.getFrom(), i);
+    Value destination =
+        arith::AddIOp::create(rewriter, loc, adaptor.getTo(), i);
+    auto at = [&](Value position) {
+      SmallVector<OpFoldResult> offsets(5, rewriter.getIndexAttr(0));
+      offsets[3] = position;
+      return offsets;
+    };
+    SmallVector<OpFoldResult> sizes, strides(5, rewriter.getIndexAttr(1));
+    for (int64_t size : type.getShape())
+      sizes.push_back(rewriter.getIndexAttr(size));
+    sizes[3] = rewriter.getIndexAttr(1);
+    Value row = tensor::ExtractSliceOp::create(rewriter, loc, current,
+                                               at(source), sizes, strides);
+    Value moved = tensor::InsertSliceOp::create(
+        rewriter, loc, row, current, at(destination), sizes, strides);
+    scf::YieldOp::create(rewriter, loc, moved);
+    rewriter.replaceOp(op, loop.getResults());
+    return success();
+  }
+};
+
 struct LowerVerify : OpConversionPattern<VerifyOp> {
   using OpConversionPattern::OpConversionPattern;
   LogicalResult
@@ -755,7 +796,8 @@ struct LowerStepsPass
     target.addLegalOp<DecoderOp>();
 
     RewritePatternSet patterns(context);
-    patterns.add<LowerAlloc, LowerWrite, LowerRead, LowerVerify, LowerPropose,
+    patterns.add<LowerAlloc, LowerWrite, LowerRead, LowerMove, LowerVerify,
+                 LowerPropose,
                  LowerAccept>(converter, context);
     populateFunctionOpInterfaceTypeConversionPattern<func::FuncOp>(patterns,
                                                                    converter);

@@ -93,6 +93,7 @@ static void buildDecoderToTensorsPipeline(OpPassManager &pm,
   SpecKVCacheInplaceOptions cache;
   cache.capacity = capacity;
   pm.addPass(createSpecKVCacheInplace(cache));
+  pm.addPass(createSpecTreeAttention());
   pm.addPass(createSpecLowerGenerate());
   pm.addPass(createSpecLowerSteps());
 }

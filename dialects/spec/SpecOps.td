@@ -285,6 +285,34 @@ def Spec_CacheRollbackOp : Spec_Op<"cache.rollback", [
   let assemblyFormat = "$cache attr-dict `:` qualified(type($cache))";
 }
 
+def Spec_CacheMoveOp : Spec_Op<"cache.move", [
+    Pure, AllTypesMatch<["cache", "result"]>]> {
+  let summary = "move cached positions of every layer into place";
+  let description = [{
+    For i = 0, 1, ... in order, copies the keys and values of every layer at
+    position `from[i]` to position `to + i`. After a forward that verified a
+    tree of candidates, the accepted path's rows (wherever the tree put
+    them) move next to the cache's prefix, as if the path had been the only
+    candidate; the rest is dropped by the caller's length, like any rollback.
+    Each `from[i]` must be at least `to + i`, so that no row is overwritten
+    before it moves.
+
+    Example:
+
+    ```mlir
+    %c1 = spec.cache.move %c0 from %rows to %next
+        : !spec.kv_cache<2x4x512x32xf32>, tensor<?xindex>
+    ```
+  }];
+  let arguments = (ins Spec_KVCacheType:$cache, 1DTensorOf<[Index]>:$from,
+                       Index:$to);
+  let results = (outs Spec_KVCacheType:$result);
+  let assemblyFormat = [{
+    $cache `from` $from `to` $to attr-dict `:` qualified(type($cache)) `,`
+    type($from)
+  }];
+}
+
 //===----------------------------------------------------------------------===//
 // In-place cache access inside model functions
 //===----------------------------------------------------------------------===//

@@ -33,6 +33,7 @@
 #include "mlir/IR/Verifier.h"
 #include "mlir/Pass/PassManager.h"
 #include "mlir/Support/FileUtilities.h"
+#include "llvm/ADT/StringExtras.h"
 #include "llvm/Support/CommandLine.h"
 #include "llvm/Support/FileSystem.h"
 #include "llvm/Support/InitLLVM.h"
@@ -40,6 +41,8 @@
 #include "llvm/Support/MemoryBuffer.h"
 #include "llvm/Support/SourceMgr.h"
 #include "llvm/Support/ToolOutputFile.h"
+
+#include <map>
 
 using namespace mlir;
 using namespace specula;
@@ -62,6 +65,13 @@ static cl::opt<int64_t> mtpDepth(
              "last MTP module chained with itself up to depth N (0: one per "
              "--mtp-head)"),
     cl::init(0), cl::cat(category));
+static cl::opt<std::string> treeShape(
+    "tree",
+    cl::desc("With Medusa heads: verify a tree of candidates per round, "
+             "given as Medusa's medusa_choices, e.g. [[0], [1], [0, 0]] (a "
+             "path of ranks per candidate: [0, 1] is the second most likely "
+             "token of head 2 after the most likely of head 1)"),
+    cl::value_desc("paths"), cl::cat(category));
 static cl::opt<int64_t> proposalCount("gamma",
                               cl::desc("Tokens the draft proposes per step"),
                               cl::init(4), cl::cat(category));
@@ -237,6 +247,61 @@ static LogicalResult importInto(ModuleOp module, StringRef path,
   return importONNX(module, (*buffer)->getBuffer(), path, options);
 }
 
+/// The tree `choices` (Medusa's medusa_choices: one path of ranks per
+/// candidate) describes, with candidates ordered by depth, then path.
+static FailureOr<spec::TreeAttr> parseTree(MLIRContext *context,
+                                           StringRef choices) {
+  auto fail = [&](const llvm::Twine &message) {
+    llvm::errs() << "error: --tree: " << message << "\n";
+    return failure();
+  };
+  llvm::Expected<llvm::json::Value> parsed = llvm::json::parse(choices);
+  if (!parsed)
+    return fail("not a JSON list of paths: " +
+                llvm::toString(parsed.takeError()));
+  const llvm::json::Array *list = parsed->getAsArray();
+  if (!list || list->empty())
+    return fail("expected a non-empty list of paths such as [[0], [1], [0, 0]]");
+  std::vector<std::vector<int64_t>> paths;
+  for (const llvm::json::Value &entry : *list) {
+    const llvm::json::Array *path = entry.getAsArray();
+    if (!path || path->empty())
+      return fail("every path is a non-empty list of ranks, such as [0, 1]");
+    std::vector<int64_t> ranks;
+    for (const llvm::json::Value &rank : *path) {
+      std::optional<int64_t> value = rank.getAsInteger();
+      if (!value || *value < 0 || *value > 1024)
+        return fail("ranks are integers from 0 (the most likely token)");
+      ranks.push_back(*value);
+    }
+    paths.push_back(std::move(ranks));
+  }
+  llvm::sort(paths, [](const auto &a, const auto &b) {
+    return std::make_pair(a.size(), a) < std::make_pair(b.size(), b);
+  });
+  std::map<std::vector<int64_t>, int64_t> rowOf{{{}, 0}};
+  SmallVector<int64_t> parents, ranks;
+  for (const std::vector<int64_t> &path : paths) {
+    std::vector<int64_t> parent(path.begin(), path.end() - 1);
+    auto found = rowOf.find(parent);
+    auto show = [](llvm::ArrayRef<int64_t> ranks) {
+      return "[" + llvm::join(llvm::map_range(ranks, [](int64_t rank) {
+                                return std::to_string(rank);
+                              }),
+                              ", ") +
+             "]";
+    };
+    if (found == rowOf.end())
+      return fail("path " + show(path) + " has no parent: " + show(parent) +
+                  " must be listed too");
+    if (!rowOf.emplace(path, parents.size() + 1).second)
+      return fail("path " + show(path) + " is listed twice");
+    parents.push_back(found->second);
+    ranks.push_back(path.back());
+  }
+  return spec::TreeAttr::get(context, parents, ranks);
+}
+
 int main(int argc, char **argv) {
   llvm::InitLLVM init(argc, argv);
   cl::HideUnrelatedOptions(category);
@@ -334,8 +399,15 @@ int main(int argc, char **argv) {
     FailureOr<spec::VerificationRuleAttrInterface> rule = getVerificationRule(
         &context, [&] { return emitError(module->getLoc()); }, sampling,
         temperature, topK, topP);
-    if (failed(rule) ||
-        failed(createMTPDecoder(*module, "decoder", "target", heads, *rule)))
+    spec::TreeAttr tree;
+    if (!treeShape.empty()) {
+      FailureOr<spec::TreeAttr> parsed = parseTree(&context, treeShape);
+      if (failed(parsed))
+        return 1;
+      tree = *parsed;
+    }
+    if (failed(rule) || failed(createMTPDecoder(*module, "decoder", "target",
+                                                heads, *rule, tree)))
       return 1;
     auto role = module->lookupSymbol<func::FuncOp>(heads.front())
                     ->getAttrOfType<spec::RoleAttr>(
