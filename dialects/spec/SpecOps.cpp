@@ -212,6 +212,9 @@ DecoderOp::verifySymbolUses(SymbolTableCollection &symbolTable) {
       return failure();
     roles.push_back(function->role);
   }
+  if (getTreeAttr() && roles.front().getKind() != FunctionRole::MedusaHead)
+    return emitOpError() << "trees of candidates are verified for Medusa "
+                            "heads only; MTP modules propose one chain";
   return proposer.verifyRoles(op, roles);
 }
 

@@ -96,3 +96,19 @@ func.func private @module(tensor<?x?x4xf32> {spec.io = #spec.io<previous_hidden_
     attributes {spec.role = #spec.role<mtp_module, depth = 1>}
 // expected-error @below {{the MTP module needs the target's hidden_states result and a previous_hidden_states argument}}
 spec.decoder @decoder target(@target) proposer(#spec.mtp<[@module]>) verify(#spec.greedy)
+
+// -----
+
+// A tree needs a target that takes the tree mask.
+func.func private @fused(tensor<?x?xi64> {spec.io = #spec.io<token_ids>},
+                         tensor<?x?xi64> {spec.io = #spec.io<position_ids>},
+                         !spec.kv_cache<2x2x64x8xf32> {spec.io = #spec.io<kv_cache>},
+                         index {spec.io = #spec.io<past_length>})
+    -> (tensor<?x?x16xf32> {spec.io = #spec.io<logits>},
+        tensor<?x?x16xf32> {spec.io = #spec.io<head_logits, index = 1>},
+        !spec.kv_cache<2x2x64x8xf32> {spec.io = #spec.io<kv_cache>})
+    attributes {spec.role = #spec.role<target>}
+func.func private @head1(tensor<?x?x4xf32>) -> tensor<?x?x16xf32>
+    attributes {spec.role = #spec.role<medusa_head, depth = 1>}
+// expected-error @below {{target @fused does not take a tree mask (#spec.io<tree_mask>) to verify the decoder's tree; run spec-tree-attention first}}
+spec.decoder @decoder target(@fused) proposer(#spec.mtp<[@head1]>) verify(#spec.greedy) tree(#spec.tree<parents = [0, 0], ranks = [0, 1]>)

@@ -315,3 +315,72 @@ spec.decoder @sampled target(@target) proposer(#spec.draft<@draft, gamma = 2>) v
 // ONE-NOT: func.func @{{.*}}_generate
 // ONE: func.func @sampled_generate
 // ONE-NOT: func.func @{{.*}}_generate
+
+// -----
+
+// Medusa heads verifying a tree ([[0], [1], [0, 0]]) with a target that takes
+// the tree mask (spec-tree-attention).
+func.func private @target(tensor<?x?xi64> {spec.io = #spec.io<token_ids>},
+                          tensor<?x?xi64> {spec.io = #spec.io<position_ids>},
+                          !spec.kv_cache<2x2x64x8xf32> {spec.io = #spec.io<kv_cache>},
+                          index {spec.io = #spec.io<past_length>})
+    -> (tensor<?x?x16xf32> {spec.io = #spec.io<logits>},
+        !spec.kv_cache<2x2x64x8xf32> {spec.io = #spec.io<kv_cache>})
+    attributes {spec.role = #spec.role<target>}
+func.func private @fused(tensor<?x?xi64> {spec.io = #spec.io<token_ids>},
+                         tensor<?x?xi64> {spec.io = #spec.io<position_ids>},
+                         !spec.kv_cache<2x2x64x8xf32> {spec.io = #spec.io<kv_cache>},
+                         index {spec.io = #spec.io<past_length>},
+                         tensor<?x?xi1> {spec.io = #spec.io<tree_mask>})
+    -> (tensor<?x?x16xf32> {spec.io = #spec.io<logits>},
+        tensor<?x?x16xf32> {spec.io = #spec.io<head_logits, index = 1>},
+        tensor<?x?x16xf32> {spec.io = #spec.io<head_logits, index = 2>},
+        !spec.kv_cache<2x2x64x8xf32> {spec.io = #spec.io<kv_cache>})
+    attributes {spec.role = #spec.role<target>, spec.fused_from = @target}
+func.func private @head1(tensor<?x?x4xf32>) -> tensor<?x?x16xf32>
+    attributes {spec.role = #spec.role<medusa_head, depth = 1>}
+func.func private @head2(tensor<?x?x4xf32>) -> tensor<?x?x16xf32>
+    attributes {spec.role = #spec.role<medusa_head, depth = 2>}
+spec.decoder @tree target(@fused) proposer(#spec.mtp<[@head1, @head2]>) verify(#spec.greedy) tree(#spec.tree<parents = [0, 0, 1], ranks = [0, 1, 0]>)
+
+// The prefill runs as a chain: its tree mask is the causal one. The first
+// candidates are head 1's best two tokens (the argmax, then the argmax with
+// it masked out) and head 2's best.
+// CHECK-LABEL: func.func @tree_generate(
+// CHECK-SAME: -> (tensor<64xi64>, index, index, tensor<3xi64>, i64, i64)
+// CHECK: %[[CAUSAL:.*]] = tensor.generate %[[N:.*]], %[[N]] {
+// CHECK-NEXT: ^bb0(%[[I:[^:]*]]: index, %[[J:[^:]*]]: index):
+// CHECK-NEXT: %[[SEES:.*]] = arith.cmpi ule, %[[J]], %[[I]] : index
+// CHECK-NEXT: tensor.yield %[[SEES]] : i1
+// CHECK: %[[PRE:.*]]:4 = call @fused(%{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}, %[[CAUSAL]])
+// CHECK: %[[H1:.*]] = tensor.extract_slice %[[PRE]]#1
+// CHECK-NEXT: %[[BEST:.*]], %{{.*}} = spec.propose %[[H1]] rule(#spec.greedy) : tensor<1x16xf32> -> tensor<1xi64>, tensor<1x16xf32>
+// CHECK: %[[MASKED:.*]] = tensor.insert %{{.*}} into %[[H1]][%{{.*}}, %{{.*}}] : tensor<1x16xf32>
+// CHECK-NEXT: spec.propose %[[MASKED]] rule(#spec.greedy)
+// CHECK: tensor.extract_slice %[[PRE]]#2
+// CHECK-NEXT: spec.propose
+// CHECK: tensor.from_elements %{{.*}}, %{{.*}}, %{{.*}} : tensor<3xi64>
+// CHECK: scf.while
+// A round: one forward over [last, candidates] at positions length + depth,
+// with the tree's mask; the target's picks walk down the tree.
+// CHECK: } do {
+// CHECK-NEXT: ^bb0(%{{[^:]*}}: tensor<64xi64>, %[[CACHE:[^:]*]]: !spec.kv_cache<2x2x64x8xf32>, %[[LEN:[^:]*]]: index, %{{[^:]*}}: index, %{{[^:]*}}: index, %{{[^:]*}}: i64, %[[CANDIDATES:[^:]*]]: tensor<3xi64>,
+// CHECK: arith.constant dense<[0, 1, 1, 2]> : tensor<4xi64>
+// CHECK: %[[TREE:.*]] = arith.constant dense<{{\[}}[true, false, false, false], [true, true, false, false], [true, false, true, false], [true, true, false, true]]> : tensor<4x4xi1>
+// CHECK: %[[TREEARG:.*]] = tensor.cast %[[TREE]] : tensor<4x4xi1> to tensor<?x?xi1>
+// CHECK: %[[V:.*]]:4 = spec.verify @fused(%{{.*}}, %{{.*}}, %[[CACHE]], %[[LEN]], %[[TREEARG]])
+// CHECK: %[[ROWS:.*]] = tensor.extract_slice %[[V]]#0[0, 0, 0] [1, 4, 16] [1, 1, 1]
+// CHECK-NEXT: %[[PICKS:.*]], %{{.*}} = spec.propose %[[ROWS]] rule(#spec.greedy) : tensor<4x16xf32> -> tensor<4xi64>, tensor<4x16xf32>
+// CHECK: %[[ROOTPICK:.*]] = tensor.extract %[[PICKS]][%c0{{.*}}] : tensor<4xi64>
+// CHECK: %[[C1:.*]] = tensor.extract %[[CANDIDATES]][%c0{{.*}}] : tensor<3xi64>
+// CHECK-NEXT: arith.cmpi eq, %[[C1]], %[[ROOTPICK]] : i64
+// CHECK: %[[C2:.*]] = tensor.extract %[[CANDIDATES]][%c1{{.*}}] : tensor<3xi64>
+// CHECK-NEXT: arith.cmpi eq, %[[C2]], %[[ROOTPICK]] : i64
+// CHECK: %[[DEPTH1:.*]] = arith.select %{{.*}}, %c2{{.*}}, %{{.*}} : index
+// CHECK: %[[PICK1:.*]] = tensor.extract %[[PICKS]][%[[DEPTH1]]] : tensor<4xi64>
+// CHECK: arith.cmpi eq, %[[DEPTH1]], %c1{{.*}} : index
+// CHECK: %[[C3:.*]] = tensor.extract %[[CANDIDATES]][%c2{{.*}}] : tensor<3xi64>
+// CHECK-NEXT: arith.cmpi eq, %[[C3]], %[[PICK1]] : i64
+// The accepted path's rows move next to the prefix.
+// CHECK: %[[MOVED:.*]] = spec.cache.move %[[V]]#3 from %{{.*}} to %{{.*}} : !spec.kv_cache<2x2x64x8xf32>, tensor<?xindex>
+// CHECK: scf.yield %{{.*}}, %[[MOVED]],

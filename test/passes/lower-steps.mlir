@@ -31,6 +31,27 @@ func.func @cache(%cache: !spec.kv_cache<2x2x16x4xf32>, %pos: index,
 
 // -----
 
+// A move is a loop over the rows to move: every layer's keys and values at
+// position from[i] are copied to position to + i.
+// CHECK-LABEL: func.func @move(
+// CHECK-SAME: %[[CACHE:[^:]*]]: tensor<2x2x2x16x4xf32>, %[[FROM:[^:]*]]: tensor<?xindex>, %[[TO:[^:]*]]: index
+func.func @move(%cache: !spec.kv_cache<2x2x16x4xf32>, %from: tensor<?xindex>,
+                %to: index) -> !spec.kv_cache<2x2x16x4xf32> {
+  // CHECK: %[[COUNT:.*]] = tensor.dim %[[FROM]], %{{.*}} : tensor<?xindex>
+  // CHECK: %[[MOVED:.*]] = scf.for %[[I:.*]] = %{{.*}} to %[[COUNT]] step %{{.*}} iter_args(%[[C:.*]] = %[[CACHE]]) -> (tensor<2x2x2x16x4xf32>) {
+  // CHECK-NEXT: %[[SRC:.*]] = tensor.extract %[[FROM]][%[[I]]] : tensor<?xindex>
+  // CHECK-NEXT: %[[DST:.*]] = arith.addi %[[TO]], %[[I]] : index
+  // CHECK-NEXT: %[[ROW:.*]] = tensor.extract_slice %[[C]][0, 0, 0, %[[SRC]], 0] [2, 2, 2, 1, 4] [1, 1, 1, 1, 1] : tensor<2x2x2x16x4xf32> to tensor<2x2x2x1x4xf32>
+  // CHECK-NEXT: %[[NEXT:.*]] = tensor.insert_slice %[[ROW]] into %[[C]][0, 0, 0, %[[DST]], 0] [2, 2, 2, 1, 4] [1, 1, 1, 1, 1] : tensor<2x2x2x1x4xf32> into tensor<2x2x2x16x4xf32>
+  // CHECK-NEXT: scf.yield %[[NEXT]]
+  %moved = spec.cache.move %cache from %from to %to
+      : !spec.kv_cache<2x2x16x4xf32>, tensor<?xindex>
+  // CHECK: return %[[MOVED]]
+  return %moved : !spec.kv_cache<2x2x16x4xf32>
+}
+
+// -----
+
 // spec.verify is the call it names, with caches as tensors.
 func.func private @target(tensor<?x?xi64>, !spec.kv_cache<2x2x16x4xf32>, index)
     -> (tensor<1x?x8xf32>, !spec.kv_cache<2x2x16x4xf32>)

@@ -650,3 +650,10 @@ func.func private @target(tensor<?xi64>) -> tensor<?x8xf32> attributes {spec.rol
 func.func private @draft(tensor<?xi64>) -> tensor<?x8xf32> attributes {spec.role = #spec.role<draft>}
 // expected-error @below {{'spec.decoder' op trees of candidates come from MTP heads; a draft proposes one chain}}
 spec.decoder @d target(@target) proposer(#spec.draft<@draft, gamma = 2>) verify(#spec.greedy) tree(#spec.tree<parents = [0], ranks = [0]>)
+
+// -----
+
+func.func private @target(tensor<?xi64>) -> tensor<?x8xf32> attributes {spec.role = #spec.role<target>}
+func.func private @m1(tensor<?x4xf32>) -> tensor<?x8xf32> attributes {spec.role = #spec.role<mtp_module, depth = 1>}
+// expected-error @below {{'spec.decoder' op trees of candidates are verified for Medusa heads only; MTP modules propose one chain}}
+spec.decoder @d target(@target) proposer(#spec.mtp<[@m1]>) verify(#spec.greedy) tree(#spec.tree<parents = [0], ranks = [0]>)

@@ -76,6 +76,15 @@ spec.decoder @medusa_tree target(@target) proposer(#spec.mtp<[@head1, @head2]>)
 spec.decoder @deepseek_chain target(@target)
     proposer(#spec.mtp<[@mtp1, @mtp1, @mtp1]>) verify(#spec.greedy)
 
+// CHECK-LABEL: func.func @move
+// CHECK: spec.cache.move %{{.*}} from %{{.*}} to %{{.*}} : !spec.kv_cache<2x4x512x32xf32>, tensor<?xindex>
+func.func @move(%cache: !spec.kv_cache<2x4x512x32xf32>, %rows: tensor<?xindex>,
+                %to: index) -> !spec.kv_cache<2x4x512x32xf32> {
+  %moved = spec.cache.move %cache from %rows to %to
+      : !spec.kv_cache<2x4x512x32xf32>, tensor<?xindex>
+  return %moved : !spec.kv_cache<2x4x512x32xf32>
+}
+
 // CHECK-LABEL: func.func @step
 func.func @step(%last: tensor<1xi64>, %head_logits: tensor<4x259xf32>,
                 %key: i64) -> (index, i64, index) {

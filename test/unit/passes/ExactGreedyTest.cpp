@@ -222,6 +222,35 @@ TEST_F(ExactGreedyTest, MTPModuleDecoder) {
       1.3);
 }
 
+// Medusa heads verifying a tree of 16 candidates per round (top-4 of head 1,
+// then the likeliest continuations): spec-tree-attention gives the target a
+// tree mask, each round walks the target's picks down the tree.
+TEST_F(ExactGreedyTest, MedusaTreeDecoder) {
+  expectExact(
+      [&](ModuleOp module, PassManager &pm) {
+        import(module, "target.onnx", "target");
+        SmallVector<std::string> heads;
+        for (int k = 1; k <= 3; ++k) {
+          heads.push_back("head" + std::to_string(k));
+          import(module, "medusa_head_" + std::to_string(k) + ".onnx",
+                 heads.back());
+        }
+        // [[0], [1], [2], [3], [0, 0], [0, 1], [0, 2], [1, 0], [1, 1],
+        //  [2, 0], [3, 0], [0, 0, 0], [0, 0, 1], [0, 0, 2], [0, 1, 0],
+        //  [1, 0, 0]]
+        auto tree = spec::TreeAttr::get(
+            &context, {0, 0, 0, 0, 1, 1, 1, 2, 2, 3, 4, 5, 5, 5, 6, 8},
+            {0, 1, 2, 3, 0, 1, 2, 0, 1, 0, 0, 0, 1, 2, 0, 0});
+        ASSERT_TRUE(succeeded(
+            createMTPDecoder(module, "decoder", "target", heads,
+                             spec::GreedyAttr::get(&context), tree)));
+        SpecFuseMTPHeadsOptions options;
+        options.lastPositionOnly = false;
+        pm.addPass(createSpecFuseMTPHeads(options));
+      },
+      2.4);
+}
+
 // The module chained with itself: depth d runs on depth d - 1's hidden
 // states, with its own cache rolled back with the target's.
 TEST_F(ExactGreedyTest, MTPModuleChainDecoder) {
