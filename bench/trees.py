@@ -1,0 +1,144 @@
+#!/usr/bin/env python3
+"""Medusa heads verifying trees of candidates: tokens per target forward and
+speed against the tree's size.
+
+Compiles the example target with its three Medusa heads once per tree
+(`specc --tree <medusa_choices>`, the chain of top-1 proposals first), runs
+every prompt with `spec-run --compare --json` and prints, per tree, the
+candidates it verifies per round, new tokens per target forward, whether the
+text equals target-only decoding, and the speedup within each `--compare`
+run, with a text plot of tokens per forward against tree size.
+
+    python3 bench/trees.py [--build build] [--prompts 8]
+        [--max-new-tokens 128] [--reference] [--trees 1,6,16] [--json out.json]
+
+--reference runs the 20 held-out prompts the torch reference was measured on
+(models/metrics.json; needs torch, like bench/acceptance.py) instead of the
+Python-source openings of bench/speculative_speedup.py.
+
+Not a test: nothing here asserts on time.
+"""
+
+import argparse
+import json
+import os
+import sys
+import tempfile
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+MODELS = os.path.join(ROOT, "models")
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from speculative_speedup import PROMPTS, find_tools, run  # noqa: E402
+
+# Trees in Medusa's medusa_choices form, by number of candidates: the top-1
+# chain, then more of the likeliest tokens of head 1 and their likeliest
+# continuations.
+TREES = {
+    3: [[0], [0, 0], [0, 0, 0]],
+    6: [[0], [1], [0, 0], [0, 1], [1, 0], [0, 0, 0]],
+    10: [[0], [1], [2], [0, 0], [0, 1], [1, 0], [2, 0], [0, 0, 0],
+         [0, 0, 1], [0, 1, 0]],
+    16: [[0], [1], [2], [3], [0, 0], [0, 1], [0, 2], [1, 0], [1, 1],
+         [2, 0], [3, 0], [0, 0, 0], [0, 0, 1], [0, 0, 2], [0, 1, 0],
+         [1, 0, 0]],
+    24: [[0], [1], [2], [3], [4], [0, 0], [0, 1], [0, 2], [0, 3], [1, 0],
+         [1, 1], [2, 0], [2, 1], [3, 0], [4, 0], [0, 0, 0], [0, 0, 1],
+         [0, 0, 2], [0, 1, 0], [0, 1, 1], [1, 0, 0], [1, 0, 1], [1, 1, 0],
+         [2, 0, 0]],
+}
+
+
+def reference_prompts():
+    """The 20 held-out prompts of models/metrics.json, as token ids."""
+    sys.path.insert(0, MODELS)
+    try:
+        import train
+    except ImportError as error:
+        sys.exit(f"error: --reference needs {error.name} (models/train.py)")
+    with open(os.path.join(MODELS, "metrics.json")) as f:
+        metrics = json.load(f)
+    reference = metrics["acceptance"]
+    _, val, corpus = train.load_corpus()
+    if corpus["sha256"] != metrics["corpus"]["sha256"]:
+        sys.exit("error: this machine's corpus differs from the one the "
+                 "models were trained on; the prompts would differ")
+    prompts = train.held_out_prompts(val, reference["prompts"],
+                                     reference["prompt_bytes"],
+                                     metrics["seed"])
+    return [["--prompt-ids=" + ",".join(map(str, p))] for p in prompts]
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--build", default=os.path.join(ROOT, "build"))
+    parser.add_argument("--prompts", type=int, default=len(PROMPTS))
+    parser.add_argument("--max-new-tokens", type=int, default=128)
+    parser.add_argument("--reference", action="store_true")
+    parser.add_argument("--trees", default=",".join(map(str, TREES)),
+                        help="tree sizes to run, from "
+                             + ", ".join(map(str, TREES)))
+    parser.add_argument("--json", help="also write the results here")
+    args = parser.parse_args()
+    try:
+        sizes = [int(size) for size in args.trees.split(",")]
+    except ValueError:
+        sizes = []
+    if not sizes or any(size not in TREES for size in sizes):
+        sys.exit("error: --trees takes sizes from "
+                 + ", ".join(map(str, TREES)))
+    prompts = (reference_prompts() if args.reference
+               else [[f"--prompt={p}"] for p in PROMPTS])
+    if not 1 <= args.prompts <= len(prompts):
+        sys.exit(f"error: --prompts must be between 1 and {len(prompts)}")
+    prompts = prompts[:args.prompts]
+    specc, spec_run = find_tools(args.build)
+    heads = [f"--mtp-head={MODELS}/medusa_head_{i}.onnx" for i in (1, 2, 3)]
+
+    results = []
+    with tempfile.TemporaryDirectory() as tmp:
+        for size in sizes:
+            artifact = os.path.join(tmp, f"tree{size}.spec")
+            run([specc, f"{MODELS}/target.onnx", *heads,
+                 "--tree=" + json.dumps(TREES[size]), "-o", artifact])
+            tokens = forwards = 0
+            seconds = {"speculative": 0.0, "no_speculation": 0.0}
+            identical = True
+            for prompt in prompts:
+                out = json.loads(run([spec_run, artifact, *prompt,
+                                      f"--max-new-tokens={args.max_new_tokens}",
+                                      "--compare", "--json"]))
+                identical &= out["identical"]
+                tokens += out["speculative"]["new_tokens"]
+                forwards += out["speculative"]["target_forwards"]
+                for mode in seconds:
+                    seconds[mode] += out[mode]["seconds"]
+            results.append({
+                "candidates": size,
+                "identical": identical,
+                "tokens_per_target_forward": tokens / forwards,
+                "speedup": seconds["no_speculation"] / seconds["speculative"],
+            })
+            print(f"  tree of {size} done", file=sys.stderr)
+
+    print(f"{len(prompts)} {'held-out ' if args.reference else ''}prompts x "
+          f"{args.max_new_tokens} new tokens, greedy, Medusa heads (3)")
+    print(f"{'candidates':>10} {'same text':>9} {'tok/fwd':>8} {'speedup':>8}  "
+          "tokens per target forward")
+    for r in results:
+        bar = "#" * round(r["tokens_per_target_forward"] * 10)
+        print(f"{r['candidates']:>10} {'yes' if r['identical'] else 'NO':>9} "
+              f"{r['tokens_per_target_forward']:>8.2f} "
+              f"{r['speedup']:>7.2f}x  {bar}")
+    print("candidates: tokens each round verifies after the last one; "
+          "3 is the chain of top-1 proposals")
+    if args.json:
+        with open(args.json, "w") as f:
+            json.dump({"prompts": len(prompts),
+                       "max_new_tokens": args.max_new_tokens,
+                       "reference_prompts": args.reference,
+                       "results": results}, f, indent=2)
+    return 0 if all(r["identical"] for r in results) else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())
