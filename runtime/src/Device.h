@@ -30,6 +30,12 @@ struct DecodeOutput {
   int64_t proposeNanoseconds = 0, verifyNanoseconds = 0;
 };
 
+/// What is wrong with what a decode loop returned for `prompt`, or empty:
+/// the runtime does not trust compiled code with the statistics it derives.
+std::string checkDecodeOutput(const DecodeOutput &output,
+                              const int64_t *prompt, size_t promptLength,
+                              int64_t vocabSize, int64_t contextCapacity);
+
 class Device {
 public:
   virtual ~Device() = default;

@@ -208,6 +208,13 @@ specrt_status specrt_generate(specrt_model *model, const int64_t *prompt,
   double seconds = std::chrono::duration<double>(
                        std::chrono::steady_clock::now() - start)
                        .count();
+  if (std::string wrong = checkDecodeOutput(output, prompt, promptLength,
+                                           m.vocabSize, m.contextCapacity);
+      !wrong.empty())
+    return fail(SPECRT_ERROR_FORMAT,
+                "the decode loop returned " + wrong +
+                    "; the artifact's code is wrong (a compiler bug or a "
+                    "damaged artifact)");
 
   // Generated tokens up to and including the first EOS or stop token.
   std::vector<int64_t> generated(

@@ -1,12 +1,14 @@
 //===- RuntimeTest.cpp - the runtime's parts that need no artifact --------===//
 //
-// The manifest's JSON reader and the functions compiled code calls
-// (memrefCopy, the run-time checks' report).
+// The manifest's JSON reader, the functions compiled code calls
+// (memrefCopy, the run-time checks' report) and the check of what a decode
+// loop returns.
 // Artifacts themselves are tested end to end in test/tools/spec-run and
 // ExactGreedyTests.
 //
 //===----------------------------------------------------------------------===//
 
+#include "Device.h"
 #include "Json.h"
 #include "specrt/specrt.h"
 
@@ -150,3 +152,38 @@ TEST(RuntimeAPI, RejectsMissingArgumentsWithAMessage) {
   EXPECT_STREQ(specrt_status_name(SPECRT_ERROR_CORRUPT), "corrupt artifact");
 }
 } // namespace
+
+// What compiled code returns is checked before statistics are derived from
+// it: a wrong length once printed 9.2e18 tokens per forward.
+TEST(DecodeOutputCheck, RefusesWhatNoDecodeLoopCanReturn) {
+  const int64_t prompt[] = {256, 10, 11};
+  DecodeOutput good;
+  good.sequence = {256, 10, 11, 12, 13};
+  good.targetForwards = 2;
+  good.acceptedHistogram = {0, 1};
+  EXPECT_EQ(checkDecodeOutput(good, prompt, 3, 259, 512), "");
+
+  DecodeOutput shorter = good;
+  shorter.sequence.resize(3);
+  EXPECT_EQ(checkDecodeOutput(shorter, prompt, 3, 259, 512),
+            "a sequence of 3 tokens for a prompt of 3 and a context of 512");
+  DecodeOutput longer = good;
+  longer.sequence.resize(513, 1);
+  EXPECT_NE(checkDecodeOutput(longer, prompt, 3, 259, 512), "");
+  DecodeOutput otherPrompt = good;
+  otherPrompt.sequence[1] = 9;
+  EXPECT_EQ(checkDecodeOutput(otherPrompt, prompt, 3, 259, 512),
+            "a sequence that does not start with the prompt");
+  DecodeOutput outside = good;
+  outside.sequence[4] = 259;
+  EXPECT_EQ(checkDecodeOutput(outside, prompt, 3, 259, 512),
+            "token 259 at position 4, outside the vocabulary");
+  DecodeOutput negative = good;
+  negative.acceptedHistogram[0] = -1;
+  EXPECT_EQ(checkDecodeOutput(negative, prompt, 3, 259, 512),
+            "a negative count of rounds");
+  DecodeOutput rounds = good;
+  rounds.acceptedHistogram = {3, 0};
+  EXPECT_EQ(checkDecodeOutput(rounds, prompt, 3, 259, 512),
+            "2 target forwards for 3 verify rounds");
+}
