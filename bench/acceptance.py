@@ -47,13 +47,7 @@ def main():
     with open(os.path.join(MODELS, "metrics.json")) as f:
         metrics = json.load(f)
     reference = metrics["acceptance"]
-    _, val, corpus = train.load_corpus()
-    if corpus["sha256"] != metrics["corpus"]["sha256"]:
-        sys.exit("error: this machine's corpus differs from the one the "
-                 "models were trained on; the prompts would differ")
-    prompts = train.held_out_prompts(val, reference["prompts"],
-                                     reference["prompt_bytes"],
-                                     metrics["seed"])[:args.prompts]
+    prompts = train.reference_prompts(metrics)[0][:args.prompts]
     new_tokens = reference["new_tokens"]
 
     draft5 = [d for d in reference["draft"] if d["gamma"] == 5][0]
@@ -66,6 +60,12 @@ def main():
         ("MTP module", [f"--mtp-head={MODELS}/mtp_module.onnx"],
          1 + reference["mtp"]["per_position_acceptance"][0],
          reference["mtp"]["per_position_acceptance"][:1]),
+        # The heads retrained on the target's own text (models/distill.py).
+        ("Medusa distilled",
+         [f"--mtp-head={MODELS}/medusa_distilled_head_{i}.onnx"
+          for i in (1, 2, 3)],
+         metrics["distilled"]["medusa_after"]["mean_tokens_per_step"],
+         metrics["distilled"]["medusa_after"]["per_position_acceptance"]),
         # The module chained with itself; the reference ran depth 2 only.
         ("MTP chain, depth 2", [f"--mtp-head={MODELS}/mtp_module.onnx",
                                 "--mtp-depth=2"],

@@ -41,7 +41,7 @@ PROMPTS = [
 ]
 
 
-def decoders(reference):
+def decoders(reference, distilled):
     """(name, specc arguments, reference tokens per target forward)."""
     draft = [d for d in reference["draft"] if d["gamma"] == 5][0]
     medusa = reference["medusa"]["mean_tokens_per_step"]
@@ -51,6 +51,9 @@ def decoders(reference):
         ("draft (gamma 5)", [f"--draft={MODELS}/draft.onnx", "--gamma=5"],
          draft["mean_tokens_per_step"]),
         ("Medusa (3 heads)", heads, medusa),
+        ("Medusa distilled", [f"--mtp-head={MODELS}/medusa_distilled_head_{i}"
+                              ".onnx" for i in (1, 2, 3)],
+         distilled["medusa_after"]["mean_tokens_per_step"]),
         ("MTP module", [f"--mtp-head={MODELS}/mtp_module.onnx"], mtp),
         ("MTP chain, depth 2", [f"--mtp-head={MODELS}/mtp_module.onnx",
                                 "--mtp-depth=2"],
@@ -95,11 +98,13 @@ def main():
     args = parse_arguments(__doc__.split("\n")[0], default_prompts=5)
     specc, spec_run = find_tools(args.build)
     with open(os.path.join(MODELS, "metrics.json")) as f:
-        reference = json.load(f)["acceptance"]
+        metrics = json.load(f)
+    reference = metrics["acceptance"]
 
     results = []
     with tempfile.TemporaryDirectory() as tmp:
-        for name, flags, reference_per_forward in decoders(reference):
+        for name, flags, reference_per_forward in decoders(
+                reference, metrics["distilled"]):
             module = os.path.join(tmp, f"decoder{len(results)}.spec")
             run([specc, f"{MODELS}/target.onnx", *flags, "-o", module])
             totals = {"speculative": [0, 0, 0.0], "no_speculation": [0, 0, 0.0]}

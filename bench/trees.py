@@ -57,15 +57,8 @@ def reference_prompts():
         sys.exit(f"error: --reference needs {error.name} (models/train.py)")
     with open(os.path.join(MODELS, "metrics.json")) as f:
         metrics = json.load(f)
-    reference = metrics["acceptance"]
-    _, val, corpus = train.load_corpus()
-    if corpus["sha256"] != metrics["corpus"]["sha256"]:
-        sys.exit("error: this machine's corpus differs from the one the "
-                 "models were trained on; the prompts would differ")
-    prompts = train.held_out_prompts(val, reference["prompts"],
-                                     reference["prompt_bytes"],
-                                     metrics["seed"])
-    return [["--prompt-ids=" + ",".join(map(str, p))] for p in prompts]
+    return [["--prompt-ids=" + ",".join(map(str, p))]
+            for p in train.reference_prompts(metrics)[0]]
 
 
 def main():

@@ -476,6 +476,20 @@ def held_out_prompts(val, count, length, seed):
     return [[BOS] + val[s + 1:s + 1 + length].tolist() for s in sorted(starts)]
 
 
+def reference_prompts(metrics):
+    """The held-out prompts the acceptance in `metrics` (metrics.json) was
+    measured on, and the corpus split they come from; exits when this
+    machine's corpus differs from the one the models were trained on."""
+    reference = metrics["acceptance"]
+    train_data, val_data, corpus = load_corpus()
+    if corpus["sha256"] != metrics["corpus"]["sha256"]:
+        sys.exit("error: this machine's corpus differs from the one the "
+                 "models were trained on; the prompts would differ")
+    prompts = held_out_prompts(val_data, reference["prompts"],
+                               reference["prompt_bytes"], metrics["seed"])
+    return prompts, train_data
+
+
 # ---------------------------------------------------------------------------
 # ONNX export
 # ---------------------------------------------------------------------------

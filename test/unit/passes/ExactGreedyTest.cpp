@@ -78,6 +78,19 @@ protected:
         importONNX(module, (*buffer)->getBuffer(), path, options)));
   }
 
+  /// The target and the three example Medusa heads, as @target and
+  /// @head1..3; returns the heads' names.
+  SmallVector<std::string> importMedusa(ModuleOp module) {
+    import(module, "target.onnx", "target");
+    SmallVector<std::string> heads;
+    for (int k = 1; k <= 3; ++k) {
+      heads.push_back("head" + std::to_string(k));
+      import(module, "medusa_head_" + std::to_string(k) + ".onnx",
+             heads.back());
+    }
+    return heads;
+  }
+
   /// The example target paired with its draft, gamma 4.
   void pairDraft(ModuleOp module, PassManager &pm) {
     import(module, "target.onnx", "target");
@@ -193,13 +206,7 @@ TEST_F(ExactGreedyTest, DraftDecoder) {
 TEST_F(ExactGreedyTest, MedusaDecoder) {
   expectExact(
       [&](ModuleOp module, PassManager &pm) {
-        import(module, "target.onnx", "target");
-        SmallVector<std::string> heads;
-        for (int k = 1; k <= 3; ++k) {
-          heads.push_back("head" + std::to_string(k));
-          import(module, "medusa_head_" + std::to_string(k) + ".onnx",
-                 heads.back());
-        }
+        SmallVector<std::string> heads = importMedusa(module);
         ASSERT_TRUE(succeeded(createMTPDecoder(module, "decoder", "target",
                                                heads,
                                                spec::GreedyAttr::get(&context))));
@@ -228,13 +235,7 @@ TEST_F(ExactGreedyTest, MTPModuleDecoder) {
 TEST_F(ExactGreedyTest, MedusaTreeDecoder) {
   expectExact(
       [&](ModuleOp module, PassManager &pm) {
-        import(module, "target.onnx", "target");
-        SmallVector<std::string> heads;
-        for (int k = 1; k <= 3; ++k) {
-          heads.push_back("head" + std::to_string(k));
-          import(module, "medusa_head_" + std::to_string(k) + ".onnx",
-                 heads.back());
-        }
+        SmallVector<std::string> heads = importMedusa(module);
         // [[0], [1], [2], [3], [0, 0], [0, 1], [0, 2], [1, 0], [1, 1],
         //  [2, 0], [3, 0], [0, 0, 0], [0, 0, 1], [0, 0, 2], [0, 1, 0],
         //  [1, 0, 0]]

@@ -1,0 +1,233 @@
+#!/usr/bin/python3
+"""Self-distilled Medusa heads: retrained on the target's own greedy text.
+
+models/train.py trains the Medusa heads on the corpus: head k learns the
+token k + 1 positions after the current one in the ground-truth text. But
+speculative decoding accepts a proposal only when it equals what the target
+itself would generate. Medusa-2's self-distillation trains the heads on the
+target's own output instead; this script does that for the bundled example:
+
+  1. loads the trained target from models/target.onnx into the torch model of
+     models/train.py (weights by the exported node names) and checks it
+     against the figures train.py measured when it trained the target;
+  2. generates the target's greedy continuations of prompts drawn from the
+     training corpus (never the held-out files);
+  3. trains three fresh heads (same architecture, schedule and steps as
+     train.py's) with head k predicting token t + 1 + k of those
+     continuations, from the target's hidden state at t;
+  4. measures acceptance on train.py's 20 held-out prompts, before (the
+     committed heads) and after, and exports the new heads as
+     medusa_distilled_head_{1,2,3}.onnx with the same contract metadata.
+
+  /usr/bin/python3 models/distill.py            # ~10 minutes on 2 cores
+  /usr/bin/python3 models/distill.py --quick    # smoke run to /tmp
+
+Writes the ONNX files and a "distilled" section into models/metrics.json
+(models/report.py renders it into models/README.md).
+"""
+
+import argparse
+import json
+import os
+import sys
+import time
+
+import numpy as np
+import onnx
+import torch
+import torch.nn as nn
+import torch.nn.functional as F
+from onnx import numpy_helper
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, HERE)
+import train  # noqa: E402
+
+
+def onnx_weights(path):
+    """{torch parameter name: tensor} of an exported model: named
+    initializers as they are, MatMul weights by their node's module path
+    (/layers.0/attn/q/MatMul -> layers.0.attn.q.weight, transposed back)."""
+    model = onnx.load(path)
+    arrays = {i.name: numpy_helper.to_array(i) for i in model.graph.initializer}
+    weights = {name: torch.from_numpy(array.copy())
+               for name, array in arrays.items()
+               if not name.startswith("onnx::")}
+    for node in model.graph.node:
+        if node.op_type != "MatMul":
+            continue
+        for name in node.input:
+            if name.startswith("onnx::") and name in arrays:
+                module = node.name.strip("/").rsplit("/", 1)[0]
+                weights[module.replace("/", ".") + ".weight"] = \
+                    torch.from_numpy(arrays[name].T.copy())
+    return weights
+
+
+def load_into(module, path):
+    weights = onnx_weights(path)
+    state = module.state_dict()
+    missing = sorted(set(state) - set(weights))
+    if missing:
+        sys.exit(f"error: {path} lacks {', '.join(missing)}")
+    module.load_state_dict({name: weights[name] for name in state})
+    return module
+
+
+@torch.no_grad()
+def greedy_batch(target, prompts, length):
+    """Greedy continuations of equally long prompts, batched, with the
+    target's cache."""
+    ids = torch.tensor(prompts)
+    out = target(ids)
+    logits, past = out[0], out[2:]
+    tokens = [logits[:, -1].argmax(-1)]
+    for _ in range(length - 1):
+        out = target(tokens[-1][:, None], None, *past)
+        logits, past = out[0], out[2:]
+        tokens.append(logits[:, -1].argmax(-1))
+    return torch.cat([ids, torch.stack(tokens, 1)], 1)
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--models", default=HERE)
+    parser.add_argument("--out", default=HERE)
+    parser.add_argument("--quick", action="store_true")
+    parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--sequences", type=int, default=2048,
+                        help="greedy continuations to train on")
+    parser.add_argument("--prompt-bytes", type=int, default=64)
+    parser.add_argument("--continuation", type=int, default=256)
+    parser.add_argument("--steps", type=int, default=400)
+    args = parser.parse_args()
+    if args.quick:
+        args.sequences, args.continuation, args.steps = 64, 64, 20
+    torch.set_num_threads(2)
+    start = time.time()
+
+    def log(message):
+        print(message, flush=True)
+
+    with open(os.path.join(args.models, "metrics.json")) as f:
+        metrics = json.load(f)
+    reference = metrics["acceptance"]
+    prompts, train_data = train.reference_prompts(metrics)
+
+    target = load_into(train.Llama(train.TARGET),
+                       os.path.join(args.models, "target.onnx")).eval()
+    for p in target.parameters():
+        p.requires_grad_(False)
+    new_tokens = reference["new_tokens"]
+    if args.quick:
+        prompts, new_tokens = prompts[:2], 16
+
+    def medusa_propose(heads):
+        def propose(context, hidden, next_token):
+            return [int(head(hidden[0, -1]).argmax()) for head in heads]
+        return propose
+
+    before_heads = nn.ModuleList(
+        load_into(train.MedusaHead(train.TARGET["dim"], target.lm_head),
+                  os.path.join(args.models, f"medusa_head_{k}.onnx"))
+        for k in range(1, train.MEDUSA_HEADS + 1)).eval()
+    before = train.head_acceptance(target, medusa_propose(before_heads),
+                                   prompts, new_tokens, train.MEDUSA_HEADS)
+    log(f"committed heads: {before}")
+    if not args.quick and before != reference["medusa"]:
+        sys.exit("error: the target and heads loaded from ONNX do not "
+                 f"reproduce models/metrics.json's acceptance "
+                 f"({reference['medusa']})")
+
+    # The target's own text: greedy continuations of training-corpus lines.
+    rng = np.random.default_rng(args.seed)
+    newlines = np.nonzero(train_data[:-args.prompt_bytes - 1] == ord("\n"))[0]
+    starts = rng.choice(newlines, size=args.sequences, replace=False)
+    data = []
+    gen_start = time.time()
+    for first in range(0, args.sequences, 64):
+        batch_prompts = [[train.BOS] + train_data[s + 1:s + 1 +
+                                                  args.prompt_bytes].tolist()
+                         for s in starts[first:first + 64]]
+        data.append(greedy_batch(target, batch_prompts, args.continuation))
+    data = torch.cat(data)
+    generate_seconds = time.time() - gen_start
+    log(f"generated {data.shape[0]} x {args.continuation} tokens in "
+        f"{generate_seconds:.0f} s")
+
+    # Fresh heads, train.py's schedule; windows of the continuations only.
+    torch.manual_seed(args.seed + 1)
+    heads = nn.ModuleList(train.MedusaHead(train.TARGET["dim"], target.lm_head)
+                          for _ in range(train.MEDUSA_HEADS))
+    prompt_length = args.prompt_bytes + 1
+    generator = torch.Generator().manual_seed(args.seed + 5)
+
+    def windows(batch):
+        rows = torch.randint(0, data.shape[0], (batch,), generator=generator)
+        return data[rows]
+
+    def heads_loss(sequences):
+        with torch.no_grad():
+            hidden = target(sequences)[1]
+        total = 0.0
+        for k, head in enumerate(heads, start=1):
+            # From the last prompt position on: the labels are the target's.
+            h = hidden[:, prompt_length - 1:-1 - k]
+            y = sequences[:, prompt_length + k:]
+            logits = head(h)
+            total = total + F.cross_entropy(logits.reshape(-1, train.VOCAB),
+                                            y.reshape(-1))
+        return total / len(heads)
+
+    params = [p for p in heads.parameters() if p.requires_grad]
+    opt = torch.optim.AdamW(params, lr=3e-3, betas=(0.9, 0.95),
+                            weight_decay=0.1)
+    warmup = max(1, args.steps // 20)
+    train_start = time.time()
+    for step in range(args.steps):
+        scale = (step + 1) / warmup if step < warmup else 0.5 * (
+            1 + np.cos(np.pi * (step - warmup) / (args.steps - warmup)))
+        for group in opt.param_groups:
+            group["lr"] = 3e-3 * scale
+        loss = heads_loss(windows(32))
+        opt.zero_grad(set_to_none=True)
+        loss.backward()
+        torch.nn.utils.clip_grad_norm_(params, 1.0)
+        opt.step()
+        if step % 50 == 0 or step == args.steps - 1:
+            log(f"distilled heads: step {step + 1}/{args.steps} loss "
+                f"{loss.item():.4f} ({time.time() - train_start:.0f} s)")
+    train_seconds = time.time() - train_start
+    heads.eval()
+    after = train.head_acceptance(target, medusa_propose(heads), prompts,
+                                  new_tokens, train.MEDUSA_HEADS)
+    log(f"distilled heads: {after}")
+
+    os.makedirs(args.out, exist_ok=True)
+    sizes = {}
+    for k, head in enumerate(heads, start=1):
+        name = f"medusa_distilled_head_{k}.onnx"
+        sizes[name] = train.export(
+            head, [torch.zeros(1, 2, train.TARGET["dim"])],
+            os.path.join(args.out, name), ["hidden_states"], ["logits"],
+            {"hidden_states": {0: "batch", 1: "sequence"},
+             "logits": {0: "batch", 1: "sequence"}},
+            train.config_metadata(train.TARGET, "medusa_head", spec_depth=k,
+                                  model_type="medusa"))
+    if args.quick:
+        return 0
+    metrics["distilled"] = {
+        "sequences": args.sequences, "prompt_bytes": args.prompt_bytes,
+        "continuation": args.continuation, "steps": args.steps,
+        "generate_seconds": round(generate_seconds),
+        "train_seconds": round(train_seconds),
+        "seconds": round(time.time() - start),
+        "medusa_before": before, "medusa_after": after, "files": sizes}
+    with open(os.path.join(args.out, "metrics.json"), "w") as f:
+        json.dump(metrics, f, indent=2)
+        f.write("\n")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
