@@ -73,8 +73,10 @@ struct ChooseGammaPass
   void runOnOperation() override;
 
 private:
-  /// Chooses gamma for one draft decoder; fails after a diagnostic.
-  LogicalResult chooseFor(DecoderOp decoder, DraftProposerAttr draft,
+  /// Chooses gamma for one draft decoder, or the depth of a chain of one
+  /// MTP module (`proposer`, which runs `gamma` times per round); fails
+  /// after a diagnostic.
+  LogicalResult chooseFor(DecoderOp decoder, FlatSymbolRefAttr proposer,
                           SymbolTableCollection &symbolTable);
 };
 } // namespace
@@ -99,21 +101,47 @@ LogicalResult ChooseGammaPass::initialize(MLIRContext *context) {
   return success();
 }
 
+/// The MTP module of a decoder whose heads are that one module (chained with
+/// itself, as `specc --mtp-depth` writes it), or null: Medusa heads and
+/// distinct modules per depth have their count fixed by training.
+static FlatSymbolRefAttr getChainedModule(DecoderOp decoder,
+                                          SymbolTableCollection &symbolTable) {
+  auto mtp = dyn_cast<MTPProposerAttr>(decoder.getProposer());
+  if (!mtp || decoder.getTreeAttr() ||
+      llvm::any_of(mtp.getHeads(), [&](FlatSymbolRefAttr head) {
+        return head != mtp.getHeads().front();
+      }))
+    return {};
+  auto function = symbolTable.lookupNearestSymbolFrom<FunctionOpInterface>(
+      decoder, mtp.getHeads().front());
+  auto role = function ? function->getAttrOfType<RoleAttr>(
+                             SpecDialect::kRoleAttrName)
+                       : RoleAttr();
+  return role && role.getKind() == FunctionRole::MTPModule
+             ? mtp.getHeads().front()
+             : FlatSymbolRefAttr();
+}
+
 void ChooseGammaPass::runOnOperation() {
   ModuleOp module = getOperation();
   SymbolTableCollection symbolTable;
   bool failedAny = false;
   module.walk([&](DecoderOp decoder) {
     if (auto draft = dyn_cast<DraftProposerAttr>(decoder.getProposer()))
-      failedAny |= failed(chooseFor(decoder, draft, symbolTable));
+      failedAny |= failed(chooseFor(decoder, draft.getModel(), symbolTable));
+    else if (FlatSymbolRefAttr chained =
+                 getChainedModule(decoder, symbolTable))
+      failedAny |= failed(chooseFor(decoder, chained, symbolTable));
   });
   if (failedAny)
     signalPassFailure();
 }
 
 LogicalResult ChooseGammaPass::chooseFor(DecoderOp decoder,
-                                         DraftProposerAttr draft,
+                                         FlatSymbolRefAttr proposer,
                                          SymbolTableCollection &symbolTable) {
+  bool chain = isa<MTPProposerAttr>(decoder.getProposer());
+  StringRef what = chain ? "MTP module" : "draft";
   double alpha;
   if (isSet(acceptanceRate))
     alpha = acceptanceRate;
@@ -135,16 +163,16 @@ LogicalResult ChooseGammaPass::chooseFor(DecoderOp decoder,
     auto target = symbolTable.lookupNearestSymbolFrom<FunctionOpInterface>(
         decoder, decoder.getTargetAttr());
     auto draftFn = symbolTable.lookupNearestSymbolFrom<FunctionOpInterface>(
-        decoder, draft.getModel());
+        decoder, proposer);
     uint64_t targetBytes = weightBytes(target, symbolTable);
     uint64_t draftBytes = weightBytes(draftFn, symbolTable);
     if (targetBytes == 0 || draftBytes == 0)
       return decoder.emitError()
              << "cannot estimate the cost of "
-             << (targetBytes == 0 ? "target " : "draft ")
-             << (targetBytes == 0 ? decoder.getTargetAttr() : draft.getModel())
-             << ": it has no constant weights; pass cost-ratio=<draft step / "
-                "target step> to spec-choose-gamma";
+             << (targetBytes == 0 ? "target " : what + " ")
+             << (targetBytes == 0 ? decoder.getTargetAttr() : proposer)
+             << ": it has no constant weights; pass cost-ratio=<" << what
+             << " step / target step> to spec-choose-gamma";
     ratio = static_cast<double>(draftBytes) / static_cast<double>(targetBytes);
     costReason = formatBytes(draftBytes) + " / " + formatBytes(targetBytes) +
                  " of weights";
@@ -152,26 +180,31 @@ LogicalResult ChooseGammaPass::chooseFor(DecoderOp decoder,
 
   GammaChoice choice = chooseGamma(alpha, ratio, maxGamma, verifyCost);
   std::string numbers = llvm::formatv(
-      "acceptance rate {0:F2}, draft/target cost {1:F3} ({2})", alpha, ratio,
-      costReason);
+      "acceptance rate {0:F2}, {1}/target cost {2:F3} ({3})", alpha,
+      chain ? "module" : "draft", ratio, costReason);
   // Given costs (measured by `spec-run --profile`) are shown even when the
   // verify cost is 0: a measured verify that costs no more than a step.
   if (verifyCost > 0.0 || isSet(costRatio))
     numbers += llvm::formatv(", verify cost {0:F3} per extra position",
                              static_cast<double>(verifyCost));
+  StringRef count = chain ? "depth" : "gamma";
   if (choice.speedup <= 1.0) {
-    decoder.emitWarning() << "draft " << draft.getModel()
-                          << " does not pay: the best gamma (" << choice.gamma
-                          << ") predicts a speedup of "
+    decoder.emitWarning() << what << " " << proposer
+                          << " does not pay: the best " << count << " ("
+                          << choice.gamma << ") predicts a speedup of "
                           << llvm::formatv("{0:F2}", choice.speedup) << "x ("
                           << numbers << "); decoder left unchanged";
     return success();
   }
 
-  decoder.setProposerAttr(
-      DraftProposerAttr::get(decoder.getContext(), draft.getModel(),
-                             choice.gamma));
-  decoder.emitRemark() << "gamma = " << choice.gamma << ": "
+  if (chain)
+    decoder.setProposerAttr(MTPProposerAttr::get(
+        decoder.getContext(),
+        SmallVector<FlatSymbolRefAttr>(choice.gamma, proposer)));
+  else
+    decoder.setProposerAttr(DraftProposerAttr::get(decoder.getContext(),
+                                                   proposer, choice.gamma));
+  decoder.emitRemark() << count << " = " << choice.gamma << ": "
                        << llvm::formatv("{0:F2}", choice.expectedTokens)
                        << " expected tokens per target step, predicted "
                           "speedup "

@@ -6,7 +6,8 @@
 include "mlir/Pass/PassBase.td"
 
 def SpecChooseGamma : Pass<"spec-choose-gamma", "::mlir::ModuleOp"> {
-  let summary = "Choose how many tokens a draft proposes per step";
+  let summary = "Choose how many tokens a draft or a chained MTP module "
+                "proposes per step";
   let description = [{
     For every `spec.decoder` with an external draft, picks the number of
     proposed tokens gamma in `[1, max-gamma]` that maximizes the expected
@@ -30,8 +31,15 @@ def SpecChooseGamma : Pass<"spec-choose-gamma", "::mlir::ModuleOp"> {
     The chosen gamma is written into the decoder's `#spec.draft` proposer and
     reported as a remark with its reasoning. When no gamma predicts a speedup
     above 1, the decoder is left unchanged and a warning says that the draft
-    does not pay, with the numbers. Decoders with MTP heads are skipped: their
-    gamma is the number of heads.
+    does not pay, with the numbers.
+
+    A decoder whose proposer is one DeepSeek-style MTP module (listed once,
+    or chained with itself) gets its chain's depth chosen the same way: a
+    round runs the module gamma times and verifies gamma + 1 positions, as a
+    draft does, with `c` the module's cost relative to the target's; the
+    chosen depth is written as the module listed that many times. Medusa
+    heads and chains of distinct modules are skipped: their count is fixed by
+    training.
 
     Example: `spec-opt --spec-choose-gamma='acceptance-rate=0.8 max-gamma=6'`
   }];
@@ -45,7 +53,7 @@ def SpecChooseGamma : Pass<"spec-choose-gamma", "::mlir::ModuleOp"> {
     Option<"verifyCost", "verify-cost", "double", "0.0",
            "Cost of verifying one more position, in target steps (>= 0)">,
     Option<"maxGamma", "max-gamma", "int64_t", "8",
-           "Largest gamma considered (>= 1)">
+           "Largest gamma (or MTP chain depth) considered (>= 1)">
   ];
 }
 

@@ -46,7 +46,7 @@ spec.decoder @decoder target(@target) proposer(#spec.draft<@draft, gamma = 1>)
 
 // -----
 
-// MTP decoders are left alone: gamma is the number of heads.
+// Medusa heads are left alone: gamma is the number of heads.
 func.func private @target(tensor<?xi64>) -> tensor<?x8xf32>
     attributes {spec.role = #spec.role<target>}
 func.func private @head1(tensor<?x4xf32>) -> tensor<?x8xf32>
@@ -55,3 +55,39 @@ func.func private @head1(tensor<?x4xf32>) -> tensor<?x8xf32>
 // ALPHA: spec.decoder @mtp target(@target) proposer(#spec.mtp<[@head1]>) verify(#spec.greedy)
 // BOUNDED: spec.decoder @mtp target(@target) proposer(#spec.mtp<[@head1]>) verify(#spec.greedy)
 spec.decoder @mtp target(@target) proposer(#spec.mtp<[@head1]>) verify(#spec.greedy)
+
+// -----
+
+// One DeepSeek-style MTP module gets the depth of its chain chosen like a
+// draft's gamma: 2 KiB of module weights against 8 KiB of target weights
+// (c = 0.25); alpha = 0.8 pays best at depth 3: (1 - 0.8^4) / 0.2 / 1.75.
+func.func @target(%ids: tensor<?xi64>) -> tensor<?x8xf32>
+    attributes {spec.role = #spec.role<target>} {
+  %w = arith.constant dense<1.0> : tensor<32x64xf32>
+  %out = tensor.empty() : tensor<1x8xf32>
+  %logits = tensor.cast %out : tensor<1x8xf32> to tensor<?x8xf32>
+  return %logits : tensor<?x8xf32>
+}
+func.func @module(%h: tensor<?x4xf32>) -> tensor<?x8xf32>
+    attributes {spec.role = #spec.role<mtp_module, depth = 1>} {
+  %w = arith.constant dense<1.0> : tensor<8x64xf32>
+  %out = tensor.empty() : tensor<1x8xf32>
+  %logits = tensor.cast %out : tensor<1x8xf32> to tensor<?x8xf32>
+  return %logits : tensor<?x8xf32>
+}
+// expected-remark @below {{depth = 3: 2.95 expected tokens per target step, predicted speedup 1.69x (acceptance rate 0.80, module/target cost 0.250 (2.0 KiB / 8.0 KiB of weights))}}
+spec.decoder @chain target(@target) proposer(#spec.mtp<[@module]>)
+    verify(#spec.greedy) {acceptance_rate = 0.8}
+// CHECK: spec.decoder @chain target(@target) proposer(#spec.mtp<[@module, @module, @module]>)
+// BOUNDED: spec.decoder @chain target(@target) proposer(#spec.mtp<[@module, @module, @module]>)
+// When verified positions cost 0.3 steps each, depth 2 is the best.
+// VERIFY: remark: depth = 2: 2.44 expected tokens per target step, predicted speedup 1.16x (acceptance rate 0.80, module/target cost 0.250 (2.0 KiB / 8.0 KiB of weights), verify cost 0.300 per extra position)
+// VERIFY: spec.decoder @chain target(@target) proposer(#spec.mtp<[@module, @module]>)
+
+// Distinct modules per depth are left alone: their count is fixed by
+// training.
+func.func private @m2(tensor<?x4xf32>) -> tensor<?x8xf32>
+    attributes {spec.role = #spec.role<mtp_module, depth = 2>}
+// CHECK: spec.decoder @distinct target(@target) proposer(#spec.mtp<[@module, @m2]>)
+spec.decoder @distinct target(@target) proposer(#spec.mtp<[@module, @m2]>)
+    verify(#spec.greedy) {acceptance_rate = 0.8}

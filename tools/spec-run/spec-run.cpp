@@ -176,10 +176,13 @@ int main(int argc, char **argv) {
       return 1;
     }
     const specrt_result &s = speculative->stats;
-    // With --compare, the draft's steps and the verify steps are measured
-    // against a plain target step: spec-choose-gamma's c and v.
+    // With --compare, the draft's (or MTP module's) steps and the verify
+    // steps are measured against a plain target step: spec-choose-gamma's c
+    // and v.
     std::string costs;
-    if (plain && std::string(info.proposer) == "draft" && s.rounds > 0 &&
+    std::string proposer = info.proposer;
+    if (plain && (proposer == "draft" || proposer == "mtp-module") &&
+        s.rounds > 0 &&
         plain->stats.rounds > 0 && s.propose_seconds > 0) {
       double step = plain->stats.verify_seconds / plain->stats.rounds;
       double draftStep =

@@ -63,7 +63,8 @@ static cl::opt<int64_t> mtpDepth(
     "mtp-depth",
     cl::desc("Tokens the heads propose per round: the first N heads, or the "
              "last MTP module chained with itself up to depth N (0: one per "
-             "--mtp-head)"),
+             "--mtp-head, or the cost model's choice with --acceptance-rate "
+             "or --profile)"),
     cl::init(0), cl::cat(category));
 static cl::opt<std::string> treeShape(
     "tree",
@@ -77,8 +78,9 @@ static cl::opt<int64_t> proposalCount("gamma",
                               cl::init(4), cl::cat(category));
 static cl::opt<double> acceptanceRate(
     "acceptance-rate",
-    cl::desc("Expected per-token acceptance of the draft; picks gamma with "
-             "the cost model (spec-choose-gamma)"),
+    cl::desc("Expected per-token acceptance of the draft (or of one MTP "
+             "module); picks gamma (the module's chain depth, 1-3) with the "
+             "cost model (spec-choose-gamma)"),
     cl::init(-1.0), cl::cat(category));
 static cl::opt<std::string> profilePath(
     "profile",
@@ -423,6 +425,20 @@ int main(int argc, char **argv) {
     auto role = module->lookupSymbol<func::FuncOp>(heads.front())
                     ->getAttrOfType<spec::RoleAttr>(
                         spec::SpecDialect::kRoleAttrName);
+    if (acceptanceRate >= 0 && !mtpDepth.getNumOccurrences() &&
+        headPaths.size() == 1 && role &&
+        role.getKind() == spec::FunctionRole::MTPModule) {
+      // One module: the cost model picks how deep to chain it (1-3, as
+      // DeepSeek-V3 and TensorRT-LLM run it).
+      SpecChooseGammaOptions depthOptions;
+      depthOptions.acceptanceRate = acceptanceRate;
+      depthOptions.maxGamma = 3;
+      if (measuredCostRatio)
+        depthOptions.costRatio = *measuredCostRatio;
+      if (measuredVerifyCost)
+        depthOptions.verifyCost = *measuredVerifyCost;
+      pm.addPass(createSpecChooseGamma(depthOptions));
+    }
     if (fuseHeads && role && role.getKind() == spec::FunctionRole::MedusaHead) {
       // The decode loop reads the heads at the last accepted position, so
       // they run on every position.
