@@ -37,6 +37,25 @@ constexpr std::array<double, 4> kDraftLogits{0.0, 1.5, 1.0, 0.5};
 // How an MTP module's logits move per depth of a chain (see mtpFunctions).
 constexpr std::array<double, 4> kMTPSlope{1.0, -1.0, 0.0, 0.5};
 
+/// The body lines that give `%n` (the rows of `%ids`) and `%logits`, the
+/// same `logits` in every row.
+std::string constantLogits(const std::array<double, 4> &logits) {
+  std::string text;
+  llvm::raw_string_ostream os(text);
+  os << "  %c1 = arith.constant 1 : index\n"
+     << "  %n = tensor.dim %ids, %c1 : tensor<?x?xi64>\n"
+     << "  %row = arith.constant dense<[" << logits[0] << ", " << logits[1]
+     << ", " << logits[2] << ", " << logits[3] << "]> : tensor<4xf32>\n"
+     << "  %init = tensor.empty(%n) : tensor<1x?x4xf32>\n"
+     << "  %logits = linalg.generic {indexing_maps = ["
+        "affine_map<(b, s, v) -> (v)>, affine_map<(b, s, v) -> (b, s, v)>], "
+        "iterator_types = [\"parallel\", \"parallel\", \"parallel\"]} "
+        "ins(%row : tensor<4xf32>) outs(%init : tensor<1x?x4xf32>) {\n"
+     << "  ^bb0(%x: f32, %o: f32):\n    linalg.yield %x : f32\n"
+     << "  } -> tensor<1x?x4xf32>\n";
+  return text;
+}
+
 std::string modelFunction(StringRef name, StringRef role,
                           const std::array<double, 4> &logits) {
   std::string text;
@@ -50,17 +69,7 @@ std::string modelFunction(StringRef name, StringRef role,
         "!spec.kv_cache<1x1x64x1xf32> {spec.io = #spec.io<kv_cache>}) "
         "attributes {spec.role = #spec.role<"
      << role << ">} {\n"
-     << "  %c1 = arith.constant 1 : index\n"
-     << "  %n = tensor.dim %ids, %c1 : tensor<?x?xi64>\n"
-     << "  %row = arith.constant dense<[" << logits[0] << ", " << logits[1]
-     << ", " << logits[2] << ", " << logits[3] << "]> : tensor<4xf32>\n"
-     << "  %init = tensor.empty(%n) : tensor<1x?x4xf32>\n"
-     << "  %logits = linalg.generic {indexing_maps = ["
-        "affine_map<(b, s, v) -> (v)>, affine_map<(b, s, v) -> (b, s, v)>], "
-        "iterator_types = [\"parallel\", \"parallel\", \"parallel\"]} "
-        "ins(%row : tensor<4xf32>) outs(%init : tensor<1x?x4xf32>) {\n"
-     << "  ^bb0(%x: f32, %o: f32):\n    linalg.yield %x : f32\n"
-     << "  } -> tensor<1x?x4xf32>\n"
+     << constantLogits(logits)
      << "  return %logits, %cache : tensor<1x?x4xf32>, "
         "!spec.kv_cache<1x1x64x1xf32>\n}\n";
   return text;
@@ -93,16 +102,7 @@ std::string mtpFunctions(const std::array<double, 4> &target,
       "!spec.kv_cache<1x1x64x1xf32> {spec.io = #spec.io<kv_cache>})";
   os << "func.func @target(" << inputs << ") -> " << results
      << " attributes {spec.role = #spec.role<target>} {\n"
-     << "  %c1 = arith.constant 1 : index\n"
-     << "  %n = tensor.dim %ids, %c1 : tensor<?x?xi64>\n"
-     << "  %row = arith.constant " << dense(target) << "\n"
-     << "  %init = tensor.empty(%n) : tensor<1x?x4xf32>\n"
-     << "  %logits = linalg.generic {indexing_maps = ["
-        "affine_map<(b, s, v) -> (v)>, affine_map<(b, s, v) -> (b, s, v)>], "
-        "iterator_types = [\"parallel\", \"parallel\", \"parallel\"]} "
-        "ins(%row : tensor<4xf32>) outs(%init : tensor<1x?x4xf32>) {\n"
-     << "  ^bb0(%x: f32, %o: f32):\n    linalg.yield %x : f32\n"
-     << "  } -> tensor<1x?x4xf32>\n"
+     << constantLogits(target)
      << "  %zero = arith.constant 0.0 : f32\n"
      << "  %empty = tensor.empty(%n) : tensor<1x?x1xf32>\n"
      << "  %hidden = linalg.fill ins(%zero : f32) outs(%empty : "
