@@ -73,6 +73,11 @@ def main():
          reference["mtp"]["per_position_acceptance"]),
         ("MTP chain, depth 3", [f"--mtp-head={MODELS}/mtp_module.onnx",
                                 "--mtp-depth=3"], None, None),
+        # Distilled at depth 1 only: chained, its own states are new to it.
+        ("MTP distilled",
+         [f"--mtp-head={MODELS}/mtp_distilled_module.onnx"],
+         1 + metrics["distilled"]["mtp_after"]["per_position_acceptance"][0],
+         metrics["distilled"]["mtp_after"]["per_position_acceptance"][:1]),
     ]
     results = []
     with tempfile.TemporaryDirectory() as tmp:
@@ -115,7 +120,7 @@ def main():
 
     print(f"{len(prompts)} held-out prompts x {new_tokens} new tokens, greedy "
           "(the prompts of models/metrics.json)")
-    print(f"{'decoder':<20} {'tok/fwd':>8} {'reference':>9}  "
+    print(f"{'decoder':<22} {'tok/fwd':>8} {'reference':>9}  "
           "acceptance per position (reference)")
     for r in results:
         positions = r["acceptance_per_position"]
@@ -125,7 +130,7 @@ def main():
             for i, a in enumerate(positions))
         ref_per_forward = r["reference_tokens_per_target_forward"]
         ref_cell = f"{ref_per_forward:.2f}" if ref_per_forward else "-"
-        print(f"{r['decoder']:<20} {r['tokens_per_target_forward']:>8.2f} "
+        print(f"{r['decoder']:<22} {r['tokens_per_target_forward']:>8.2f} "
               f"{ref_cell:>9}  {cells}")
     print("tok/fwd: new tokens per target forward, the prompt's included; "
           "acceptance: accepted at a position among the rounds that reached it")

@@ -1,5 +1,6 @@
 #!/usr/bin/python3
-"""Self-distilled Medusa heads: retrained on the target's own greedy text.
+"""Self-distilled Medusa heads and MTP module: retrained on the target's own
+greedy text.
 
 models/train.py trains the Medusa heads on the corpus: head k learns the
 token k + 1 positions after the current one in the ground-truth text. But
@@ -14,12 +15,15 @@ target's own output instead; this script does that for the bundled example:
      training corpus (never the held-out files);
   3. trains three fresh heads (same architecture, schedule and steps as
      train.py's) with head k predicting token t + 1 + k of those
-     continuations, from the target's hidden state at t;
+     continuations, from the target's hidden state at t; and a fresh MTP
+     module predicting token t + 2 from the hidden state at t and token t + 1;
   4. measures acceptance on train.py's 20 held-out prompts, before (the
-     committed heads) and after, and exports the new heads as
-     medusa_distilled_head_{1,2,3}.onnx with the same contract metadata.
+     committed models) and after (the MTP module chained to depth 2, as
+     train.py measures it), and exports medusa_distilled_head_{1,2,3}.onnx
+     and mtp_distilled_module.onnx with the same contract metadata.
 
-  /usr/bin/python3 models/distill.py            # ~10 minutes on 2 cores
+  /usr/bin/python3 models/distill.py            # ~25 minutes on 2 cores
+  /usr/bin/python3 models/distill.py --proposers mtp   # one of them
   /usr/bin/python3 models/distill.py --quick    # smoke run to /tmp
 
 Writes the ONNX files and a "distilled" section into models/metrics.json
@@ -89,6 +93,99 @@ def greedy_batch(target, prompts, length):
     return torch.cat([ids, torch.stack(tokens, 1)], 1)
 
 
+def fit(name, params, loss_fn, sample, steps, log):
+    """train.py's schedule (AdamW, warm-up, cosine decay, clipping) on
+    batches from `sample`; returns seconds taken."""
+    opt = torch.optim.AdamW(params, lr=3e-3, betas=(0.9, 0.95),
+                            weight_decay=0.1)
+    warmup = max(1, steps // 20)
+    start = time.time()
+    for step in range(steps):
+        scale = (step + 1) / warmup if step < warmup else 0.5 * (
+            1 + np.cos(np.pi * (step - warmup) / (steps - warmup)))
+        for group in opt.param_groups:
+            group["lr"] = 3e-3 * scale
+        loss = loss_fn(sample(32))
+        opt.zero_grad(set_to_none=True)
+        loss.backward()
+        torch.nn.utils.clip_grad_norm_(params, 1.0)
+        opt.step()
+        if step % 50 == 0 or step == steps - 1:
+            log(f"{name}: step {step + 1}/{steps} loss {loss.item():.4f} "
+                f"({time.time() - start:.0f} s)")
+    return time.time() - start
+
+
+def medusa_proposer(heads):
+    def propose(context, hidden, next_token):
+        return [int(head(hidden[0, -1]).argmax()) for head in heads]
+    return propose
+
+
+def distill_medusa(target, sample, prompt_length, measure, args, log):
+    """Fresh heads on the continuations; their acceptance and files."""
+    torch.manual_seed(args.seed + 1)
+    heads = nn.ModuleList(train.MedusaHead(train.TARGET["dim"], target.lm_head)
+                          for _ in range(train.MEDUSA_HEADS))
+
+    def loss(sequences):
+        with torch.no_grad():
+            hidden = target(sequences)[1]
+        total = 0.0
+        for k, head in enumerate(heads, start=1):
+            # From the last prompt position on: the labels are the target's.
+            h = hidden[:, prompt_length - 1:-1 - k]
+            y = sequences[:, prompt_length + k:]
+            total = total + F.cross_entropy(
+                head(h).reshape(-1, train.VOCAB), y.reshape(-1))
+        return total / len(heads)
+
+    seconds = fit("distilled heads", [p for p in heads.parameters()
+                                      if p.requires_grad],
+                  loss, sample, args.steps, log)
+    heads.eval()
+    after = measure(medusa_proposer(heads), train.MEDUSA_HEADS)
+    log(f"distilled heads: {after}")
+    files = {}
+    for k, head in enumerate(heads, start=1):
+        name = f"medusa_distilled_head_{k}.onnx"
+        files[name] = train.export(
+            head, [torch.zeros(1, 2, train.TARGET["dim"])],
+            os.path.join(args.out, name), ["hidden_states"], ["logits"],
+            {"hidden_states": {0: "batch", 1: "sequence"},
+             "logits": {0: "batch", 1: "sequence"}},
+            train.config_metadata(train.TARGET, "medusa_head", spec_depth=k,
+                                  model_type="medusa"))
+    return after, seconds, files
+
+
+def distill_mtp(target, sample, prompt_length, measure, args, log):
+    """A fresh MTP module on the continuations; its acceptance (chained to
+    depth 2) and file."""
+    torch.manual_seed(args.seed + 2)
+    mtp = train.MTPModule(train.TARGET, target)
+
+    def loss(sequences):
+        with torch.no_grad():
+            hidden = target(sequences)[1]
+        # Hidden state at t, token t + 1 in, token t + 2 out, from the last
+        # prompt position on.
+        first = prompt_length - 1
+        logits = mtp(hidden[:, first:-2], sequences[:, first + 1:-1])[0]
+        return F.cross_entropy(logits.reshape(-1, train.VOCAB),
+                               sequences[:, first + 2:].reshape(-1))
+
+    seconds = fit("distilled MTP module", [p for p in mtp.parameters()
+                                           if p.requires_grad],
+                  loss, sample, args.steps, log)
+    mtp.eval()
+    after = measure(train.mtp_chain_proposer(mtp), 2)
+    log(f"distilled MTP module: {after}")
+    name = "mtp_distilled_module.onnx"
+    return after, seconds, {
+        name: train.export_mtp_module(mtp, os.path.join(args.out, name))}
+
+
 def main():
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--models", default=HERE)
@@ -100,7 +197,12 @@ def main():
     parser.add_argument("--prompt-bytes", type=int, default=64)
     parser.add_argument("--continuation", type=int, default=256)
     parser.add_argument("--steps", type=int, default=400)
+    parser.add_argument("--proposers", default="medusa,mtp",
+                        help="what to distill: medusa, mtp or both")
     args = parser.parse_args()
+    proposers = set(args.proposers.split(","))
+    if proposers - {"medusa", "mtp"}:
+        sys.exit("error: --proposers takes medusa, mtp or medusa,mtp")
     if args.quick:
         args.sequences, args.continuation, args.steps = 64, 64, 20
     torch.set_num_threads(2)
@@ -113,7 +215,6 @@ def main():
         metrics = json.load(f)
     reference = metrics["acceptance"]
     prompts, train_data = train.reference_prompts(metrics)
-
     target = load_into(train.Llama(train.TARGET),
                        os.path.join(args.models, "target.onnx")).eval()
     for p in target.parameters():
@@ -122,107 +223,69 @@ def main():
     if args.quick:
         prompts, new_tokens = prompts[:2], 16
 
-    def medusa_propose(heads):
-        def propose(context, hidden, next_token):
-            return [int(head(hidden[0, -1]).argmax()) for head in heads]
-        return propose
+    def measure(propose, depth):
+        return train.head_acceptance(target, propose, prompts, new_tokens,
+                                     depth)
 
-    before_heads = nn.ModuleList(
-        load_into(train.MedusaHead(train.TARGET["dim"], target.lm_head),
-                  os.path.join(args.models, f"medusa_head_{k}.onnx"))
-        for k in range(1, train.MEDUSA_HEADS + 1)).eval()
-    before = train.head_acceptance(target, medusa_propose(before_heads),
-                                   prompts, new_tokens, train.MEDUSA_HEADS)
-    log(f"committed heads: {before}")
-    if not args.quick and before != reference["medusa"]:
-        sys.exit("error: the target and heads loaded from ONNX do not "
-                 f"reproduce models/metrics.json's acceptance "
-                 f"({reference['medusa']})")
+    if "medusa" in proposers:
+        # The loaded target must be the trained one: with the committed
+        # heads it reproduces train.py's figures exactly.
+        committed = nn.ModuleList(
+            load_into(train.MedusaHead(train.TARGET["dim"], target.lm_head),
+                      os.path.join(args.models, f"medusa_head_{k}.onnx"))
+            for k in range(1, train.MEDUSA_HEADS + 1)).eval()
+        before = measure(medusa_proposer(committed), train.MEDUSA_HEADS)
+        log(f"committed heads: {before}")
+        if not args.quick and before != reference["medusa"]:
+            sys.exit("error: the target and heads loaded from ONNX do not "
+                     "reproduce models/metrics.json's acceptance "
+                     f"({reference['medusa']})")
 
     # The target's own text: greedy continuations of training-corpus lines.
     rng = np.random.default_rng(args.seed)
     newlines = np.nonzero(train_data[:-args.prompt_bytes - 1] == ord("\n"))[0]
     starts = rng.choice(newlines, size=args.sequences, replace=False)
     data = []
-    gen_start = time.time()
+    generate_start = time.time()
     for first in range(0, args.sequences, 64):
         batch_prompts = [[train.BOS] + train_data[s + 1:s + 1 +
                                                   args.prompt_bytes].tolist()
                          for s in starts[first:first + 64]]
         data.append(greedy_batch(target, batch_prompts, args.continuation))
     data = torch.cat(data)
-    generate_seconds = time.time() - gen_start
+    generate_seconds = time.time() - generate_start
     log(f"generated {data.shape[0]} x {args.continuation} tokens in "
         f"{generate_seconds:.0f} s")
-
-    # Fresh heads, train.py's schedule; windows of the continuations only.
-    torch.manual_seed(args.seed + 1)
-    heads = nn.ModuleList(train.MedusaHead(train.TARGET["dim"], target.lm_head)
-                          for _ in range(train.MEDUSA_HEADS))
-    prompt_length = args.prompt_bytes + 1
     generator = torch.Generator().manual_seed(args.seed + 5)
 
-    def windows(batch):
-        rows = torch.randint(0, data.shape[0], (batch,), generator=generator)
-        return data[rows]
-
-    def heads_loss(sequences):
-        with torch.no_grad():
-            hidden = target(sequences)[1]
-        total = 0.0
-        for k, head in enumerate(heads, start=1):
-            # From the last prompt position on: the labels are the target's.
-            h = hidden[:, prompt_length - 1:-1 - k]
-            y = sequences[:, prompt_length + k:]
-            logits = head(h)
-            total = total + F.cross_entropy(logits.reshape(-1, train.VOCAB),
-                                            y.reshape(-1))
-        return total / len(heads)
-
-    params = [p for p in heads.parameters() if p.requires_grad]
-    opt = torch.optim.AdamW(params, lr=3e-3, betas=(0.9, 0.95),
-                            weight_decay=0.1)
-    warmup = max(1, args.steps // 20)
-    train_start = time.time()
-    for step in range(args.steps):
-        scale = (step + 1) / warmup if step < warmup else 0.5 * (
-            1 + np.cos(np.pi * (step - warmup) / (args.steps - warmup)))
-        for group in opt.param_groups:
-            group["lr"] = 3e-3 * scale
-        loss = heads_loss(windows(32))
-        opt.zero_grad(set_to_none=True)
-        loss.backward()
-        torch.nn.utils.clip_grad_norm_(params, 1.0)
-        opt.step()
-        if step % 50 == 0 or step == args.steps - 1:
-            log(f"distilled heads: step {step + 1}/{args.steps} loss "
-                f"{loss.item():.4f} ({time.time() - train_start:.0f} s)")
-    train_seconds = time.time() - train_start
-    heads.eval()
-    after = train.head_acceptance(target, medusa_propose(heads), prompts,
-                                  new_tokens, train.MEDUSA_HEADS)
-    log(f"distilled heads: {after}")
+    def sample(batch):
+        return data[torch.randint(0, data.shape[0], (batch,),
+                                  generator=generator)]
 
     os.makedirs(args.out, exist_ok=True)
-    sizes = {}
-    for k, head in enumerate(heads, start=1):
-        name = f"medusa_distilled_head_{k}.onnx"
-        sizes[name] = train.export(
-            head, [torch.zeros(1, 2, train.TARGET["dim"])],
-            os.path.join(args.out, name), ["hidden_states"], ["logits"],
-            {"hidden_states": {0: "batch", 1: "sequence"},
-             "logits": {0: "batch", 1: "sequence"}},
-            train.config_metadata(train.TARGET, "medusa_head", spec_depth=k,
-                                  model_type="medusa"))
+    distilled = dict(metrics.get("distilled", {}))
+    distilled.setdefault("files", {})
+    distilled.update({"sequences": args.sequences,
+                      "prompt_bytes": args.prompt_bytes,
+                      "continuation": args.continuation, "steps": args.steps,
+                      "generate_seconds": round(generate_seconds)})
+    prompt_length = args.prompt_bytes + 1
+    if "medusa" in proposers:
+        after, seconds, files = distill_medusa(target, sample, prompt_length,
+                                               measure, args, log)
+        distilled.update({"medusa_before": before, "medusa_after": after,
+                          "train_seconds": round(seconds)})
+        distilled["files"].update(files)
+    if "mtp" in proposers:
+        after, seconds, files = distill_mtp(target, sample, prompt_length,
+                                            measure, args, log)
+        distilled.update({"mtp_before": reference["mtp"], "mtp_after": after,
+                          "mtp_train_seconds": round(seconds)})
+        distilled["files"].update(files)
+    distilled["seconds"] = round(time.time() - start)
     if args.quick:
         return 0
-    metrics["distilled"] = {
-        "sequences": args.sequences, "prompt_bytes": args.prompt_bytes,
-        "continuation": args.continuation, "steps": args.steps,
-        "generate_seconds": round(generate_seconds),
-        "train_seconds": round(train_seconds),
-        "seconds": round(time.time() - start),
-        "medusa_before": before, "medusa_after": after, "files": sizes}
+    metrics["distilled"] = distilled
     with open(os.path.join(args.out, "metrics.json"), "w") as f:
         json.dump(metrics, f, indent=2)
         f.write("\n")

@@ -90,29 +90,34 @@ def render(metrics):
     files = dict(metrics["onnx_bytes"])
     distilled = metrics.get("distilled")
     if distilled:
-        before, after = distilled["medusa_before"], distilled["medusa_after"]
-        add(f"Self-distilled Medusa heads (`models/distill.py`): the same "
-            f"heads retrained on the target's own greedy continuations of "
-            f"{distilled['sequences']:,} training-corpus lines "
-            f"({distilled['prompt_bytes']}-byte prompts, "
-            f"{distilled['continuation']} tokens each), "
-            f"{distilled['steps']} steps; "
-            f"{distilled['seconds']} s in all on this machine. Greedy "
-            f"acceptance on the same held-out prompts, before (trained on "
-            f"the text) and after:")
+        add(f"Self-distilled proposers (`models/distill.py`): the same "
+            f"architectures retrained on the target's own greedy "
+            f"continuations of {distilled['sequences']:,} training-corpus "
+            f"lines ({distilled['prompt_bytes']}-byte prompts, "
+            f"{distilled['continuation']} tokens each, generated in "
+            f"{distilled['generate_seconds']} s), {distilled['steps']} "
+            f"steps each. Greedy acceptance on the same held-out prompts, "
+            f"before (trained on the text) and after:")
         add("")
-        add("| position | accuracy before | after | acceptance before | "
-            "after |")
-        add("| --- | --- | --- | --- | --- |")
-        for k in range(len(before["per_position_accuracy"])):
-            add(f"| {k + 1} | {before['per_position_accuracy'][k]:.1%} | "
-                f"{after['per_position_accuracy'][k]:.1%} | "
-                f"{before['per_position_acceptance'][k]:.1%} | "
-                f"{after['per_position_acceptance'][k]:.1%} |")
+        add("| proposer | position | accuracy before | after | acceptance "
+            "before | after |")
+        add("| --- | --- | --- | --- | --- | --- |")
+        summary = []
+        for name, key in (("Medusa heads", "medusa"),
+                          ("MTP module (chained)", "mtp")):
+            if f"{key}_after" not in distilled:
+                continue
+            before, after = distilled[f"{key}_before"], distilled[f"{key}_after"]
+            for k in range(len(before["per_position_accuracy"])):
+                add(f"| {name} | {k + 1} | "
+                    f"{before['per_position_accuracy'][k]:.1%} | "
+                    f"{after['per_position_accuracy'][k]:.1%} | "
+                    f"{before['per_position_acceptance'][k]:.1%} | "
+                    f"{after['per_position_acceptance'][k]:.1%} |")
+            summary.append(f"{name} {before['mean_tokens_per_step']:.2f} "
+                           f"before, {after['mean_tokens_per_step']:.2f} after")
         add("")
-        add(f"Mean tokens per target forward: "
-            f"{before['mean_tokens_per_step']:.2f} before, "
-            f"{after['mean_tokens_per_step']:.2f} after.")
+        add("Mean tokens per target forward: " + "; ".join(summary) + ".")
         add("")
         files.update(distilled["files"])
     add("| file | bytes |")

@@ -538,6 +538,50 @@ def export_decoder(model, path, metadata, kv_heads, head_dim):
                   metadata)
 
 
+def export_mtp_module(mtp, path):
+    """The MTP module with its contract: previous hidden states, ids,
+    positions and one layer's cache in; logits, hidden states, present out."""
+    past = [torch.zeros(1, TARGET["kv_heads"], 3, TARGET["head_dim"])
+            for _ in range(2)]
+    axes = {"previous_hidden_states": {0: "batch", 1: "sequence"},
+            "input_ids": {0: "batch", 1: "sequence"},
+            "position_ids": {0: "batch", 1: "sequence"},
+            "logits": {0: "batch", 1: "sequence"},
+            "hidden_states": {0: "batch", 1: "sequence"},
+            "past_key_values.0.key": {0: "batch", 2: "past_sequence"},
+            "past_key_values.0.value": {0: "batch", 2: "past_sequence"},
+            "present.0.key": {0: "batch", 2: "total_sequence"},
+            "present.0.value": {0: "batch", 2: "total_sequence"}}
+    return export(
+        mtp, [torch.zeros(1, 2, TARGET["dim"]),
+              torch.zeros(1, 2, dtype=torch.int64),
+              (torch.arange(2) + 3)[None]] + past,
+        path,
+        ["previous_hidden_states", "input_ids", "position_ids"] +
+        cache_names(1, "past_key_values"),
+        ["logits", "hidden_states"] + cache_names(1, "present"),
+        axes,
+        config_metadata(TARGET, "mtp_module", spec_depth=1,
+                        model_type="deepseek_mtp", num_hidden_layers=1))
+
+
+def mtp_chain_proposer(mtp, depth=2):
+    """Proposals of `mtp` chained with itself: depth 1 sees the target's
+    hidden states and the tokens one ahead (the context shifted, then the
+    certain next token); each further depth the previous depth's states and
+    its proposal."""
+    def propose(context, hidden, next_token):
+        ids = list(context[1:]) + [next_token]
+        states, proposals = hidden, []
+        for _ in range(depth):
+            logits, states = mtp(states, torch.tensor([ids]))[:2]
+            token = int(logits[0, -1].argmax())
+            proposals.append(token)
+            ids = ids[1:] + [token]
+        return proposals
+    return propose
+
+
 def config_metadata(cfg, role, tokenizer=None, vocab=VOCAB, **extra):
     meta = {"vocab_size": vocab, "bos_token_id": BOS, "eos_token_id": EOS,
             "pad_token_id": PAD, "max_position_embeddings": MAX_CONTEXT,
@@ -681,25 +725,13 @@ def main():
     def medusa_propose(context, hidden, next_token):
         return [int(head(hidden[0, -1]).argmax()) for head in heads]
 
-    def mtp_propose(context, hidden, next_token, depth=2):
-        # Depth 1 sees the target's hidden states and the tokens one ahead
-        # (the context shifted, then the certain next token); depth 2 reuses
-        # the same module on depth 1's states and its own proposal.
-        ids = list(context[1:]) + [next_token]
-        states, proposals = hidden, []
-        for _ in range(depth):
-            logits, states = mtp(states, torch.tensor([ids]))[:2]
-            token = int(logits[0, -1].argmax())
-            proposals.append(token)
-            ids = ids[1:] + [token]
-        return proposals
 
     metrics["acceptance"] = {
         "prompts": args.prompts, "prompt_bytes": 64,
         "new_tokens": args.new_tokens,
         "medusa": head_acceptance(target, medusa_propose, prompts,
                                   args.new_tokens, MEDUSA_HEADS),
-        "mtp": head_acceptance(target, mtp_propose, prompts,
+        "mtp": head_acceptance(target, mtp_chain_proposer(mtp), prompts,
                                args.new_tokens, 2),
         "draft": [draft_acceptance(target, draft, prompts, args.new_tokens, g)
                   for g in range(1, 6)]}
@@ -722,28 +754,7 @@ def main():
              "logits": {0: "batch", 1: "sequence"}},
             config_metadata(TARGET, "medusa_head", spec_depth=k,
                             model_type="medusa"))
-    past = [torch.zeros(1, TARGET["kv_heads"], 3, TARGET["head_dim"])
-            for _ in range(2)]
-    mtp_axes = {"previous_hidden_states": {0: "batch", 1: "sequence"},
-                "input_ids": {0: "batch", 1: "sequence"},
-                "position_ids": {0: "batch", 1: "sequence"},
-                "logits": {0: "batch", 1: "sequence"},
-                "hidden_states": {0: "batch", 1: "sequence"},
-                "past_key_values.0.key": {0: "batch", 2: "past_sequence"},
-                "past_key_values.0.value": {0: "batch", 2: "past_sequence"},
-                "present.0.key": {0: "batch", 2: "total_sequence"},
-                "present.0.value": {0: "batch", 2: "total_sequence"}}
-    sizes["mtp_module.onnx"] = export(
-        mtp, [torch.zeros(1, 2, TARGET["dim"]),
-              torch.zeros(1, 2, dtype=torch.int64),
-              (torch.arange(2) + 3)[None]] + past,
-        out("mtp_module.onnx"),
-        ["previous_hidden_states", "input_ids", "position_ids"] +
-        cache_names(1, "past_key_values"),
-        ["logits", "hidden_states"] + cache_names(1, "present"),
-        mtp_axes,
-        config_metadata(TARGET, "mtp_module", spec_depth=1,
-                        model_type="deepseek_mtp", num_hidden_layers=1))
+    sizes["mtp_module.onnx"] = export_mtp_module(mtp, out("mtp_module.onnx"))
     sizes["draft.onnx"] = export_decoder(
         draft, out("draft.onnx"),
         config_metadata(DRAFT, "draft", model_type="llama"),
