@@ -94,26 +94,10 @@ def greedy_batch(target, prompts, length):
 
 
 def fit(name, params, loss_fn, sample, steps, log):
-    """train.py's schedule (AdamW, warm-up, cosine decay, clipping) on
-    batches from `sample`; returns seconds taken."""
-    opt = torch.optim.AdamW(params, lr=3e-3, betas=(0.9, 0.95),
-                            weight_decay=0.1)
-    warmup = max(1, steps // 20)
-    start = time.time()
-    for step in range(steps):
-        scale = (step + 1) / warmup if step < warmup else 0.5 * (
-            1 + np.cos(np.pi * (step - warmup) / (steps - warmup)))
-        for group in opt.param_groups:
-            group["lr"] = 3e-3 * scale
-        loss = loss_fn(sample(32))
-        opt.zero_grad(set_to_none=True)
-        loss.backward()
-        torch.nn.utils.clip_grad_norm_(params, 1.0)
-        opt.step()
-        if step % 50 == 0 or step == steps - 1:
-            log(f"{name}: step {step + 1}/{steps} loss {loss.item():.4f} "
-                f"({time.time() - start:.0f} s)")
-    return time.time() - start
+    """train.py's schedule on batches of 32 continuations from `sample`;
+    returns seconds taken."""
+    stream = iter(lambda: (sample(32),), None)
+    return train.optimize(name, params, loss_fn, stream, steps, 3e-3, log)
 
 
 def medusa_proposer(heads):

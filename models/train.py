@@ -356,9 +356,16 @@ class GPT2(nn.Module):
 # ---------------------------------------------------------------------------
 
 def train(name, params, loss_fn, data, steps, lr, batch, seq, seed, log):
-    """AdamW with linear warm-up and cosine decay; returns seconds taken."""
+    """AdamW with linear warm-up and cosine decay on random windows of
+    `data`; returns seconds taken."""
     generator = torch.Generator().manual_seed(seed)
-    stream = batches(data, batch, seq, generator)
+    return optimize(name, params, loss_fn,
+                    batches(data, batch, seq, generator), steps, lr, log)
+
+
+def optimize(name, params, loss_fn, stream, steps, lr, log):
+    """train()'s schedule on the argument tuples `stream` yields to
+    `loss_fn`; returns seconds taken."""
     opt = torch.optim.AdamW(params, lr=lr, betas=(0.9, 0.95),
                             weight_decay=0.1)
     warmup = max(1, steps // 20)
@@ -368,8 +375,7 @@ def train(name, params, loss_fn, data, steps, lr, batch, seq, seed, log):
             0.5 * (1 + math.cos(math.pi * (step - warmup) / (steps - warmup)))
         for group in opt.param_groups:
             group["lr"] = lr * scale
-        x, y = next(stream)
-        loss = loss_fn(x, y)
+        loss = loss_fn(*next(stream))
         opt.zero_grad(set_to_none=True)
         loss.backward()
         torch.nn.utils.clip_grad_norm_(params, 1.0)

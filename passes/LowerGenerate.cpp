@@ -491,8 +491,8 @@ public:
 
   int64_t getCapacity() const override {
     int64_t capacity = target.cache.getCapacity();
-    for (const CachedModel &module : modules)
-      capacity = std::min(capacity, module.cache.getCapacity());
+    for (const Depth &depth : depths)
+      capacity = std::min(capacity, depth.module.cache.getCapacity());
     return capacity;
   }
   void build(DecodeLoopBuilder &loop) override;
@@ -508,10 +508,7 @@ private:
   MTPModuleLowering(const CachedModel &target, unsigned hiddenResult,
                     SmallVector<Depth> depths)
       : ProposerLowering(target), hiddenResult(hiddenResult),
-        depths(std::move(depths)) {
-    for (const Depth &depth : this->depths)
-      modules.push_back(depth.module);
-  }
+        depths(std::move(depths)) {}
 
   /// The chain's loop values: each depth's cache, the hidden states of every
   /// depth but the last (`1 x capacity x hidden`, by position), and the
@@ -540,7 +537,6 @@ private:
 
   unsigned hiddenResult;
   SmallVector<Depth> depths;
-  SmallVector<CachedModel> modules;
 };
 
 FailureOr<std::unique_ptr<ProposerLowering>>

@@ -657,3 +657,13 @@ func.func private @target(tensor<?xi64>) -> tensor<?x8xf32> attributes {spec.rol
 func.func private @m1(tensor<?x4xf32>) -> tensor<?x8xf32> attributes {spec.role = #spec.role<mtp_module, depth = 1>}
 // expected-error @below {{'spec.decoder' op trees of candidates are verified for Medusa heads only; MTP modules propose one chain}}
 spec.decoder @d target(@target) proposer(#spec.mtp<[@m1]>) verify(#spec.greedy) tree(#spec.tree<parents = [0], ranks = [0]>)
+
+// -----
+
+func.func @move(%cache: !spec.kv_cache<2x4x512x32xf32>, %rows: tensor<?xi64>,
+                %to: index) -> !spec.kv_cache<2x4x512x32xf32> {
+  // expected-error @below {{'spec.cache.move' op operand #1 must be 1D tensor of index values, but got 'tensor<?xi64>'}}
+  %moved = spec.cache.move %cache from %rows to %to
+      : !spec.kv_cache<2x4x512x32xf32>, tensor<?xi64>
+  return %moved : !spec.kv_cache<2x4x512x32xf32>
+}
