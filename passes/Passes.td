@@ -272,11 +272,16 @@ def SpecLowerGenerate : Pass<"spec-lower-generate", "::mlir::ModuleOp"> {
     With Medusa heads the loop has no draft: the fused forward that verifies
     the last token and the heads' proposals also gives, at the row of the
     last accepted token, the next token's logits and the heads' next
-    proposals. With one DeepSeek-style MTP module (depth 1) the module runs
-    beside the target with its own in-place cache: after each verification
-    it processes the new positions (the target's hidden states there and the
-    tokens after them) and its last row proposes. Chains of MTP modules are
-    refused for now.
+    proposals; with a `tree` (greedy only), one forward verifies every
+    candidate (the heads' top-k, rows at length + depth, the target's tree
+    mask from `spec-tree-attention`), the target's picks walk down the tree
+    and `spec.cache.move` moves the accepted path's cache rows into place.
+    With DeepSeek-style MTP modules each depth of the chain runs beside the
+    target with its own in-place cache: after each verification depth 1
+    processes the new positions (the target's hidden states there and the
+    tokens after them), depth d > 1 also the positions it was fed a rejected
+    proposal at, on the previous depth's hidden states (kept by position);
+    the last row of depth d proposes, and depth d + 1 is fed that proposal.
 
     It also creates `@<decoder>_target_only`, the same signature and
     context capacity with one target forward per token: the reference speculative decoding must
