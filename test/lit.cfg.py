@@ -26,10 +26,11 @@ config.substitutions.append(("%specula_libs", config.specula_libs_dir))
 llvm_config.with_environment("PATH", config.llvm_tools_dir, append_path=True)
 llvm_config.with_environment("PATH", config.specula_tools_dir, append_path=True)
 llvm_config.add_tool_substitutions(
-    ["spec-opt", "spec-translate", "spec-run"], [config.specula_tools_dir])
+    ["spec-opt", "spec-translate", "spec-run", "spec-tokenize"], [config.specula_tools_dir])
 config.substitutions.append(
     ("%mlir_opt", os.path.join(config.llvm_tools_dir, "mlir-opt")))
 config.environment["ORT_NODE_PATH"] = config.ort_node_path
+config.substitutions.append(("%tokenizers_js", config.tokenizers_node_modules))
 # Debian's interpreter, which has python3-onnx and python3-torch.
 config.substitutions.append(("%python", "/usr/bin/python3"))
 
