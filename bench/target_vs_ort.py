@@ -59,7 +59,7 @@ def main():
                  str(args.max_new_tokens), "1"], env=env))
             # Compare the text: ORT's tokens, decoded as spec-run does.
             ort_text = bytes(t for t in theirs["tokens"] if t < 256).decode(
-                "latin-1")
+                "utf-8", errors="replace")
             ours_text = ours["text"]
             same = ort_text == ours_text
             n = ours["new_tokens"]

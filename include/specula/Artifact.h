@@ -54,6 +54,10 @@ struct ArtifactOptions {
   /// CPU: attention in one pass over the cache per query row
   /// (spec-to-cpu{fuse-attention}).
   bool fuseAttention = true;
+  /// A Hugging Face tokenizer.json the artifact carries (with the
+  /// tokenizer_config.json beside it, when there is one) for the runtime to
+  /// tokenize with; empty: the byte-level tokenizer (ids 0-255 are bytes).
+  std::string tokenizer;
 };
 
 /// Lowers `module` (consumed: the device's pipeline lowers it in place) and

@@ -13,6 +13,7 @@
 #include "mlir/IR/BuiltinOps.h"
 #include "mlir/Support/LLVM.h"
 
+#include <map>
 #include <string>
 #include <vector>
 
@@ -31,6 +32,9 @@ struct ONNXImportOptions {
   /// Refuse a model that breaks the model contract (README "Model
   /// contract"), naming every violation.
   bool requireContract = false;
+  /// metadata_props entries for the keys the model lacks (what an export
+  /// folder's config.json states; readExportFolderMetadata).
+  std::map<std::string, std::string> defaultMetadata;
 };
 
 /// What the model contract asks of one model file and what it lacks.
@@ -47,8 +51,29 @@ struct ModelContractReport {
 /// inference) and checks it against the model contract: the configuration
 /// in metadata_props and the inputs and outputs its spec_role needs. A model
 /// that does not load is one problem.
-ModelContractReport checkModelContract(llvm::StringRef source,
-                                       llvm::StringRef sourceName);
+ModelContractReport checkModelContract(
+    llvm::StringRef source, llvm::StringRef sourceName,
+    const std::map<std::string, std::string> &defaultMetadata = {});
+
+/// A model given as a Hugging Face export folder: `path/model.onnx` when
+/// `path` is a directory, else `path`.
+std::string resolveModelPath(llvm::StringRef path);
+
+/// For a model in an export folder: the contract's metadata keys from the
+/// config.json beside `modelPath` (vocab_size, bos/eos/pad_token_id (pad
+/// defaults to EOS; the first of an EOS list; generation_config.json's EOS
+/// when config.json has none), max_position_embeddings, num_hidden_layers,
+/// num_attention_heads, num_key_value_heads, hidden_size, head_dim), the
+/// fingerprint of tokenizer.json beside it, and spec_role `role`. Empty
+/// without a config.json; fails with `error` naming the file and key.
+mlir::FailureOr<std::map<std::string, std::string>>
+readExportFolderMetadata(llvm::StringRef modelPath, llvm::StringRef role,
+                         std::string &error);
+
+/// "sha256:<hex>" of a tokenizer.json's canonical form
+/// (specrt::Tokenizer::canonicalJson).
+mlir::FailureOr<std::string> tokenizerFingerprint(llvm::StringRef path,
+                                                  std::string &error);
 
 /// Imports the model in `source` into `module`. `sourceName` is the file name
 /// used in diagnostics; external data files are looked up beside it. Emits

@@ -110,7 +110,8 @@ static LogicalResult embedFacts(ModuleOp module,
 /// The manifest's description of the decoder and its target model, read
 /// before lowering erases the spec ops.
 static FailureOr<llvm::json::Object> describeDecoder(ModuleOp module,
-                                                     DecoderOp decoder) {
+                                                     DecoderOp decoder,
+                                                     bool tokenizerJson) {
   llvm::json::Object model, strategy;
   auto target = module.lookupSymbol<func::FuncOp>(decoder.getTarget());
   auto config = target ? target->getAttrOfType<ModelConfigAttr>(
@@ -128,9 +129,10 @@ static FailureOr<llvm::json::Object> describeDecoder(ModuleOp module,
   model["eos_token_id"] = optional(config.getEosTokenId());
   model["pad_token_id"] = optional(config.getPadTokenId());
   model["max_context"] = optional(config.getMaxContext());
-  // The example models' vocabulary: ids 0-255 are bytes.
+  // Without a tokenizer.json, the example models' vocabulary: ids 0-255 are
+  // bytes.
   model["tokenizer"] = llvm::json::Object{
-      {"kind", "bytes"},
+      {"kind", tokenizerJson ? "tokenizer.json" : "bytes"},
       {"fingerprint", config.getTokenizer() ? config.getTokenizer().str()
                                             : std::string()}};
 
@@ -443,7 +445,7 @@ LogicalResult specula::writeArtifact(ModuleOp module, StringRef path,
   if (!decoder)
     return module.emitError() << "no spec.decoder @" << options.decoder
                               << " to compile";
-  FailureOr<llvm::json::Object> description = describeDecoder(module, decoder);
+  FailureOr<llvm::json::Object> description = describeDecoder(module, decoder, !options.tokenizer.empty());
   if (failed(description))
     return failure();
   FailureOr<std::unique_ptr<llvm::TargetMachine>> machine =
@@ -540,6 +542,25 @@ LogicalResult specula::writeArtifact(ModuleOp module, StringRef path,
   manifest["format_version"] = SPECRT_ARTIFACT_FORMAT_VERSION;
   manifest["producer"] = "specc (MLIR/LLVM " LLVM_VERSION_STRING ")";
   (*manifest.getObject("files"))["library"] = std::move(*library);
+  if (!options.tokenizer.empty()) {
+    // The tokenizer travels with the artifact, under fixed names.
+    SmallString<256> config(llvm::sys::path::parent_path(options.tokenizer));
+    llvm::sys::path::append(config, "tokenizer_config.json");
+    std::pair<std::string, std::string> copies[] = {
+        {options.tokenizer, "tokenizer"}, {std::string(config), "tokenizer_config"}};
+    for (const auto &[from, key] : copies) {
+      if (key == "tokenizer_config" && !llvm::sys::fs::exists(from))
+        continue;
+      std::string to = inStaging(key + ".json");
+      if (std::error_code ec = llvm::sys::fs::copy_file(from, to))
+        return module.emitError() << "cannot copy '" << from << "' into the artifact: "
+                                  << ec.message();
+      FailureOr<llvm::json::Object> file = describeFile(module, to);
+      if (failed(file))
+        return failure();
+      (*manifest.getObject("files"))[key] = std::move(*file);
+    }
+  }
 
   std::error_code ec;
   llvm::raw_fd_ostream os(inStaging(SPECRT_MANIFEST_FILE), ec);

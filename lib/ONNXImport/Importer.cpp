@@ -612,6 +612,7 @@ LogicalResult specula::importONNX(ModuleOp module, StringRef source,
                  llvm::sys::path::parent_path(sourceName).str(), loadOptions,
                  model, error))
     return emitError(fileLoc) << error;
+  onnx_import::addDefaultMetadata(model, options.defaultMetadata);
   if (options.requireContract) {
     ModelContractReport report = onnx_import::checkContract(model);
     if (!report.problems.empty()) {

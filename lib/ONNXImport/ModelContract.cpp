@@ -234,8 +234,22 @@ specula::onnx_import::checkContract(const onnx::ModelProto &model) {
   return ContractChecker(model).check();
 }
 
-ModelContractReport specula::checkModelContract(llvm::StringRef source,
-                                                llvm::StringRef sourceName) {
+void specula::onnx_import::addDefaultMetadata(
+    onnx::ModelProto &model, const std::map<std::string, std::string> &defaults) {
+  std::set<std::string> present;
+  for (const auto &prop : model.metadata_props())
+    present.insert(prop.key());
+  for (const auto &[key, value] : defaults)
+    if (!present.count(key)) {
+      onnx::StringStringEntryProto *entry = model.add_metadata_props();
+      entry->set_key(key);
+      entry->set_value(value);
+    }
+}
+
+ModelContractReport specula::checkModelContract(
+    llvm::StringRef source, llvm::StringRef sourceName,
+    const std::map<std::string, std::string> &defaultMetadata) {
   onnx::ModelProto model;
   std::string error;
   LoadOptions options;
@@ -243,5 +257,6 @@ ModelContractReport specula::checkModelContract(llvm::StringRef source,
   if (!loadModel(source.str(), llvm::sys::path::parent_path(sourceName).str(),
                  options, model, error))
     return {"does not load", {"does not load as a valid ONNX model: " + error}};
+  onnx_import::addDefaultMetadata(model, defaultMetadata);
   return onnx_import::checkContract(model);
 }

@@ -3,6 +3,7 @@
 #ifndef SPECULA_LIB_ONNXIMPORT_MODELCONTRACT_H
 #define SPECULA_LIB_ONNXIMPORT_MODELCONTRACT_H
 
+#include <map>
 #include "specula/ONNXImport.h"
 
 #include "onnx/onnx_pb.h"
@@ -11,6 +12,10 @@ namespace specula::onnx_import {
 
 /// Checks a loaded model against the model contract.
 ModelContractReport checkContract(const onnx::ModelProto &model);
+
+/// Adds the entries of `defaults` whose keys `model`'s metadata_props lacks.
+void addDefaultMetadata(onnx::ModelProto &model,
+                        const std::map<std::string, std::string> &defaults);
 
 } // namespace specula::onnx_import
 

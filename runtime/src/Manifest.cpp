@@ -258,8 +258,15 @@ specrt_status specrt::parseManifest(const std::string &text,
   }
   m.generateEntry = fields.string("entry_points.generate");
   m.targetOnlyEntry = fields.string("entry_points.target_only");
-  for (auto [key, file] : {std::make_pair("library", &m.library),
-                           std::make_pair("weights", &m.weights)}) {
+  m.tokenizer = fields.string("model.tokenizer.kind");
+  std::vector<std::pair<const char *, ArtifactFile *>> files = {
+      {"library", &m.library}, {"weights", &m.weights}};
+  if (fields.error.empty() && m.tokenizer == "tokenizer.json") {
+    files.emplace_back("tokenizer", &m.tokenizerFile);
+    if (fields.find("files.tokenizer_config", false))
+      files.emplace_back("tokenizer_config", &m.tokenizerConfigFile);
+  }
+  for (auto [key, file] : files) {
     std::string prefix = std::string("files.") + key;
     file->name = fields.string(prefix + ".file");
     int64_t size = fields.integer(prefix + ".size");
@@ -273,7 +280,6 @@ specrt_status specrt::parseManifest(const std::string &text,
   m.bosTokenId = fields.integer("model.bos_token_id", /*nullable=*/true);
   m.eosTokenId = fields.integer("model.eos_token_id", /*nullable=*/true);
   m.padTokenId = fields.integer("model.pad_token_id", /*nullable=*/true);
-  m.tokenizer = fields.string("model.tokenizer.kind");
   m.proposer = fields.string("decoder.proposer");
   m.proposals = fields.integer("decoder.proposals");
   m.verify = fields.string("decoder.verify");
@@ -292,10 +298,9 @@ specrt_status specrt::parseManifest(const std::string &text,
       fields.problem("decoder.verify",
                      "is '" + m.verify +
                          "'; expected 'greedy' or 'rejection-sampling'");
-    else if (m.tokenizer != "bytes")
+    else if (m.tokenizer != "bytes" && m.tokenizer != "tokenizer.json")
       fields.problem("model.tokenizer.kind",
-                     "is '" + m.tokenizer + "'; this runtime has the byte-level "
-                     "tokenizer ('bytes') only");
+                     "is '" + m.tokenizer + "'; expected 'bytes' or 'tokenizer.json'");
   }
   if (!fields.error.empty()) {
     error = fields.error;

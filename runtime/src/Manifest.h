@@ -28,7 +28,10 @@ struct Manifest {
   std::string generateEntry, targetOnlyEntry;
   ArtifactFile library, weights;
   int64_t vocabSize = 0, bosTokenId = -1, eosTokenId = -1, padTokenId = -1;
+  /// model.tokenizer.kind: "bytes" (ids 0-255 are bytes) or "tokenizer.json"
+  /// (files.tokenizer, and files.tokenizer_config when there is one).
   std::string tokenizer;
+  ArtifactFile tokenizerFile, tokenizerConfigFile;
   std::string proposer, verify;
   int64_t proposals = 0, contextCapacity = 0, topK = 0;
   double temperature = 0, topP = 1;

@@ -3,19 +3,24 @@
 #include "Device.h"
 #include "Manifest.h"
 
+#include "specrt/Tokenizer.h"
 #include "specrt/specrt.h"
 
 #include <algorithm>
 #include <chrono>
 #include <cstdlib>
 #include <cstring>
+#include <fstream>
 #include <mutex>
+#include <sstream>
 
 using namespace specrt;
 
 struct specrt_model {
   Manifest manifest;
   std::unique_ptr<Device> device;
+  /// The artifact's tokenizer.json, when model.tokenizer.kind says so.
+  std::unique_ptr<specrt::Tokenizer> tokenizer;
   // The compiled loops are reentrant, but one model's runs are serialized so
   // that a device may keep per-model scratch state.
   std::mutex mutex;
@@ -26,6 +31,47 @@ static thread_local std::string lastError;
 static specrt_status fail(specrt_status status, std::string message) {
   lastError = std::move(message);
   return status;
+}
+
+/// Reads, checks and loads the artifact's tokenizer.json (and its
+/// tokenizer_config.json when the manifest lists one).
+static specrt_status openTokenizer(const std::string &directory,
+                                   const Manifest &manifest, bool verify,
+                                   std::unique_ptr<specrt::Tokenizer> &tokenizer,
+                                   std::string &error) {
+  std::string texts[2];
+  const ArtifactFile *files[2] = {&manifest.tokenizerFile,
+                                  &manifest.tokenizerConfigFile};
+  for (int i = 0; i < 2; ++i) {
+    if (files[i]->name.empty())
+      continue;
+    std::string path = directory + "/" + files[i]->name;
+    std::ifstream in(path, std::ios::binary);
+    std::ostringstream buffer;
+    buffer << in.rdbuf();
+    if (!in) {
+      error = "cannot read '" + path + "'";
+      return SPECRT_ERROR_IO;
+    }
+    texts[i] = buffer.str();
+    if (specrt_status status = checkArtifactFile(
+            path, texts[i].data(), texts[i].size(), *files[i], verify, error))
+      return status;
+  }
+  std::string message;
+  tokenizer = specrt::Tokenizer::parse(texts[0], texts[1], message);
+  if (!tokenizer) {
+    error = "'" + directory + "/" + manifest.tokenizerFile.name + "': " + message;
+    return SPECRT_ERROR_FORMAT;
+  }
+  if (tokenizer->vocabSize() > static_cast<size_t>(manifest.vocabSize)) {
+    error = "'" + directory + "/" + manifest.tokenizerFile.name + "' has " +
+            std::to_string(tokenizer->vocabSize()) +
+            " tokens; the model's vocabulary has " +
+            std::to_string(manifest.vocabSize);
+    return SPECRT_ERROR_CORRUPT;
+  }
+  return SPECRT_OK;
 }
 
 extern "C" {
@@ -90,6 +136,10 @@ specrt_status specrt_open(const char *path, const specrt_open_options *options,
               : openCPUDevice(directory, manifest, verify, opened->device,
                               error))
     return fail(status, error);
+  if (manifest.tokenizer == "tokenizer.json")
+    if (specrt_status status = openTokenizer(directory, manifest, verify,
+                                             opened->tokenizer, error))
+      return fail(status, error);
   opened->device->setThreads(options->threads);
   *model = opened.release();
   return SPECRT_OK;
@@ -305,8 +355,13 @@ specrt_status specrt_tokenize(const specrt_model *model, const char *text,
   };
   if (add_bos && model->manifest.bosTokenId >= 0)
     put(model->manifest.bosTokenId);
-  for (size_t i = 0; i < length; ++i)
-    put(static_cast<unsigned char>(text[i]));
+  if (model->tokenizer) {
+    for (int32_t id : model->tokenizer->encode(std::string_view(text, length)))
+      put(id);
+  } else {
+    for (size_t i = 0; i < length; ++i)
+      put(static_cast<unsigned char>(text[i]));
+  }
   *count = n;
   return SPECRT_OK;
 }
@@ -318,6 +373,20 @@ specrt_status specrt_detokenize(const specrt_model *model, const int64_t *ids,
     return fail(SPECRT_ERROR_INVALID_ARGUMENT,
                 "specrt_detokenize needs a model, ids and a length");
   size_t n = 0;
+  if (model->tokenizer) {
+    std::vector<int32_t> known;
+    for (size_t i = 0; i < count; ++i)
+      if (ids[i] >= 0 && static_cast<size_t>(ids[i]) < model->tokenizer->vocabSize())
+        known.push_back(static_cast<int32_t>(ids[i]));
+    std::string decoded, error;
+    if (!model->tokenizer->decode(known, /*skipSpecialTokens=*/true, decoded, error))
+      return fail(SPECRT_ERROR_INVALID_ARGUMENT, error);
+    n = decoded.size();
+    if (capacity)
+      std::memcpy(text, decoded.data(), std::min(n, capacity));
+    *length = n;
+    return SPECRT_OK;
+  }
   for (size_t i = 0; i < count; ++i) {
     if (ids[i] < 0 || ids[i] > 255)
       continue;

@@ -20,7 +20,7 @@ using namespace llvm;
 
 static cl::OptionCategory category("spec-check-model options");
 static cl::list<std::string> modelPaths(cl::Positional, cl::OneOrMore,
-                                        cl::desc("<model.onnx>..."),
+                                        cl::desc("<model.onnx or export folder>..."),
                                         cl::cat(category));
 
 int main(int argc, char **argv) {
@@ -32,17 +32,24 @@ int main(int argc, char **argv) {
       "(README \"Model contract\"): the configuration in metadata_props and "
       "the inputs and outputs each spec_role needs\n");
   unsigned failures = 0;
-  for (const std::string &path : modelPaths) {
-    StringRef name = sys::path::filename(path);
+  for (const std::string &given : modelPaths) {
+    // An export folder stands for its model.onnx, with config.json and
+    // tokenizer.json supplying the metadata (spec_role: target).
+    std::string path = specula::resolveModelPath(given);
+    StringRef name = sys::path::filename(given);
     specula::ModelContractReport report;
-    // Regular files only: a directory or a device is not a model.
+    std::string error;
+    auto folder = specula::readExportFolderMetadata(path, "target", error);
+    // Regular files only: a device is not a model.
     auto buffer = MemoryBuffer::getFile(path, /*IsText=*/false,
                                         /*RequiresNullTerminator=*/false);
     if (!buffer)
       report = {"does not load",
                 {"cannot read '" + path + "': " + buffer.getError().message()}};
+    else if (failed(folder))
+      report = {"does not load", {error}};
     else
-      report = specula::checkModelContract((*buffer)->getBuffer(), path);
+      report = specula::checkModelContract((*buffer)->getBuffer(), path, *folder);
     if (report.problems.empty()) {
       outs() << name << ": " << report.summary << ": ok\n";
       continue;

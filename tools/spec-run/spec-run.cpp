@@ -10,6 +10,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "tools/spec-run/Options.h"
+#include "specrt/Tokenizer.h"
 #include "specrt/specrt.h"
 
 #include <algorithm>
@@ -42,7 +43,9 @@ std::string formatList(const std::vector<double> &values, const char *format,
 
 std::string jsonString(const std::string &s) {
   std::string out = "\"";
-  for (unsigned char c : s) {
+  // JSON text is UTF-8: ill-formed byte sequences (byte-level tokens need
+  // not form UTF-8) become U+FFFD.
+  for (unsigned char c : specrt::toValidUtf8(s)) {
     switch (c) {
     case '"': out += "\\\""; break;
     case '\\': out += "\\\\"; break;
@@ -50,10 +53,8 @@ std::string jsonString(const std::string &s) {
     case '\r': out += "\\r"; break;
     case '\t': out += "\\t"; break;
     default:
-      if (c < 0x20 || c >= 0x7f) {
+      if (c < 0x20 || c == 0x7f) {
         char escaped[8];
-        // Bytes outside ASCII are written as their code points (latin-1):
-        // the byte-level tokens need not form UTF-8.
         std::snprintf(escaped, sizeof(escaped), "\\u%04x", c);
         out += escaped;
       } else {
@@ -168,6 +169,16 @@ int main(int argc, char **argv) {
                       &length);
     return out;
   };
+  // The text the new tokens add to the prompt's. Decoded together: a
+  // tokenizer's decoder may treat a token differently at the start of a
+  // text (SentencePiece-style ones drop the first space).
+  auto continuation = [&](const std::vector<int64_t> &generated) {
+    std::vector<int64_t> all = prompt;
+    all.insert(all.end(), generated.begin(), generated.end());
+    std::string whole = text(all), start = text(prompt);
+    return whole.compare(0, start.size(), start) == 0 ? whole.substr(start.size())
+                                                      : text(generated);
+  };
 
   if (!o.profile.empty()) {
     if (!speculative) {
@@ -231,7 +242,7 @@ int main(int argc, char **argv) {
   if (o.json) {
     auto stats = [&](const Run &run, bool withAcceptance) {
       const specrt_result &s = run.stats;
-      std::string out = "{\n    \"text\": " + jsonString(text(run.tokens));
+      std::string out = "{\n    \"text\": " + jsonString(continuation(run.tokens));
       out += ",\n    \"token_ids\": [";
       for (size_t i = 0; i < run.tokens.size(); ++i)
         out += (i ? ", " : "") + std::to_string(run.tokens[i]);
@@ -278,7 +289,7 @@ int main(int argc, char **argv) {
   }
 
   const Run &shown = speculative ? *speculative : *plain;
-  std::printf("%s%s\n\n", text(prompt).c_str(), text(shown.tokens).c_str());
+  std::printf("%s%s\n\n", text(prompt).c_str(), continuation(shown.tokens).c_str());
   auto report = [&](const char *name, const Run &run, bool withAcceptance) {
     const specrt_result &s = run.stats;
     std::printf("%s: %zu tokens in %lld target forwards (%.2f per forward",

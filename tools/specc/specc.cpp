@@ -1,6 +1,7 @@
 //===- specc.cpp - build a speculative decoder from ONNX models -----------===//
 //
 //   specc target.onnx --draft draft.onnx [--gamma N] -o model.spec
+//   specc target_dir/ --draft draft_dir/ -o model.spec   (export folders)
 //   specc target.onnx --mtp-head head1.onnx --mtp-head head2.onnx ...
 //   specc target.onnx --mtp-head module.onnx --mtp-depth 2
 //   specc ... --emit=spec-mlir [-o decoder.mlir]
@@ -22,6 +23,7 @@
 #include "specula/Artifact.h"
 #include "specula/InitAll.h"
 #include "specula/ONNXImport.h"
+#include "specrt/Tokenizer.h"
 
 #include "dialects/spec/SpecOps.h"
 #include "passes/Composition.h"
@@ -38,6 +40,7 @@
 #include "llvm/Support/FileSystem.h"
 #include "llvm/Support/InitLLVM.h"
 #include "llvm/Support/JSON.h"
+#include "llvm/Support/Path.h"
 #include "llvm/Support/MemoryBuffer.h"
 #include "llvm/Support/SourceMgr.h"
 #include "llvm/Support/ToolOutputFile.h"
@@ -49,12 +52,22 @@ using namespace specula;
 namespace cl = llvm::cl;
 
 static cl::OptionCategory category("specc options");
-static cl::opt<std::string> targetPath(cl::Positional, cl::Required,
-                                       cl::desc("<target.onnx>"),
-                                       cl::cat(category));
+static cl::opt<std::string> targetPath(
+    cl::Positional, cl::Required,
+    cl::desc("<target.onnx, or a Hugging Face export folder with model.onnx, "
+             "config.json and tokenizer.json>"),
+    cl::cat(category));
 static cl::opt<std::string> draftPath(
-    "draft", cl::desc("An external draft model (ONNX) to pair with the target"),
+    "draft",
+    cl::desc("An external draft model (ONNX, or an export folder) to pair "
+             "with the target"),
     cl::value_desc("draft.onnx"), cl::cat(category));
+static cl::opt<std::string> tokenizerPath(
+    "tokenizer",
+    cl::desc("A Hugging Face tokenizer.json the artifact carries for the "
+             "runtime (default: the one beside the target, when there is "
+             "one; else the byte-level tokenizer)"),
+    cl::value_desc("tokenizer.json"), cl::cat(category));
 static cl::list<std::string> headPaths(
     "mtp-head",
     cl::desc("A Medusa head or MTP module (ONNX), in depth order; repeat"),
@@ -237,8 +250,12 @@ static FailureOr<Profile> readProfile(StringRef path) {
   return Profile{*rate, cost, verify};
 }
 
-static LogicalResult importInto(ModuleOp module, StringRef path,
-                                StringRef name) {
+/// Imports the model at `path` (a file or an export folder) as function
+/// `name`; an export folder's config.json and tokenizer.json supply the
+/// contract's metadata the ONNX file lacks, with spec_role `role`.
+static LogicalResult importInto(ModuleOp module, StringRef givenPath,
+                                StringRef name, StringRef role) {
+  std::string path = resolveModelPath(givenPath);
   auto buffer = llvm::MemoryBuffer::getFile(path, /*IsText=*/false);
   if (!buffer)
     return emitError(UnknownLoc::get(module.getContext()))
@@ -246,7 +263,58 @@ static LogicalResult importInto(ModuleOp module, StringRef path,
   ONNXImportOptions options;
   options.functionName = name.str();
   options.requireContract = true;
+  std::string error;
+  FailureOr<std::map<std::string, std::string>> folder =
+      readExportFolderMetadata(path, role, error);
+  if (failed(folder))
+    return emitError(UnknownLoc::get(module.getContext())) << error;
+  options.defaultMetadata = std::move(*folder);
   return importONNX(module, (*buffer)->getBuffer(), path, options);
+}
+
+/// The tokenizer.json the artifact carries: --tokenizer, else the one beside
+/// the target. Checked here (it loads; its vocabulary fits the model's; it
+/// is the tokenizer the model names, when it names one) so that a bad one
+/// fails at compile time, not when the artifact is run.
+static FailureOr<std::string> chooseTokenizer(ModuleOp module) {
+  std::string path = tokenizerPath;
+  if (path.empty()) {
+    SmallString<256> beside(llvm::sys::path::parent_path(resolveModelPath(targetPath)));
+    llvm::sys::path::append(beside, "tokenizer.json");
+    if (!llvm::sys::fs::exists(beside))
+      return std::string();
+    path = std::string(beside);
+  }
+  std::string error;
+  std::unique_ptr<specrt::Tokenizer> tokenizer = specrt::Tokenizer::load(path, error);
+  if (!tokenizer) {
+    llvm::errs() << "error: " << error << "\n";
+    return failure();
+  }
+  FailureOr<std::string> fingerprint = tokenizerFingerprint(path, error);
+  if (failed(fingerprint)) {
+    llvm::errs() << "error: " << error << "\n";
+    return failure();
+  }
+  auto target = module.lookupSymbol<func::FuncOp>("target");
+  auto config = target ? target->getAttrOfType<spec::ModelConfigAttr>(
+                             spec::SpecDialect::kConfigAttrName)
+                       : spec::ModelConfigAttr();
+  if (config && static_cast<int64_t>(tokenizer->vocabSize()) > config.getVocabSize()) {
+    llvm::errs() << "error: '" << path << "' has " << tokenizer->vocabSize()
+                 << " tokens but the target's vocabulary has "
+                 << config.getVocabSize() << "\n";
+    return failure();
+  }
+  if (config && config.getTokenizer() && config.getTokenizer().getValue() != *fingerprint) {
+    llvm::errs() << "error: '" << path << "' is not the tokenizer the target "
+                 << "names: its fingerprint is " << *fingerprint
+                 << ", the target's tokenizer_sha256 is "
+                 << config.getTokenizer().getValue()
+                 << " (give the tokenizer.json the model was exported with)\n";
+    return failure();
+  }
+  return path;
 }
 
 /// The tree `choices` (Medusa's medusa_choices: one path of ranks per
@@ -364,12 +432,15 @@ int main(int argc, char **argv) {
 
   OwningOpRef<ModuleOp> module =
       ModuleOp::create(FileLineColLoc::get(&context, targetPath, 0, 0));
-  if (failed(importInto(*module, targetPath, "target")))
+  if (failed(importInto(*module, targetPath, "target", "target")))
+    return 1;
+  FailureOr<std::string> tokenizer = chooseTokenizer(*module);
+  if (failed(tokenizer))
     return 1;
 
   PassManager pm(&context);
   if (!draftPath.empty()) {
-    if (failed(importInto(*module, draftPath, "draft")))
+    if (failed(importInto(*module, draftPath, "draft", "draft")))
       return 1;
     SpecPairDraftOptions pairOptions;
     pairOptions.gamma = proposalCount;
@@ -391,7 +462,7 @@ int main(int argc, char **argv) {
     SmallVector<std::string> heads;
     for (auto [i, path] : llvm::enumerate(headPaths)) {
       heads.push_back("head" + std::to_string(i + 1));
-      if (failed(importInto(*module, path, heads.back())))
+      if (failed(importInto(*module, path, heads.back(), "")))
         return 1;
     }
     if (mtpDepth > 0) {
@@ -465,6 +536,7 @@ int main(int argc, char **argv) {
   options.parallelColumns = parallelColumns;
   options.parallelMinWork = parallelMinWork;
   options.fuseAttention = fuseAttention;
+  options.tokenizer = *tokenizer;
   if (what == Emit::Artifact) {
     if (outputPath == "-") {
       llvm::errs() << "error: an artifact is a directory; name it with -o "

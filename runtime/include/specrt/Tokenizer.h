@@ -30,6 +30,13 @@ public:
                                           std::string_view configJson, std::string &error);
   ~Tokenizer();
 
+  /// The canonical form of a tokenizer.json's text, which its fingerprint
+  /// (SHA-256, the contract's tokenizer_sha256) is taken of: the parsed JSON
+  /// printed with sorted keys, no whitespace and unescaped UTF-8. False with
+  /// `error` when `json` is not JSON.
+  static bool canonicalJson(std::string_view json, std::string &canonical,
+                            std::string &error);
+
   /// The ids of `text` (bytes; ill-formed UTF-8 reads as U+FFFD). With
   /// `addSpecialTokens` the post-processor adds its special tokens (BOS...).
   std::vector<int32_t> encode(std::string_view text, bool addSpecialTokens = false) const;
@@ -52,6 +59,10 @@ private:
   struct Impl;
   std::unique_ptr<Impl> impl;
 };
+
+/// `bytes` with each ill-formed UTF-8 subsequence replaced by U+FFFD (one
+/// per maximal subpart, as the WHATWG decoder and the tokenizer do).
+std::string toValidUtf8(std::string_view bytes);
 
 } // namespace specrt
 

@@ -156,15 +156,18 @@ SPECRT_API specrt_status specrt_generate(specrt_model *model,
                                          specrt_result *result);
 SPECRT_API void specrt_result_free(specrt_result *result);
 
-/* The model's byte-level tokenizer: one token per byte, BOS first when
- * add_bos and the model has one. Writes at most `capacity` ids and sets
- * `count` to the number the text needs. */
+/* The model's tokenizer: the artifact's tokenizer.json when it has one
+ * (ill-formed UTF-8 reads as U+FFFD), else the byte-level one (one token per
+ * byte). BOS first when add_bos and the model has one. Writes at most
+ * `capacity` ids and sets `count` to the number the text needs. */
 SPECRT_API specrt_status specrt_tokenize(const specrt_model *model,
                                          const char *text, size_t length,
                                          int add_bos, int64_t *ids,
                                          size_t capacity, size_t *count);
-/* The text of `ids`; special tokens (ids >= 256) are dropped. Writes at most
- * `capacity` bytes and sets `length` to the number the text needs. */
+/* The text of `ids`; special tokens (with tokenizer.json, those it marks
+ * special; else ids >= 256) and ids outside the tokenizer's vocabulary are
+ * dropped. Writes at most `capacity` bytes and sets `length` to the number
+ * the text needs. */
 SPECRT_API specrt_status specrt_detokenize(const specrt_model *model,
                                            const int64_t *ids, size_t count,
                                            char *text, size_t capacity,

@@ -273,6 +273,18 @@ std::unique_ptr<Tokenizer> Tokenizer::parse(std::string_view tokenizerJson,
   return tokenizer;
 }
 
+bool Tokenizer::canonicalJson(std::string_view json, std::string &canonical,
+                              std::string &error) {
+  try {
+    // nlohmann's objects are std::maps: dump() sorts the keys.
+    canonical = Json::parse(json).dump();
+    return true;
+  } catch (const Json::exception &e) {
+    error = std::string("not valid JSON: ") + e.what();
+    return false;
+  }
+}
+
 static bool readFile(const std::string &path, std::string &text) {
   std::ifstream in(path, std::ios::binary);
   if (!in)
@@ -427,6 +439,8 @@ bool Tokenizer::decode(const std::vector<int32_t> &ids, bool skipSpecialTokens,
   }
   return true;
 }
+
+std::string specrt::toValidUtf8(std::string_view bytes) { return tok::toValidUtf8(bytes); }
 
 const std::string *Tokenizer::piece(int32_t id) const { return impl->model->tokenOf(id); }
 int32_t Tokenizer::idOf(std::string_view content) const { return impl->model->idOf(content); }

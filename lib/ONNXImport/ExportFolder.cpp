@@ -1,0 +1,146 @@
+//===- ExportFolder.cpp - Hugging Face export folders as model input ------===//
+//
+// An optimum / transformers export folder states a model's configuration in
+// config.json (and generation_config.json) beside model.onnx, and its
+// tokenizer in tokenizer.json, instead of the ONNX file's metadata_props.
+// This reads them into the contract's metadata keys.
+//
+//===----------------------------------------------------------------------===//
+
+#include "specula/ONNXImport.h"
+
+#include "specrt/Tokenizer.h"
+
+#include "llvm/ADT/StringExtras.h"
+#include "llvm/Support/FileSystem.h"
+#include "llvm/Support/JSON.h"
+#include "llvm/Support/MemoryBuffer.h"
+#include "llvm/Support/Path.h"
+#include "llvm/Support/SHA256.h"
+
+using namespace mlir;
+using namespace specula;
+
+std::string specula::resolveModelPath(llvm::StringRef path) {
+  if (!llvm::sys::fs::is_directory(path))
+    return path.str();
+  llvm::SmallString<256> model(path);
+  llvm::sys::path::append(model, "model.onnx");
+  return std::string(model);
+}
+
+static std::string besideModel(llvm::StringRef modelPath, llvm::StringRef file) {
+  llvm::SmallString<256> path(llvm::sys::path::parent_path(modelPath));
+  llvm::sys::path::append(path, file);
+  return std::string(path);
+}
+
+FailureOr<std::string> specula::tokenizerFingerprint(llvm::StringRef path,
+                                                     std::string &error) {
+  auto buffer = llvm::MemoryBuffer::getFile(path, /*IsText=*/false);
+  if (!buffer) {
+    error = "cannot read '" + path.str() + "': " + buffer.getError().message();
+    return failure();
+  }
+  std::string canonical, message;
+  if (!specrt::Tokenizer::canonicalJson((*buffer)->getBuffer(), canonical, message)) {
+    error = "'" + path.str() + "': " + message;
+    return failure();
+  }
+  return "sha256:" + llvm::toHex(llvm::SHA256::hash(llvm::arrayRefFromStringRef(canonical)),
+                                 /*LowerCase=*/true);
+}
+
+/// A JSON file of the folder, parsed; a missing file is an empty object.
+static FailureOr<llvm::json::Object> readJsonFile(const std::string &path,
+                                                  std::string &error) {
+  if (!llvm::sys::fs::exists(path))
+    return llvm::json::Object();
+  auto buffer = llvm::MemoryBuffer::getFile(path, /*IsText=*/true);
+  if (!buffer) {
+    error = "cannot read '" + path + "': " + buffer.getError().message();
+    return failure();
+  }
+  llvm::Expected<llvm::json::Value> value = llvm::json::parse((*buffer)->getBuffer());
+  if (!value) {
+    error = "'" + path + "' is not valid JSON: " + llvm::toString(value.takeError());
+    return failure();
+  }
+  if (!value->getAsObject()) {
+    error = "'" + path + "' is not a JSON object";
+    return failure();
+  }
+  return std::move(*value->getAsObject());
+}
+
+FailureOr<std::map<std::string, std::string>>
+specula::readExportFolderMetadata(llvm::StringRef modelPath, llvm::StringRef role,
+                                  std::string &error) {
+  std::map<std::string, std::string> meta;
+  std::string configPath = besideModel(modelPath, "config.json");
+  if (!llvm::sys::fs::exists(configPath))
+    return meta;
+  FailureOr<llvm::json::Object> config = readJsonFile(configPath, error);
+  FailureOr<llvm::json::Object> generation =
+      readJsonFile(besideModel(modelPath, "generation_config.json"), error);
+  if (failed(config) || failed(generation))
+    return failure();
+
+  // An integer key; `list` takes the first of a list (eos_token_id may be
+  // one). Absent or null: nothing, and the contract names the missing key.
+  bool bad = false;
+  auto integer = [&](const llvm::json::Object &object, const std::string &path,
+                     llvm::StringRef key) -> std::optional<int64_t> {
+    const llvm::json::Value *value = object.get(key);
+    if (!value || value->getAsNull())
+      return std::nullopt;
+    if (const llvm::json::Array *list = value->getAsArray()) {
+      if (key == "eos_token_id" && !list->empty())
+        value = &list->front();
+      else
+        value = nullptr;
+    }
+    std::optional<int64_t> number = value ? value->getAsInteger() : std::nullopt;
+    if (!number || *number < 0) {
+      error = "'" + path + "': " + key.str() + " is not a non-negative integer";
+      bad = true;
+    }
+    return number;
+  };
+  auto set = [&](llvm::StringRef key, std::optional<int64_t> value) {
+    if (value)
+      meta[key.str()] = std::to_string(*value);
+  };
+  for (llvm::StringRef key : {"vocab_size", "bos_token_id", "max_position_embeddings",
+                              "num_hidden_layers", "num_attention_heads", "hidden_size"})
+    set(key, integer(*config, configPath, key));
+  std::optional<int64_t> eos = integer(*config, configPath, "eos_token_id");
+  if (!eos)
+    eos = integer(*generation, besideModel(modelPath, "generation_config.json"),
+                  "eos_token_id");
+  set("eos_token_id", eos);
+  // Without a pad token, pad with EOS (as transformers' generate does).
+  std::optional<int64_t> pad = integer(*config, configPath, "pad_token_id");
+  set("pad_token_id", pad ? pad : eos);
+  std::optional<int64_t> heads = integer(*config, configPath, "num_attention_heads");
+  std::optional<int64_t> kvHeads = integer(*config, configPath, "num_key_value_heads");
+  set("num_key_value_heads", kvHeads ? kvHeads : heads);
+  std::optional<int64_t> headDim = integer(*config, configPath, "head_dim");
+  std::optional<int64_t> hidden = integer(*config, configPath, "hidden_size");
+  if (!headDim && hidden && heads && *heads > 0)
+    headDim = *hidden / *heads;
+  set("head_dim", headDim);
+  if (bad)
+    return failure();
+
+  std::string tokenizerPath = besideModel(modelPath, "tokenizer.json");
+  if (llvm::sys::fs::exists(tokenizerPath)) {
+    FailureOr<std::string> fingerprint = tokenizerFingerprint(tokenizerPath, error);
+    if (failed(fingerprint))
+      return failure();
+    meta["tokenizer_sha256"] = *fingerprint;
+  }
+  if (!role.empty())
+    meta["spec_role"] = role.str();
+  return meta;
+}

@@ -1,0 +1,72 @@
+"""Writes Hugging Face-style export folders (model.onnx without the
+contract's metadata_props, config.json, generation_config.json,
+tokenizer.json, tokenizer_config.json) for a target and a draft: Llama-style
+decoders with seeded random weights and the vocabulary of a real tokenizer.
+
+  make_export_folder.py TOKENIZER_DIR OUT
+
+TOKENIZER_DIR holds the tokenizer.json and tokenizer_config.json to ship
+(test/tools/specc/export-folder.test uses Llama-2's, 32,000 tokens). Writes
+OUT/target and OUT/draft. Needs python3-torch.
+"""
+import json
+import os
+import shutil
+import sys
+
+import torch
+import torch.nn as nn
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)),
+                                "..", "..", "..", "..", "models"))
+import train  # noqa: E402  (the example models' architecture and export)
+
+CONFIGS = {
+    "target": {"dim": 64, "layers": 2, "heads": 2, "kv_heads": 1, "head_dim": 32, "ffn": 176},
+    "draft": {"dim": 64, "layers": 1, "heads": 2, "kv_heads": 1, "head_dim": 32, "ffn": 176},
+}
+
+
+def main():
+    tokenizer_dir, out = sys.argv[1:]
+    with open(os.path.join(tokenizer_dir, "tokenizer.json"), encoding="utf-8") as f:
+        tokenizer = json.load(f)
+    with open(os.path.join(tokenizer_dir, "tokenizer_config.json"), encoding="utf-8") as f:
+        tokenizer_config = json.load(f)
+    vocab = max(max(tokenizer["model"]["vocab"].values()),
+                max((t["id"] for t in tokenizer["added_tokens"]), default=0)) + 1
+    ids = {t["content"]: t["id"] for t in tokenizer["added_tokens"]}
+    bos = ids[tokenizer_config["bos_token"]]
+    eos = ids[tokenizer_config["eos_token"]]
+    for seed, (role, cfg) in enumerate(CONFIGS.items()):
+        folder = os.path.join(out, role)
+        os.makedirs(folder, exist_ok=True)
+        torch.manual_seed(seed)
+        model = train.Llama(cfg)
+        model.embed = nn.Embedding(vocab, cfg["dim"])
+        model.lm_head = nn.Linear(cfg["dim"], vocab, bias=False)
+        with torch.no_grad():
+            for parameter in model.parameters():
+                if parameter.dim() > 1:
+                    parameter.normal_(0.0, 0.02)
+        train.export_decoder(model, os.path.join(folder, "model.onnx"), {},
+                             cfg["kv_heads"], cfg["head_dim"])
+        config = {"architectures": ["LlamaForCausalLM"], "model_type": "llama",
+                  "vocab_size": vocab, "hidden_size": cfg["dim"],
+                  "intermediate_size": cfg["ffn"],
+                  "num_hidden_layers": cfg["layers"],
+                  "num_attention_heads": cfg["heads"],
+                  "num_key_value_heads": cfg["kv_heads"],
+                  "max_position_embeddings": 256, "bos_token_id": bos,
+                  "eos_token_id": eos, "pad_token_id": None,
+                  "torch_dtype": "float32"}
+        with open(os.path.join(folder, "config.json"), "w") as f:
+            json.dump(config, f, indent=2)
+        with open(os.path.join(folder, "generation_config.json"), "w") as f:
+            json.dump({"bos_token_id": bos, "eos_token_id": eos}, f, indent=2)
+        for name in ("tokenizer.json", "tokenizer_config.json"):
+            shutil.copy(os.path.join(tokenizer_dir, name), os.path.join(folder, name))
+
+
+if __name__ == "__main__":
+    main()
