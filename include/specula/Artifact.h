@@ -15,6 +15,7 @@
 #include "mlir/Support/LLVM.h"
 
 #include <string>
+#include <vector>
 
 namespace specula {
 
@@ -58,6 +59,9 @@ struct ArtifactOptions {
   /// tokenizer_config.json beside it, when there is one) for the runtime to
   /// tokenize with; empty: the byte-level tokenizer (ids 0-255 are bytes).
   std::string tokenizer;
+  /// Tokens that end generation like EOS (an export folder's list of EOS
+  /// ids); the manifest's model.stop_token_ids.
+  std::vector<int64_t> stopTokens;
 };
 
 /// Lowers `module` (consumed: the device's pipeline lowers it in place) and

@@ -61,8 +61,9 @@ std::string resolveModelPath(llvm::StringRef path);
 
 /// For a model in an export folder: the contract's metadata keys from the
 /// config.json beside `modelPath` (vocab_size, bos/eos/pad_token_id (pad
-/// defaults to EOS; the first of an EOS list; generation_config.json's EOS
-/// when config.json has none), max_position_embeddings, num_hidden_layers,
+/// defaults to EOS; the first of an EOS list, the whole list as
+/// "eos_token_ids" ("2,32000"); generation_config.json's EOS when
+/// config.json has none), max_position_embeddings, num_hidden_layers,
 /// num_attention_heads, num_key_value_heads, hidden_size, head_dim), the
 /// fingerprint of tokenizer.json beside it, and spec_role `role`. Empty
 /// without a config.json; fails with `error` naming the file and key.

@@ -109,9 +109,8 @@ static LogicalResult embedFacts(ModuleOp module,
 
 /// The manifest's description of the decoder and its target model, read
 /// before lowering erases the spec ops.
-static FailureOr<llvm::json::Object> describeDecoder(ModuleOp module,
-                                                     DecoderOp decoder,
-                                                     bool tokenizerJson) {
+static FailureOr<llvm::json::Object>
+describeDecoder(ModuleOp module, DecoderOp decoder, const ArtifactOptions &options) {
   llvm::json::Object model, strategy;
   auto target = module.lookupSymbol<func::FuncOp>(decoder.getTarget());
   auto config = target ? target->getAttrOfType<ModelConfigAttr>(
@@ -129,10 +128,16 @@ static FailureOr<llvm::json::Object> describeDecoder(ModuleOp module,
   model["eos_token_id"] = optional(config.getEosTokenId());
   model["pad_token_id"] = optional(config.getPadTokenId());
   model["max_context"] = optional(config.getMaxContext());
+  if (!options.stopTokens.empty()) {
+    llvm::json::Array stops;
+    for (int64_t token : options.stopTokens)
+      stops.push_back(token);
+    model["stop_token_ids"] = std::move(stops);
+  }
   // Without a tokenizer.json, the example models' vocabulary: ids 0-255 are
   // bytes.
   model["tokenizer"] = llvm::json::Object{
-      {"kind", tokenizerJson ? "tokenizer.json" : "bytes"},
+      {"kind", options.tokenizer.empty() ? "bytes" : "tokenizer.json"},
       {"fingerprint", config.getTokenizer() ? config.getTokenizer().str()
                                             : std::string()}};
 
@@ -445,7 +450,7 @@ LogicalResult specula::writeArtifact(ModuleOp module, StringRef path,
   if (!decoder)
     return module.emitError() << "no spec.decoder @" << options.decoder
                               << " to compile";
-  FailureOr<llvm::json::Object> description = describeDecoder(module, decoder, !options.tokenizer.empty());
+  FailureOr<llvm::json::Object> description = describeDecoder(module, decoder, options);
   if (failed(description))
     return failure();
   FailureOr<std::unique_ptr<llvm::TargetMachine>> machine =

@@ -114,11 +114,25 @@ specula::readExportFolderMetadata(llvm::StringRef modelPath, llvm::StringRef rol
   for (llvm::StringRef key : {"vocab_size", "bos_token_id", "max_position_embeddings",
                               "num_hidden_layers", "num_attention_heads", "hidden_size"})
     set(key, integer(*config, configPath, key));
-  std::optional<int64_t> eos = integer(*config, configPath, "eos_token_id");
-  if (!eos)
-    eos = integer(*generation, besideModel(modelPath, "generation_config.json"),
-                  "eos_token_id");
+  // EOS: config.json's, else generation_config.json's; a list's first is
+  // the contract's eos_token_id and all of them stop (eos_token_ids).
+  const llvm::json::Object *eosSource = config->get("eos_token_id") ? &*config : &*generation;
+  std::string eosPath = eosSource == &*config ? configPath
+                                              : besideModel(modelPath, "generation_config.json");
+  std::optional<int64_t> eos = integer(*eosSource, eosPath, "eos_token_id");
   set("eos_token_id", eos);
+  if (const llvm::json::Array *list = eosSource->getArray("eos_token_id")) {
+    std::string ids;
+    for (const llvm::json::Value &id : *list) {
+      std::optional<int64_t> value = id.getAsInteger();
+      if (!value || *value < 0) {
+        error = "'" + eosPath + "': eos_token_id has an entry that is not a token id";
+        return failure();
+      }
+      ids += (ids.empty() ? "" : ",") + std::to_string(*value);
+    }
+    meta["eos_token_ids"] = ids;
+  }
   // Without a pad token, pad with EOS (as transformers' generate does).
   std::optional<int64_t> pad = integer(*config, configPath, "pad_token_id");
   set("pad_token_id", pad ? pad : eos);

@@ -280,6 +280,19 @@ specrt_status specrt::parseManifest(const std::string &text,
   m.bosTokenId = fields.integer("model.bos_token_id", /*nullable=*/true);
   m.eosTokenId = fields.integer("model.eos_token_id", /*nullable=*/true);
   m.padTokenId = fields.integer("model.pad_token_id", /*nullable=*/true);
+  if (const JsonValue *stops = fields.find("model.stop_token_ids", false)) {
+    if (stops->kind != JsonValue::Kind::Array)
+      fields.problem("model.stop_token_ids", "is not an array");
+    else
+      for (const JsonValue &id : stops->array) {
+        if (id.kind != JsonValue::Kind::Number || id.number < 0 ||
+            id.number != static_cast<double>(static_cast<int64_t>(id.number)) ||
+            id.number >= static_cast<double>(m.vocabSize))
+          fields.problem("model.stop_token_ids", "has an entry that is not a token id");
+        else
+          m.stopTokenIds.push_back(static_cast<int64_t>(id.number));
+      }
+  }
   m.proposer = fields.string("decoder.proposer");
   m.proposals = fields.integer("decoder.proposals");
   m.verify = fields.string("decoder.verify");

@@ -32,6 +32,8 @@ struct Manifest {
   /// (files.tokenizer, and files.tokenizer_config when there is one).
   std::string tokenizer;
   ArtifactFile tokenizerFile, tokenizerConfigFile;
+  /// Tokens besides EOS that end generation (model.stop_token_ids).
+  std::vector<int64_t> stopTokenIds;
   std::string proposer, verify;
   int64_t proposals = 0, contextCapacity = 0, topK = 0;
   double temperature = 0, topP = 1;

@@ -244,11 +244,14 @@ specrt_status specrt_generate(specrt_model *model, const int64_t *prompt,
 
   DecodeOutput output;
   std::string error;
+  // The caller's stop tokens and the model's own (model.stop_token_ids).
+  std::vector<int64_t> stopTokens;
   auto start = std::chrono::steady_clock::now();
   {
     std::lock_guard<std::mutex> lock(model->mutex);
-    std::vector<int64_t> stopTokens(
-        options->stop_tokens, options->stop_tokens + options->num_stop_tokens);
+    stopTokens.assign(options->stop_tokens,
+                      options->stop_tokens + options->num_stop_tokens);
+    stopTokens.insert(stopTokens.end(), m.stopTokenIds.begin(), m.stopTokenIds.end());
     if (specrt_status status = model->device->decode(
             options->speculative != 0, prompt, promptLength,
             options->max_new_tokens, static_cast<int64_t>(options->seed),
@@ -275,9 +278,7 @@ specrt_status specrt_generate(specrt_model *model, const int64_t *prompt,
   for (size_t i = 0; i < generated.size(); ++i) {
     int64_t token = generated[i];
     bool stop = token == m.eosTokenId ||
-                std::find(options->stop_tokens,
-                          options->stop_tokens + options->num_stop_tokens,
-                          token) != options->stop_tokens + options->num_stop_tokens;
+                std::find(stopTokens.begin(), stopTokens.end(), token) != stopTokens.end();
     if (stop) {
       generated.resize(i + 1);
       result->stop_reason = SPECRT_STOP_TOKEN;

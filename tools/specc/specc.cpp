@@ -253,6 +253,9 @@ static FailureOr<Profile> readProfile(StringRef path) {
 /// Imports the model at `path` (a file or an export folder) as function
 /// `name`; an export folder's config.json and tokenizer.json supply the
 /// contract's metadata the ONNX file lacks, with spec_role `role`.
+/// The target's export-folder metadata (empty for a plain ONNX file).
+static std::map<std::string, std::string> targetFolderMetadata;
+
 static LogicalResult importInto(ModuleOp module, StringRef givenPath,
                                 StringRef name, StringRef role) {
   std::string path = resolveModelPath(givenPath);
@@ -268,6 +271,8 @@ static LogicalResult importInto(ModuleOp module, StringRef givenPath,
       readExportFolderMetadata(path, role, error);
   if (failed(folder))
     return emitError(UnknownLoc::get(module.getContext())) << error;
+  if (role == "target")
+    targetFolderMetadata = *folder;
   options.defaultMetadata = std::move(*folder);
   return importONNX(module, (*buffer)->getBuffer(), path, options);
 }
@@ -537,6 +542,15 @@ int main(int argc, char **argv) {
   options.parallelMinWork = parallelMinWork;
   options.fuseAttention = fuseAttention;
   options.tokenizer = *tokenizer;
+  // All of an export folder's EOS ids stop generation.
+  if (auto ids = targetFolderMetadata.find("eos_token_ids");
+      ids != targetFolderMetadata.end())
+    for (StringRef id : llvm::split(ids->second, ',')) {
+      int64_t token;
+      if (!id.getAsInteger(10, token) &&
+          std::to_string(token) != targetFolderMetadata["eos_token_id"])
+        options.stopTokens.push_back(token);
+    }
   if (what == Emit::Artifact) {
     if (outputPath == "-") {
       llvm::errs() << "error: an artifact is a directory; name it with -o "

@@ -3,12 +3,15 @@ contract's metadata_props, config.json, generation_config.json,
 tokenizer.json, tokenizer_config.json) for a target and a draft: Llama-style
 decoders with seeded random weights and the vocabulary of a real tokenizer.
 
-  make_export_folder.py TOKENIZER_DIR OUT
+  make_export_folder.py TOKENIZER_DIR OUT [--extra-eos-from RUN.json]
 
 TOKENIZER_DIR holds the tokenizer.json and tokenizer_config.json to ship
 (test/tools/specc/export-folder.test uses Llama-2's, 32,000 tokens). Writes
-OUT/target and OUT/draft. Needs python3-torch.
+OUT/target and OUT/draft. With --extra-eos-from, config.json's eos_token_id
+is a list: the tokenizer's EOS and the first new token of a `spec-run --json`
+result. Needs python3-torch.
 """
+import argparse
 import json
 import os
 import shutil
@@ -28,7 +31,12 @@ CONFIGS = {
 
 
 def main():
-    tokenizer_dir, out = sys.argv[1:]
+    parser = argparse.ArgumentParser()
+    parser.add_argument("tokenizer_dir")
+    parser.add_argument("out")
+    parser.add_argument("--extra-eos-from")
+    args = parser.parse_args()
+    tokenizer_dir, out = args.tokenizer_dir, args.out
     with open(os.path.join(tokenizer_dir, "tokenizer.json"), encoding="utf-8") as f:
         tokenizer = json.load(f)
     with open(os.path.join(tokenizer_dir, "tokenizer_config.json"), encoding="utf-8") as f:
@@ -38,6 +46,12 @@ def main():
     ids = {t["content"]: t["id"] for t in tokenizer["added_tokens"]}
     bos = ids[tokenizer_config["bos_token"]]
     eos = ids[tokenizer_config["eos_token"]]
+    eos_ids = eos
+    if args.extra_eos_from:
+        with open(args.extra_eos_from, encoding="utf-8") as f:
+            run = json.load(f)
+        first = (run.get("speculative") or run["no_speculation"])["token_ids"][0]
+        eos_ids = [eos, first]
     for seed, (role, cfg) in enumerate(CONFIGS.items()):
         folder = os.path.join(out, role)
         os.makedirs(folder, exist_ok=True)
@@ -58,7 +72,7 @@ def main():
                   "num_attention_heads": cfg["heads"],
                   "num_key_value_heads": cfg["kv_heads"],
                   "max_position_embeddings": 256, "bos_token_id": bos,
-                  "eos_token_id": eos, "pad_token_id": None,
+                  "eos_token_id": eos_ids, "pad_token_id": None,
                   "torch_dtype": "float32"}
         with open(os.path.join(folder, "config.json"), "w") as f:
             json.dump(config, f, indent=2)
