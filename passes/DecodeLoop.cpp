@@ -14,6 +14,9 @@ using namespace specula::spec;
 /// The runtime's monotonic clock in nanoseconds, which decode loops read to
 /// split their time between proposing and verifying.
 static constexpr llvm::StringLiteral kClockFunction = "specrt_clock_ns";
+/// The runtime's hook for each committed token, in order (streaming): the
+/// runtime passes them on to the caller as rounds commit them.
+static constexpr llvm::StringLiteral kTokenHook = "specrt_on_token";
 
 /// Sampling keys below this are the target-only steps' (one per position);
 /// each round owns this many from its own base on.
@@ -80,6 +83,14 @@ DecodeLoopBuilder::DecodeLoopBuilder(DecoderOp decoder,
                                  b.getFunctionType({}, {i64Type}));
     clock.setPrivate();
     symbols.insert(clock);
+  }
+  tokenHook = symbols.lookup<func::FuncOp>(kTokenHook);
+  if (!tokenHook) {
+    b.setInsertionPoint(func);
+    tokenHook = func::FuncOp::create(b, kTokenHook,
+                                     b.getFunctionType({i64Type}, {}));
+    tokenHook.setPrivate();
+    symbols.insert(tokenHook);
   }
   func.setArgAttr(0, "spec.name", b.getStringAttr("prompt"));
   func.setArgAttr(3, "spec.name", b.getStringAttr("stop_tokens"));
@@ -165,7 +176,7 @@ ValueRange DecodeLoopBuilder::buildRounds(const DecodeState &init,
           b, DenseElementsAttr::get(histogramType, b.getI64IntegerAttr(0))),
       i64(0), i64(0),
       // The first committed token (from the prefill) may end it already.
-      isStop(init.last)};
+      reportedStop(init.last)};
   SmallVector<Value> inits = init.getValues();
   llvm::append_range(inits, proposerInit);
   llvm::append_range(inits, counters.getValues());
@@ -245,7 +256,7 @@ void DecodeLoopBuilder::buildTail(ValueRange results,
     SmallVector<Value> yielded = next.getValues();
     yielded.push_back(arith::AddIOp::create(b, values[DecodeState::kSize],
                                             elapsedSince(start)));
-    yielded.push_back(isStop(next.last));
+    yielded.push_back(reportedStop(next.last));
     scf::YieldOp::create(b, yielded);
   }
   ValueRange tailResults = tail.getResults();
@@ -299,7 +310,8 @@ Value DecodeLoopBuilder::isStop(Value token) {
   return scan.getResult(0);
 }
 
-/// Whether `seq` holds a stop token (isStop) at a position in (from, to].
+/// Whether `seq` holds a stop token (isStop) at a position in (from, to],
+/// reporting each of those tokens to the runtime.
 Value DecodeLoopBuilder::committedStop(Value seq, Value from, Value to) {
   auto scan = scf::ForOp::create(
       b, arith::AddIOp::create(b, from, index(1)),
@@ -309,8 +321,13 @@ Value DecodeLoopBuilder::committedStop(Value seq, Value from, Value to) {
   b.setInsertionPointToStart(scan.getBody());
   Value token = tensor::ExtractOp::create(b, seq, scan.getInductionVar());
   scf::YieldOp::create(b, ValueRange{arith::OrIOp::create(
-                              b, scan.getRegionIterArg(0), isStop(token))});
+                              b, scan.getRegionIterArg(0), reportedStop(token))});
   return scan.getResult(0);
+}
+
+Value DecodeLoopBuilder::reportedStop(Value token) {
+  func::CallOp::create(b, tokenHook, ValueRange{token});
+  return isStop(token);
 }
 
 DecodeState DecodeLoopBuilder::targetStep(const DecodeState &state) {

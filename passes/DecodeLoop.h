@@ -168,6 +168,10 @@ public:
 private:
   struct Counters;
   mlir::Value isStop(mlir::Value token);
+  /// Hands a committed `token` to the runtime's hook; whether it stops.
+  mlir::Value reportedStop(mlir::Value token);
+  /// Reports the tokens `seq` holds after `from` up to `to`; whether one
+  /// stops.
   mlir::Value committedStop(mlir::Value seq, mlir::Value from, mlir::Value to);
   mlir::Value shouldContinue(mlir::Value generated, mlir::Value length,
                              mlir::Value ended, int64_t roundSize);
@@ -186,7 +190,7 @@ private:
   int64_t capacity;
   std::optional<int64_t> eos;
   mlir::Type floatType;
-  mlir::func::FuncOp func, clock;
+  mlir::func::FuncOp func, clock, tokenHook;
   mlir::Value maxNew, key, stopTokens, promptLength, seq, promptIds,
       promptPositions;
   mlir::func::CallOp prefill;

@@ -55,6 +55,21 @@ public:
 /// this thread since the last call, or null; clears it.
 const char *takeCheckFailure();
 
+/// Where the committed tokens of the current run on this thread go
+/// (specrt_on_token, which compiled code calls for each, in order): to the
+/// caller's callback, up to max_new_tokens and the first stop token.
+struct TokenStream {
+  void (*callback)(int64_t token, void *user) = nullptr;
+  void *user = nullptr;
+  int64_t maxNew = 0, eos = -1;
+  const std::vector<int64_t> *stops = nullptr;
+  int64_t forwarded = 0;
+  bool stopped = false;
+};
+
+/// Makes `stream` (or none) the current run's on this thread.
+void setTokenStream(TokenStream *stream);
+
 /// Checks that this machine's CPU runs the artifact's host code (its
 /// architecture and the CPU features the manifest lists).
 specrt_status checkHostCPU(const Manifest &manifest, std::string &error);

@@ -3,8 +3,9 @@
 // MLIR lowers a `memref.copy` between buffers that are not both contiguous to
 // a call of `memrefCopy` (upstream's C runner utilities provide it to the
 // JIT). The runtime provides it to artifacts so that they need nothing from
-// MLIR at run time, the clock that decode loops time their phases with, and
-// the report of failed run-time checks (spec-lower-checks).
+// MLIR at run time, the clock that decode loops time their phases with, the
+// hook each committed token goes through (streaming), and the report of
+// failed run-time checks (spec-lower-checks).
 //
 //===----------------------------------------------------------------------===//
 
@@ -12,6 +13,7 @@
 
 #include "Device.h"
 
+#include <algorithm>
 #include <chrono>
 #include <cstdint>
 #include <cstring>
@@ -84,6 +86,23 @@ extern "C" SPECRT_API int64_t specrt_clock_ns(void) {
   return std::chrono::duration_cast<std::chrono::nanoseconds>(
              std::chrono::steady_clock::now().time_since_epoch())
       .count();
+}
+
+namespace {
+thread_local specrt::TokenStream *tokenStream = nullptr;
+} // namespace
+
+void specrt::setTokenStream(TokenStream *stream) { tokenStream = stream; }
+
+extern "C" SPECRT_API void specrt_on_token(int64_t token) {
+  specrt::TokenStream *stream = tokenStream;
+  if (!stream || stream->stopped || stream->forwarded >= stream->maxNew)
+    return;
+  ++stream->forwarded;
+  stream->stopped = token == stream->eos ||
+                    std::find(stream->stops->begin(), stream->stops->end(),
+                              token) != stream->stops->end();
+  stream->callback(token, stream->user);
 }
 
 namespace {

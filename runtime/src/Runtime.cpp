@@ -170,6 +170,8 @@ void specrt_generate_options_init(specrt_generate_options *options) {
   options->speculative = 1;
   options->stop_tokens = nullptr;
   options->num_stop_tokens = 0;
+  options->on_token = nullptr;
+  options->user_data = nullptr;
   options->temperature = -1;
   options->top_k = -1;
   options->top_p = -1;
@@ -252,6 +254,18 @@ specrt_status specrt_generate(specrt_model *model, const int64_t *prompt,
     stopTokens.assign(options->stop_tokens,
                       options->stop_tokens + options->num_stop_tokens);
     stopTokens.insert(stopTokens.end(), m.stopTokenIds.begin(), m.stopTokenIds.end());
+    TokenStream stream;
+    if (options->on_token) {
+      stream.callback = options->on_token;
+      stream.user = options->user_data;
+      stream.maxNew = options->max_new_tokens;
+      stream.eos = m.eosTokenId;
+      stream.stops = &stopTokens;
+    }
+    setTokenStream(options->on_token ? &stream : nullptr);
+    struct Reset {
+      ~Reset() { setTokenStream(nullptr); }
+    } reset;
     if (specrt_status status = model->device->decode(
             options->speculative != 0, prompt, promptLength,
             options->max_new_tokens, static_cast<int64_t>(options->seed),

@@ -21,7 +21,8 @@ const char *kUsage =
     "artifact directory) and prints the text and the statistics.\n"
     "\n"
     "options:\n"
-    "  --prompt TEXT          the prompt (byte-level tokens, BOS first)\n"
+    "  --prompt TEXT          the prompt (BOS first, then the artifact's\n"
+    "                         tokenizer.json's tokens, or its bytes)\n"
     "  --prompt-file FILE     the prompt, read from a file\n"
     "  --prompt-ids IDS       the prompt as comma-separated token ids\n"
     "  --max-new-tokens N     tokens to generate at most (default 128)\n"
@@ -43,6 +44,8 @@ const char *kUsage =
     "                         loops (default: all cores, or OMP_NUM_THREADS);\n"
     "                         outputs are identical for any N\n"
     "  --json                 print JSON instead of text\n"
+    "  --no-stream            print the text when generation ends, not as\n"
+    "                         the rounds commit tokens\n"
     "  --profile FILE         write the measured acceptance as JSON, for\n"
     "                         specc --profile (gamma or MTP depth from the\n"
     "                         cost model); with --compare and a draft or an\n"
@@ -239,6 +242,8 @@ int specrun::parseOptions(int argc, char **argv, Options &o) {
       o.noSpeculation = true;
     } else if (arg == "--compare") {
       o.compare = true;
+    } else if (arg == "--no-stream") {
+      o.noStream = true;
     } else if (arg == "--json") {
       o.json = true;
     } else if (arg == "--profile") {

@@ -27,7 +27,7 @@ struct Options {
   int64_t topK = -1;
   int64_t warmup = -1; // -1: 1 with --compare, else 0
   int64_t threads = 0;  // 0: all cores (OpenMP's default)
-  bool noSpeculation = false, compare = false, json = false;
+  bool noSpeculation = false, compare = false, json = false, noStream = false;
   std::string profile;
   specrt_device_kind device = SPECRT_DEVICE_ARTIFACT;
 };

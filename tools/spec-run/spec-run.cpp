@@ -19,6 +19,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <functional>
 #include <optional>
 #include <string>
 #include <vector>
@@ -64,6 +65,48 @@ std::string jsonString(const std::string &s) {
   }
   return out + "\"";
 }
+
+/// spec-run's streamed text (specrt_generate_options.on_token).
+struct Stream {
+  std::function<std::string(const std::vector<int64_t> &)> text;
+  std::vector<int64_t> tokens; // the prompt, then the tokens so far
+  size_t prefixOffset = 0, readOffset = 0;
+  std::string printed; // of the new tokens' text
+
+  /// Whether `s` ends in an incomplete UTF-8 character or U+FFFD.
+  static bool unfinished(const std::string &s) {
+    if (s.size() >= 3 && s.compare(s.size() - 3, 3, "\xEF\xBF\xBD") == 0)
+      return true;
+    size_t i = s.size(), continuation = 0;
+    while (i > 0 && continuation < 4 &&
+           (static_cast<unsigned char>(s[i - 1]) & 0xC0) == 0x80) {
+      --i;
+      ++continuation;
+    }
+    if (i == 0)
+      return false;
+    unsigned char lead = static_cast<unsigned char>(s[i - 1]);
+    size_t need = lead >= 0xF0 ? 3 : lead >= 0xE0 ? 2 : lead >= 0xC0 ? 1 : 0;
+    return need > continuation;
+  }
+
+  static void onToken(int64_t token, void *user) {
+    Stream &s = *static_cast<Stream *>(user);
+    s.tokens.push_back(token);
+    std::string before = s.text({s.tokens.begin() + s.prefixOffset,
+                                 s.tokens.begin() + s.readOffset});
+    std::string now = s.text({s.tokens.begin() + s.prefixOffset, s.tokens.end()});
+    if (now.size() <= before.size() || now.compare(0, before.size(), before) != 0 ||
+        unfinished(now))
+      return;
+    std::string added = now.substr(before.size());
+    std::fputs(added.c_str(), stdout);
+    std::fflush(stdout);
+    s.printed += added;
+    s.prefixOffset = s.readOffset;
+    s.readOffset = s.tokens.size();
+  }
+};
 
 /// The per-token acceptance a of the i.i.d. model that explains a mean of
 /// `mean` tokens per target forward with `gamma` proposals:
@@ -118,7 +161,27 @@ int main(int argc, char **argv) {
                     prompt.size(), &count);
   }
 
-  auto generate = [&](bool speculative, Run &run) -> bool {
+  auto text = [&](const std::vector<int64_t> &ids) {
+    size_t length = 0;
+    specrt_detokenize(model, ids.data(), ids.size(), nullptr, 0, &length);
+    std::string out(length, '\0');
+    specrt_detokenize(model, ids.data(), ids.size(), out.data(), out.size(),
+                      &length);
+    return out;
+  };
+
+  // Streaming: the text each committed token adds, printed as the rounds
+  // commit them. Decoded in a window of the last tokens (as vLLM does), and
+  // held back while it ends in an incomplete UTF-8 character or U+FFFD (a
+  // byte-fallback character whose other bytes are still to come).
+  bool streaming = !o.json && !o.noStream;
+  Stream stream;
+  stream.text = text;
+  stream.tokens = prompt;
+  stream.readOffset = prompt.size();
+  stream.prefixOffset = prompt.size() > 5 ? prompt.size() - 5 : 0;
+
+  auto generate = [&](bool speculative, Run &run, bool stream_) -> bool {
     specrt_generate_options g;
     specrt_generate_options_init(&g);
     g.max_new_tokens = o.maxNewTokens;
@@ -134,6 +197,12 @@ int main(int argc, char **argv) {
                           &run.stats) != SPECRT_OK)
         break; // the measured run reports the error
       specrt_result_free(&run.stats);
+    }
+    if (stream_) {
+      std::fputs(text(prompt).c_str(), stdout);
+      std::fflush(stdout);
+      g.on_token = Stream::onToken;
+      g.user_data = &stream;
     }
     if (specrt_generate(model, prompt.data(), prompt.size(), &g,
                         &run.stats) != SPECRT_OK) {
@@ -152,23 +221,15 @@ int main(int argc, char **argv) {
   std::optional<Run> speculative, plain;
   if (!o.noSpeculation) {
     speculative.emplace();
-    if (!generate(true, *speculative))
+    if (!generate(true, *speculative, streaming))
       return 1;
   }
   if (o.noSpeculation || o.compare) {
     plain.emplace();
-    if (!generate(false, *plain))
+    if (!generate(false, *plain, streaming && o.noSpeculation))
       return 1;
   }
 
-  auto text = [&](const std::vector<int64_t> &ids) {
-    size_t length = 0;
-    specrt_detokenize(model, ids.data(), ids.size(), nullptr, 0, &length);
-    std::string out(length, '\0');
-    specrt_detokenize(model, ids.data(), ids.size(), out.data(), out.size(),
-                      &length);
-    return out;
-  };
   // The text the new tokens add to the prompt's. Decoded together: a
   // tokenizer's decoder may treat a token differently at the start of a
   // text (SentencePiece-style ones drop the first space).
@@ -289,7 +350,15 @@ int main(int argc, char **argv) {
   }
 
   const Run &shown = speculative ? *speculative : *plain;
-  std::printf("%s%s\n\n", text(prompt).c_str(), continuation(shown.tokens).c_str());
+  if (streaming) {
+    // What the window held back at the end.
+    std::string all = continuation(shown.tokens);
+    if (all.compare(0, stream.printed.size(), stream.printed) == 0)
+      std::fputs(all.c_str() + stream.printed.size(), stdout);
+    std::printf("\n\n");
+  } else {
+    std::printf("%s%s\n\n", text(prompt).c_str(), continuation(shown.tokens).c_str());
+  }
   auto report = [&](const char *name, const Run &run, bool withAcceptance) {
     const specrt_result &s = run.stats;
     std::printf("%s: %zu tokens in %lld target forwards (%.2f per forward",

@@ -13,7 +13,7 @@
  * Shared by the compiler (which writes artifacts) and the runtime (which
  * reads them); it has no dependencies.
  *
- * Entry points (ABI "mlir-ciface-4"), one per decode loop:
+ * Entry points (ABI "mlir-ciface-5"), one per decode loop:
  *
  *   void entry(specrt_entry_result *result, specrt_memref_i64 *prompt,
  *              int64_t max_new_tokens, int64_t seed,
@@ -23,7 +23,9 @@
  *
  * Compiled code calls back into the runtime for its buffers
  * (_mlir_memref_to_llvm_alloc / _free), strided copies (memrefCopy), the
- * time (int64_t specrt_clock_ns(void), a monotonic clock) and the model's
+ * time (int64_t specrt_clock_ns(void), a monotonic clock), each committed
+ * token in order (void specrt_on_token(int64_t token), for streaming) and
+ * the model's
  * run-time checks (void specrt_check(bool ok, const char *message): the
  * first failed one of a run becomes the run's error; the code goes on in
  * bounds until it returns).
@@ -43,7 +45,7 @@
 #define SPECRT_ARTIFACT_FORMAT "specula-artifact"
 /* Version 2: decoder.so states its facts (SPECRT_FACTS_SYMBOL). */
 #define SPECRT_ARTIFACT_FORMAT_VERSION 2
-#define SPECRT_ARTIFACT_ABI "mlir-ciface-4"
+#define SPECRT_ARTIFACT_ABI "mlir-ciface-5"
 #define SPECRT_MANIFEST_FILE "manifest.json"
 #define SPECRT_LIBRARY_FILE "decoder.so"
 #define SPECRT_WEIGHTS_FILE "weights.bin"

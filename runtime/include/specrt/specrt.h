@@ -111,6 +111,12 @@ typedef struct specrt_generate_options {
   double temperature;
   int64_t top_k;
   double top_p;
+  /* Streaming: called with each generated token as the decode loop's rounds
+   * commit them, in order, up to max_new_tokens and the token that ends
+   * generation (the same tokens the result holds), on the calling thread;
+   * NULL (the default): no calls. */
+  void (*on_token)(int64_t token, void *user_data);
+  void *user_data;
 } specrt_generate_options;
 
 SPECRT_API void specrt_generate_options_init(specrt_generate_options *options);

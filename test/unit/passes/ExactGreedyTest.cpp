@@ -27,7 +27,9 @@
 
 #include "gtest/gtest.h"
 
+#include <algorithm>
 #include <cstring>
+#include <optional>
 
 using namespace mlir;
 using namespace specula;
@@ -127,8 +129,11 @@ protected:
 
   /// The generated tokens and the target forwards; checks that the
   /// per-position acceptance accounts for the tokens.
+  /// The tokens also stream (specrt_generate_options.on_token): the same
+  /// ones, in order.
   std::pair<std::vector<int64_t>, int64_t>
-  generate(specrt_model *model, StringRef prompt, bool speculative) {
+  generate(specrt_model *model, StringRef prompt, bool speculative,
+           std::optional<int64_t> stopToken = std::nullopt) {
     std::vector<int64_t> ids{kBos};
     for (unsigned char c : prompt)
       ids.push_back(c);
@@ -136,12 +141,22 @@ protected:
     specrt_generate_options_init(&options);
     options.max_new_tokens = kNewTokens;
     options.speculative = speculative;
+    if (stopToken) {
+      options.stop_tokens = &*stopToken;
+      options.num_stop_tokens = 1;
+    }
+    std::vector<int64_t> streamed;
+    options.on_token = [](int64_t token, void *user) {
+      static_cast<std::vector<int64_t> *>(user)->push_back(token);
+    };
+    options.user_data = &streamed;
     specrt_result result;
     EXPECT_EQ(specrt_generate(model, ids.data(), ids.size(), &options, &result),
               SPECRT_OK)
         << specrt_last_error();
     std::vector<int64_t> tokens(result.tokens,
                                 result.tokens + result.num_tokens);
+    EXPECT_EQ(streamed, tokens) << "prompt: " << prompt.str();
     // One token from the prefill, then per round the accepted proposals and
     // the target's own token; the last round may overshoot max_new_tokens.
     EXPECT_EQ(result.rounds, result.target_forwards - 1);
@@ -201,6 +216,30 @@ protected:
 TEST_F(ExactGreedyTest, DraftDecoder) {
   expectExact([&](ModuleOp module, PassManager &pm) { pairDraft(module, pm); },
               2.0);
+}
+
+// A stop token ends the generation and the stream at the same token, in
+// the middle of a round or not.
+TEST_F(ExactGreedyTest, DraftDecoderStopsAndStreamsAtAStopToken) {
+  specrt_model *model = compile(
+      [&](ModuleOp module, PassManager &pm) { pairDraft(module, pm); }, {});
+  ASSERT_TRUE(model);
+  for (const char *prompt : kPrompts) {
+    std::vector<int64_t> full = generate(model, prompt, true).first;
+    // The first token from the fifth on that did not come earlier.
+    size_t at = 4;
+    while (at < full.size() &&
+           std::find(full.begin(), full.begin() + at, full[at]) != full.begin() + at)
+      ++at;
+    if (at == full.size())
+      continue;
+    for (bool speculative : {true, false}) {
+      std::vector<int64_t> stopped = generate(model, prompt, speculative, full[at]).first;
+      EXPECT_EQ(stopped, std::vector<int64_t>(full.begin(), full.begin() + at + 1))
+          << "prompt: " << prompt;
+    }
+  }
+  specrt_close(model);
 }
 
 TEST_F(ExactGreedyTest, MedusaDecoder) {
