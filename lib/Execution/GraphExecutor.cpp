@@ -147,6 +147,10 @@ static int64_t clockNanoseconds() {
       .count();
 }
 
+/// Where decode loops hand each committed token (the runtime's
+/// specrt_on_token, which streams them): nowhere, in the JIT.
+static void ignoreToken(int64_t) {}
+
 /// The first failed run-time check of the current call on this thread
 /// (spec-lower-checks), as the runtime keeps it for artifacts.
 static thread_local const char *failedCheck = nullptr;
@@ -243,12 +247,16 @@ GraphExecutor::compile(ModuleOp module, StringRef function,
     std::string message = llvm::toString(engine.takeError());
     return module.emitError() << "JIT compilation failed: " << message;
   }
-  // Decode loops read the runtime's clock (specrt_clock_ns) and models
-  // report failed run-time checks (specrt_check): the JIT provides both.
+  // Decode loops read the runtime's clock (specrt_clock_ns) and hand it
+  // their tokens (specrt_on_token), and models report failed run-time checks
+  // (specrt_check): the JIT provides all three.
   (*engine)->registerSymbols([](llvm::orc::MangleAndInterner interner) {
     llvm::orc::SymbolMap symbols;
     symbols[interner("specrt_clock_ns")] = {
         llvm::orc::ExecutorAddr::fromPtr(&clockNanoseconds),
+        llvm::JITSymbolFlags::Exported};
+    symbols[interner("specrt_on_token")] = {
+        llvm::orc::ExecutorAddr::fromPtr(&ignoreToken),
         llvm::JITSymbolFlags::Exported};
     symbols[interner("specrt_check")] = {
         llvm::orc::ExecutorAddr::fromPtr(&reportCheck),
