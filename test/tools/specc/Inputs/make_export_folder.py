@@ -7,7 +7,8 @@ decoders with seeded random weights and the vocabulary of a real tokenizer.
 
 TOKENIZER_DIR holds the tokenizer.json and tokenizer_config.json to ship
 (test/tools/specc/export-folder.test uses Llama-2's, 32,000 tokens). Writes
-OUT/target and OUT/draft. With --extra-eos-from, config.json's eos_token_id
+OUT/target and OUT/draft (the draft's weights in model.onnx_data, as large
+exports keep them). With --extra-eos-from, config.json's eos_token_id
 is a list: the tokenizer's EOS and the first new token of a `spec-run --json`
 result. Needs python3-torch.
 """
@@ -63,8 +64,14 @@ def main():
             for parameter in model.parameters():
                 if parameter.dim() > 1:
                     parameter.normal_(0.0, 0.02)
-        train.export_decoder(model, os.path.join(folder, "model.onnx"), {},
-                             cfg["kv_heads"], cfg["head_dim"])
+        path = os.path.join(folder, "model.onnx")
+        train.export_decoder(model, path, {}, cfg["kv_heads"], cfg["head_dim"])
+        if role == "draft":
+            # As large exports come: the weights in an external data file.
+            import onnx
+            onnx.save(onnx.load(path), path, save_as_external_data=True,
+                      all_tensors_to_one_file=True, location="model.onnx_data",
+                      size_threshold=1024)
         config = {"architectures": ["LlamaForCausalLM"], "model_type": "llama",
                   "vocab_size": vocab, "hidden_size": cfg["dim"],
                   "intermediate_size": cfg["ffn"],
