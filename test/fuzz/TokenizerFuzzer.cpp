@@ -114,7 +114,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
   }
   case 1: {
     std::vector<int32_t> ids = byteLevel->encode(input, false);
-    if (!byteLevel->decode(ids, false, text, error) || text != specrt::tok::toValidUtf8(input)) {
+    if (!byteLevel->decode(ids, false, text, error) || text != specrt::toValidUtf8(input)) {
       std::fprintf(stderr, "the byte-level round trip changed the text\n");
       std::abort();
     }

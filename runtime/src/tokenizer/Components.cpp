@@ -462,7 +462,7 @@ struct ByteLevelDecoder : Decoder {
       // As the reference, a character outside the table decodes to a 0 byte.
       bytes += static_cast<char>(c < byteOf.size() && byteOf[c] >= 0 ? byteOf[c] : 0);
     }
-    return toValidUtf8(bytes);
+    return specrt::toValidUtf8(bytes);
   }
   void decodeChain(std::vector<std::string> &tokens) const override {
     std::vector<std::string> out;
@@ -541,12 +541,12 @@ struct ByteFallbackDecoder : Decoder {
         continue;
       }
       if (!bytes.empty())
-        out.push_back(toValidUtf8(bytes));
+        out.push_back(specrt::toValidUtf8(bytes));
       bytes.clear();
       out.push_back(std::move(token));
     }
     if (!bytes.empty())
-      out.push_back(toValidUtf8(bytes));
+      out.push_back(specrt::toValidUtf8(bytes));
     tokens = std::move(out);
   }
 };

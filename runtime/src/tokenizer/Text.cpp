@@ -120,7 +120,7 @@ static size_t decodeUtf8(std::string_view bytes, std::string *out) {
   return bytes.size();
 }
 
-std::string specrt::tok::toValidUtf8(std::string_view bytes) {
+std::string specrt::toValidUtf8(std::string_view bytes) {
   if (isValidUtf8(bytes))
     return std::string(bytes);
   std::string out;

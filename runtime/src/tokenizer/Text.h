@@ -9,6 +9,8 @@
 #ifndef SPECRT_TOKENIZER_TEXT_H
 #define SPECRT_TOKENIZER_TEXT_H
 
+#include "specrt/Tokenizer.h"
+
 #include <cstddef>
 #include <cstdint>
 #include <string>
@@ -24,10 +26,10 @@ void appendUtf8(std::string &out, char32_t c);
 /// The length in bytes of the UTF-8 sequence that starts with `lead`.
 size_t utf8Length(unsigned char lead);
 
-/// `bytes` with every ill-formed UTF-8 subsequence replaced by U+FFFD, as the
-/// WHATWG Encoding Standard's decoder (and so JavaScript's TextDecoder)
-/// replaces them: one U+FFFD per maximal subpart.
-std::string toValidUtf8(std::string_view bytes);
+// specrt::toValidUtf8 (Tokenizer.h) repairs ill-formed UTF-8 as the WHATWG
+// Encoding Standard's decoder (and so JavaScript's TextDecoder) does: one
+// U+FFFD per maximal subpart.
+
 /// Whether `bytes` is well-formed UTF-8.
 bool isValidUtf8(std::string_view bytes);
 

@@ -440,8 +440,6 @@ bool Tokenizer::decode(const std::vector<int32_t> &ids, bool skipSpecialTokens,
   return true;
 }
 
-std::string specrt::toValidUtf8(std::string_view bytes) { return tok::toValidUtf8(bytes); }
-
 const std::string *Tokenizer::piece(int32_t id) const { return impl->model->tokenOf(id); }
 int32_t Tokenizer::idOf(std::string_view content) const { return impl->model->idOf(content); }
 size_t Tokenizer::vocabSize() const { return impl->model->size(); }
