@@ -2,6 +2,7 @@
 
 #include "Device.h"
 #include "Manifest.h"
+#include "MappedFile.h"
 
 #include "specrt/Tokenizer.h"
 #include "specrt/specrt.h"
@@ -10,9 +11,7 @@
 #include <chrono>
 #include <cstdlib>
 #include <cstring>
-#include <fstream>
 #include <mutex>
-#include <sstream>
 
 using namespace specrt;
 
@@ -45,18 +44,17 @@ static specrt_status openTokenizer(const std::string &directory,
   for (int i = 0; i < 2; ++i) {
     if (files[i]->name.empty())
       continue;
+    // Mapped as the weights are: a regular file, checked against the
+    // manifest's size and checksum before it is parsed.
     std::string path = directory + "/" + files[i]->name;
-    std::ifstream in(path, std::ios::binary);
-    std::ostringstream buffer;
-    buffer << in.rdbuf();
-    if (!in) {
-      error = "cannot read '" + path + "'";
+    MappedFile file;
+    if (!file.open(path, error))
       return SPECRT_ERROR_IO;
-    }
-    texts[i] = buffer.str();
-    if (specrt_status status = checkArtifactFile(
-            path, texts[i].data(), texts[i].size(), *files[i], verify, error))
+    if (specrt_status status = checkArtifactFile(path, file.data(), file.size(),
+                                                 *files[i], verify, error))
       return status;
+    if (file.size())
+      texts[i].assign(static_cast<const char *>(file.data()), file.size());
   }
   std::string message;
   tokenizer = specrt::Tokenizer::parse(texts[0], texts[1], message);

@@ -40,8 +40,8 @@
 #include "llvm/Support/FileSystem.h"
 #include "llvm/Support/InitLLVM.h"
 #include "llvm/Support/JSON.h"
-#include "llvm/Support/Path.h"
 #include "llvm/Support/MemoryBuffer.h"
+#include "llvm/Support/Path.h"
 #include "llvm/Support/SourceMgr.h"
 #include "llvm/Support/ToolOutputFile.h"
 
@@ -250,12 +250,12 @@ static FailureOr<Profile> readProfile(StringRef path) {
   return Profile{*rate, cost, verify};
 }
 
-/// Imports the model at `path` (a file or an export folder) as function
-/// `name`; an export folder's config.json and tokenizer.json supply the
-/// contract's metadata the ONNX file lacks, with spec_role `role`.
 /// The target's export-folder metadata (empty for a plain ONNX file).
 static std::map<std::string, std::string> targetFolderMetadata;
 
+/// Imports the model at `givenPath` (a file or an export folder) as function
+/// `name`; an export folder's config.json and tokenizer.json supply the
+/// contract's metadata the ONNX file lacks, with spec_role `role`.
 static LogicalResult importInto(ModuleOp module, StringRef givenPath,
                                 StringRef name, StringRef role) {
   std::string path = resolveModelPath(givenPath);
