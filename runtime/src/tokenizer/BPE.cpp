@@ -35,30 +35,16 @@ BPEModel::BPEModel(const Json &model, const std::string &path) {
     addToken(it.key(), static_cast<int32_t>(it->get<int64_t>()));
   }
 
-  auto flag = [&](const char *key) {
-    auto it = model.find(key);
-    if (it == model.end() || it->is_null())
-      return false;
-    if (!it->is_boolean())
-      throw LoadError(path + "." + key, "expected true or false");
-    return it->get<bool>();
-  };
-  fuseUnk = flag("fuse_unk");
-  byteFallback = flag("byte_fallback");
-  ignoreMerges = flag("ignore_merges");
-  if (auto unk = model.find("unk_token"); unk != model.end() && !unk->is_null()) {
-    if (!unk->is_string())
-      throw LoadError(path + ".unk_token", "expected a string");
-    unkToken = unk->get<std::string>();
+  fuseUnk = boolOr(model, "fuse_unk", false, path);
+  byteFallback = boolOr(model, "byte_fallback", false, path);
+  ignoreMerges = boolOr(model, "ignore_merges", false, path);
+  unkToken = stringOr(model, "unk_token", "", path);
+  if (!unkToken.empty()) {
     unkId = idOf(unkToken);
     if (unkId < 0)
       throw LoadError(path + ".unk_token", "'" + unkToken + "' is not in the vocabulary");
   }
-  if (auto suffix = model.find("end_of_word_suffix"); suffix != model.end() && !suffix->is_null()) {
-    if (!suffix->is_string())
-      throw LoadError(path + ".end_of_word_suffix", "expected a string");
-    endOfWordSuffix = suffix->get<std::string>();
-  }
+  wordSuffix = stringOr(model, "end_of_word_suffix", "", path);
   for (int b = 0; b < 256; ++b) {
     char name[8];
     std::snprintf(name, sizeof(name), "<0x%02X>", b);
@@ -184,8 +170,8 @@ void BPEModel::encodeWord(const std::string &word, std::vector<int32_t> &ids) co
   nodes.back().next = -1;
   for (size_t k = 0; k < nodes.size(); ++k) {
     std::string_view text(word.data() + nodes[k].begin, nodes[k].length);
-    if (k + 1 == nodes.size() && !endOfWordSuffix.empty())
-      nodes[k].symbol = symbolOf(std::string(text) + endOfWordSuffix);
+    if (k + 1 == nodes.size() && !wordSuffix.empty())
+      nodes[k].symbol = symbolOf(std::string(text) + wordSuffix);
     else
       nodes[k].symbol = symbolOf(text);
   }

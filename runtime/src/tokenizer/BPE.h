@@ -36,8 +36,8 @@ public:
   const std::string *tokenOf(int32_t id) const;
   /// One past the largest id.
   size_t size() const { return idToToken.size(); }
-  /// The unknown token's content (empty when there is none).
-  const std::string &unknownToken() const { return unkToken; }
+  /// What the model appends to each word's last symbol (empty: nothing).
+  const std::string &endOfWordSuffix() const { return wordSuffix; }
 
 private:
   void encodeWord(const std::string &word, std::vector<int32_t> &ids) const;
@@ -61,7 +61,7 @@ private:
   std::string unkToken;
   int32_t unkId = -1;
   bool fuseUnk = false, byteFallback = false, ignoreMerges = false;
-  std::string endOfWordSuffix;
+  std::string wordSuffix;
   int32_t byteTokens[256];
 
   mutable std::mutex cacheMutex;

@@ -24,8 +24,8 @@ static std::string typeOf(const Json &json, const std::string &path) {
   return type->get<std::string>();
 }
 
-static bool boolOr(const Json &json, const char *key, bool otherwise,
-                   const std::string &path) {
+bool specrt::tok::boolOr(const Json &json, const char *key, bool otherwise,
+                         const std::string &path) {
   auto it = json.find(key);
   if (it == json.end() || it->is_null())
     return otherwise;
@@ -34,8 +34,8 @@ static bool boolOr(const Json &json, const char *key, bool otherwise,
   return it->get<bool>();
 }
 
-static std::string stringOr(const Json &json, const char *key,
-                            const std::string &otherwise, const std::string &path) {
+std::string specrt::tok::stringOr(const Json &json, const char *key,
+                                  const std::string &otherwise, const std::string &path) {
   auto it = json.find(key);
   if (it == json.end() || it->is_null())
     return otherwise;

@@ -30,6 +30,12 @@ struct LoadError : std::runtime_error {
       : std::runtime_error(path + ": " + message) {}
 };
 
+/// Member `key` of object `json` (at `path`): `otherwise` when absent or
+/// null; LoadError when of another type.
+bool boolOr(const Json &json, const char *key, bool otherwise, const std::string &path);
+std::string stringOr(const Json &json, const char *key, const std::string &otherwise,
+                     const std::string &path);
+
 struct Normalizer {
   virtual ~Normalizer() = default;
   virtual std::string normalize(std::string_view text) const = 0;

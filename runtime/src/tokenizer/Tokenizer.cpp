@@ -234,9 +234,7 @@ std::unique_ptr<Tokenizer> Tokenizer::parse(std::string_view tokenizerJson,
     ComponentContext context{&t.addedContents};
     t.decoder = buildDecoder(member("decoder"), "decoder", context);
     t.buildPostProcessor(member("post_processor"), "post_processor");
-    if (auto suffix = member("model").find("end_of_word_suffix");
-        suffix != member("model").end() && suffix->is_string())
-      t.endOfWordSuffix = *suffix;
+    t.endOfWordSuffix = t.model->endOfWordSuffix();
   } catch (const LoadError &e) {
     error = e.what();
     return nullptr;
