@@ -104,12 +104,15 @@ spec.decoder @greedy target(@target) proposer(#spec.draft<@draft, gamma = 2>) ve
 // CHECK: %[[NEWGEN:.*]] = arith.addi %[[GEN]], %{{.*}} : index
 // CHECK: %[[NEWSTEPS:.*]] = arith.addi %[[STEPS]], %{{.*}} : index
 
-// The counters: time, then any committed token that ends the generation,
-// the histogram, the time split.
+// The counters: time, then any committed token that ends the generation
+// (each committed token also goes to the runtime's streaming hook), the
+// histogram, the time split.
 // CHECK-NEXT: %[[RNDEND:.*]] = func.call @specrt_clock_ns() : () -> i64
 // CHECK-NEXT: %[[TOTAL:.*]] = arith.subi %[[RNDEND]], %[[START]] : i64
 // CHECK: %[[SAWEOS:.*]] = scf.for {{.*}} -> (i1)
-// CHECK: arith.cmpi eq, %{{.*}}, %c15_i64{{.*}} : i64
+// CHECK: %[[COMMITTED:.*]] = tensor.extract %[[NEWSEQ]][%{{.*}}] : tensor<32xi64>
+// CHECK-NEXT: func.call @specrt_on_token(%[[COMMITTED]]) : (i64) -> ()
+// CHECK: arith.cmpi eq, %[[COMMITTED]], %c15_i64{{.*}} : i64
 // CHECK: tensor.extract %[[STOP]]
 // CHECK: %[[COUNT:.*]] = tensor.extract %[[HIST]][%[[N]]] : tensor<3xi64>
 // CHECK-NEXT: arith.constant 1 : i64

@@ -161,12 +161,19 @@ int main(int argc, char **argv) {
                     prompt.size(), &count);
   }
 
+  // Decoded once into a buffer of a likely size; again only when it was
+  // too small (streaming decodes on every token).
   auto text = [&](const std::vector<int64_t> &ids) {
+    std::string out(ids.size() * 8 + 16, '\0');
     size_t length = 0;
-    specrt_detokenize(model, ids.data(), ids.size(), nullptr, 0, &length);
-    std::string out(length, '\0');
     specrt_detokenize(model, ids.data(), ids.size(), out.data(), out.size(),
                       &length);
+    if (length > out.size()) {
+      out.resize(length);
+      specrt_detokenize(model, ids.data(), ids.size(), out.data(), out.size(),
+                        &length);
+    }
+    out.resize(length);
     return out;
   };
 
