@@ -36,6 +36,10 @@ namespace specula {
 using namespace mlir;
 using namespace specula;
 
+/// The f32 lanes of one AVX2 register: the attention's scores are computed
+/// this many positions at a time.
+static constexpr int64_t kLanes = 8;
+
 namespace {
 /// A size the match assumed of a dynamic dimension, checked at run time.
 enum class Expect { One, Groups, Heads, Repeat, Positions, HeadDim };
@@ -483,11 +487,11 @@ static Value buildFusedAttention(ImplicitLocOpBuilder &b,
     return mapping.lookup(modifier.getBody()->getTerminator()->getOperand(0));
   };
 
+  int64_t block = positionsPerBlock;
   // q . k, summed by halves in a fixed tree (no reassociation left to
   // LLVM, so the order cannot depend on the surrounding code).
-  auto dot = [&](ImplicitLocOpBuilder &tb, Value q, Value k) -> Value {
-    Value v = arith::MulFOp::create(tb, q, k);
-    int64_t width = headDim;
+  auto treeSum = [&](ImplicitLocOpBuilder &tb, Value v) -> Value {
+    int64_t width = cast<VectorType>(v.getType()).getDimSize(0);
     while (width > 1 && width % 2 == 0) {
       width /= 2;
       v = arith::AddFOp::create(
@@ -500,25 +504,269 @@ static Value buildFusedAttention(ImplicitLocOpBuilder &b,
                             tb, vector::CombiningKind::ADD, v));
   };
 
+  // Scores of kLanes positions at once, when head_dim and the block are
+  // whole registers: each position's products folded into one register by
+  // multiply-adds over head_dim (chunks in order), then the kLanes registers
+  // reduced together by pairwise sums within each half, as vhaddps does, so
+  // that the scores land in one register with no reduction per position.
+  // Position j's lanes are always summed ((0+1)+(2+3)) + ((4+5)+(6+7)).
+  bool registerScores = headDim % kLanes == 0 && block % kLanes == 0;
+  auto foldProducts = [&](ImplicitLocOpBuilder &tb, Value q, Value k) {
+    Value acc;
+    for (int64_t c = 0; c < headDim; c += kLanes) {
+      Value qc =
+          vector::ExtractStridedSliceOp::create(tb, q, {c}, {kLanes}, {1});
+      Value kc =
+          vector::ExtractStridedSliceOp::create(tb, k, {c}, {kLanes}, {1});
+      acc = acc ? Value(vector::FMAOp::create(tb, qc, kc, acc))
+                : Value(arith::MulFOp::create(tb, qc, kc));
+    }
+    return acc;
+  };
+  auto pairSums = [&](ImplicitLocOpBuilder &tb, Value x, Value y) {
+    // [x0+x1, x2+x3, y0+y1, y2+y3 | x4+x5, x6+x7, y4+y5, y6+y7]
+    Value evens = vector::ShuffleOp::create(
+        tb, x, y, ArrayRef<int64_t>{0, 2, 8, 10, 4, 6, 12, 14});
+    Value odds = vector::ShuffleOp::create(
+        tb, x, y, ArrayRef<int64_t>{1, 3, 9, 11, 5, 7, 13, 15});
+    return arith::AddFOp::create(tb, evens, odds).getResult();
+  };
+  auto laneScores = [&](ImplicitLocOpBuilder &tb, ArrayRef<Value> folded) {
+    Value h01 = pairSums(tb, folded[0], folded[1]);
+    Value h23 = pairSums(tb, folded[2], folded[3]);
+    Value h45 = pairSums(tb, folded[4], folded[5]);
+    Value h67 = pairSums(tb, folded[6], folded[7]);
+    // [a0..a3 over lanes 0-3 | a0..a3 over lanes 4-7], then a4..a7.
+    Value low = pairSums(tb, h01, h23), high = pairSums(tb, h45, h67);
+    return arith::AddFOp::create(
+               tb,
+               vector::ShuffleOp::create(
+                   tb, low, high, ArrayRef<int64_t>{0, 1, 2, 3, 8, 9, 10, 11}),
+               vector::ShuffleOp::create(tb, low, high,
+                                         ArrayRef<int64_t>{4, 5, 6, 7, 12, 13,
+                                                           14, 15}))
+        .getResult();
+  };
+
+  // The modifier's body on a whole block of scores, when its ops are
+  // elementwise. An input that varies with the position is read as a
+  // vector where it is contiguous, recomputed from its inputs where an
+  // elementwise linalg.generic makes it (a causal mask from the positions),
+  // and gathered per lane otherwise; an input that does not is read once
+  // and broadcast.
+  auto blockType = VectorType::get({block}, f32);
+  auto vectorizable = [](linalg::GenericOp op) {
+    auto isScalar = [](Type type) { return type.isIntOrIndexOrFloat(); };
+    return llvm::all_of(op.getBody()->without_terminator(), [&](Operation &o) {
+      if (isa<linalg::IndexOp>(o))
+        return true;
+      // Lanes past the end compute on padding: nothing that can trap.
+      if (isa<arith::DivSIOp, arith::DivUIOp, arith::RemSIOp, arith::RemUIOp,
+              arith::CeilDivSIOp, arith::CeilDivUIOp, arith::FloorDivSIOp>(o))
+        return false;
+      if (!llvm::all_of(o.getResultTypes(), isScalar) ||
+          !llvm::all_of(o.getOperandTypes(), isScalar))
+        return false;
+      return o.getNumOperands() == 0 ? o.hasTrait<OpTrait::ConstantLike>()
+                                     : OpTrait::hasElementwiseMappableTraits(&o);
+    });
+  };
+  // An all-parallel generic computing its one result elementwise, so that
+  // its body can be cloned on lanes.
+  auto elementwiseProducer = [&](Value tensor) -> linalg::GenericOp {
+    auto op = tensor.getDefiningOp<linalg::GenericOp>();
+    if (!op || op.getNumDpsInits() != 1 ||
+        op.getNumParallelLoops() != op.getNumLoops() ||
+        !op.getMatchingIndexingMap(op.getDpsInitOperand(0)).isIdentity() ||
+        !op.getBody()->getArgument(op.getNumDpsInputs()).use_empty() ||
+        !vectorizable(op))
+      return {};
+    for (OpOperand *input : op.getDpsInputOperands())
+      for (AffineExpr expr : op.getMatchingIndexingMap(input).getResults())
+        if (!isa<AffineDimExpr>(expr) &&
+            !(isa<AffineConstantExpr>(expr) &&
+              cast<AffineConstantExpr>(expr).getValue() == 0))
+          return {};
+    return op;
+  };
+  bool blockModifier = attention.modifier && vectorizable(attention.modifier);
+  // Where a value is read, per dimension of its tensor: a dimension of the
+  // scores (b, h, row, position) or the constant 0.
+  using Place = SmallVector<AffineExpr, 4>;
+  auto isPosition = [](AffineExpr expr) {
+    auto dim = dyn_cast<AffineDimExpr>(expr);
+    return dim && dim.getPosition() == 3;
+  };
+  struct BlockContext {
+    ArrayRef<Value> ivs; // b, h, row; [3] unused
+    Value first, positionLanes;
+    ArrayRef<Value> clamped;
+  };
+  auto lanes = [&](ImplicitLocOpBuilder &tb, Value scalar) -> Value {
+    return vector::BroadcastOp::create(
+        tb, VectorType::get({block}, scalar.getType()), scalar);
+  };
+  auto scalarIndex = [&](const BlockContext &at, AffineExpr expr,
+                         Value position) {
+    auto dim = dyn_cast<AffineDimExpr>(expr);
+    if (!dim)
+      return c0;
+    return dim.getPosition() == 3 ? position : at.ivs[dim.getPosition()];
+  };
+  // Clones `op`'s body on lanes; `dims` says which dimension of the scores
+  // each of its loops is.
+  std::function<Value(ImplicitLocOpBuilder &, const BlockContext &, Value,
+                      ArrayRef<AffineExpr>, int)>
+      gather;
+  auto vectorizeBody = [&](ImplicitLocOpBuilder &tb, const BlockContext &at,
+                           linalg::GenericOp op, ArrayRef<AffineExpr> dims,
+                           IRMapping &mapping) -> Value {
+    Block *body = op.getBody();
+    for (Operation &o : body->without_terminator()) {
+      if (auto index = dyn_cast<linalg::IndexOp>(o)) {
+        AffineExpr dim = dims[index.getDim()];
+        mapping.map(index.getResult(),
+                    isPosition(dim) ? at.positionLanes
+                                    : lanes(tb, scalarIndex(at, dim, Value())));
+        continue;
+      }
+      if (o.getNumOperands() == 0) {
+        mapping.map(o.getResult(0), lanes(tb, tb.clone(o)->getResult(0)));
+        continue;
+      }
+      OperationState state(o.getLoc(), o.getName());
+      state.addAttributes(o.getAttrs());
+      for (Value operand : o.getOperands()) {
+        Value mapped = mapping.lookupOrNull(operand);
+        // Values from outside the body are scalars: one per block.
+        state.addOperands(mapped ? mapped : lanes(tb, operand));
+      }
+      for (Type type : o.getResultTypes())
+        state.addTypes(VectorType::get({block}, type));
+      mapping.map(o.getResults(), tb.create(state)->getResults());
+    }
+    return mapping.lookup(body->getTerminator()->getOperand(0));
+  };
+  gather = [&](ImplicitLocOpBuilder &tb, const BlockContext &at, Value tensor,
+               ArrayRef<AffineExpr> place, int depth) -> Value {
+    auto positionDims = llvm::count_if(place, isPosition);
+    auto indicesAt = [&](Value position) {
+      return llvm::map_to_vector(place, [&](AffineExpr expr) {
+        return scalarIndex(at, expr, position);
+      });
+    };
+    if (!positionDims)
+      return lanes(tb, tensor::ExtractOp::create(tb, tensor, indicesAt({})));
+    if (linalg::GenericOp producer = elementwiseProducer(tensor);
+        producer && depth < 4) {
+      IRMapping mapping;
+      for (OpOperand *input : producer.getDpsInputOperands()) {
+        Place inputPlace;
+        for (AffineExpr expr :
+             producer.getMatchingIndexingMap(input).getResults())
+          inputPlace.push_back(
+              isa<AffineDimExpr>(expr)
+                  ? place[cast<AffineDimExpr>(expr).getPosition()]
+                  : expr);
+        mapping.map(producer.getMatchingBlockArgument(input),
+                    gather(tb, at, input->get(), inputPlace, depth + 1));
+      }
+      return vectorizeBody(tb, at, producer, place, mapping);
+    }
+    Type elementType = cast<RankedTensorType>(tensor.getType()).getElementType();
+    // Contiguous positions: one read from the block's first (lanes past
+    // the end get padding). Not for i1, whose vectors are packed bits in
+    // memory and whose tensors are not.
+    if (positionDims == 1 && isPosition(place.back()) &&
+        !elementType.isInteger(1)) {
+      Value padding = arith::ConstantOp::create(
+          tb, elementType, tb.getZeroAttr(elementType));
+      return vector::TransferReadOp::create(
+          tb, VectorType::get({block}, elementType), tensor,
+          indicesAt(at.first), padding, ArrayRef<bool>{false});
+    }
+    SmallVector<Value> elements;
+    for (Value position : at.clamped)
+      elements.push_back(
+          tensor::ExtractOp::create(tb, tensor, indicesAt(position)));
+    return vector::FromElementsOp::create(
+        tb, VectorType::get({block}, elementType), elements);
+  };
+  auto modifyBlock = [&](ImplicitLocOpBuilder &tb, const BlockContext &at,
+                         Value scores) -> Value {
+    linalg::GenericOp modifier = attention.modifier;
+    Place scoreDims;
+    for (unsigned d = 0; d < 4; ++d)
+      scoreDims.push_back(getAffineDimExpr(d, b.getContext()));
+    IRMapping mapping;
+    for (OpOperand *input : modifier.getDpsInputOperands()) {
+      BlockArgument arg = modifier.getMatchingBlockArgument(input);
+      AffineMap map = modifier.getMatchingIndexingMap(input);
+      mapping.map(arg, input->get() == attention.scores.getResult(0) &&
+                               map.isIdentity()
+                           ? scores
+                           : gather(tb, at, input->get(),
+                                    Place(map.getResults()), 0));
+    }
+    return vectorizeBody(tb, at, modifier, scoreDims, mapping);
+  };
+
   // One block of `block` positions from `first` for `rowCount` rows: the
   // scores, the block's maximum, one rescale and a vector of weights per
   // row. Positions past the end (the last block) get the score -inf, as
   // masked ones do, and change nothing: a row's arithmetic is the same
   // whether a later position is masked or absent, so a one-row forward and
-  // a longer one agree bit for bit.
-  int64_t block = positionsPerBlock;
-  auto blockType = VectorType::get({block}, f32);
+  // a longer one agree bit for bit. The row state is the running maximum,
+  // the weights' sums per lane and the weighted sum.
+  // max(a, b) as x86's maxps computes it (one instruction, where
+  // arith.maximumf's NaN and signed-zero rules take a dozen), and a block's
+  // maximum by halves. A NaN score may be passed over here; its weight is
+  // NaN all the same.
+  auto larger = [](ImplicitLocOpBuilder &tb, Value x, Value y) -> Value {
+    return arith::SelectOp::create(
+        tb, arith::CmpFOp::create(tb, arith::CmpFPredicate::OGT, x, y), x, y);
+  };
+  auto blockMaximum = [&](ImplicitLocOpBuilder &tb, Value v) -> Value {
+    int64_t width = block;
+    while (width > 1 && width % 2 == 0) {
+      width /= 2;
+      v = larger(
+          tb, vector::ExtractStridedSliceOp::create(tb, v, {0}, {width}, {1}),
+          vector::ExtractStridedSliceOp::create(tb, v, {width}, {width}, {1}));
+    }
+    return width == 1 ? Value(vector::ExtractOp::create(tb, v, 0))
+                      : Value(vector::ReductionOp::create(
+                            tb, vector::CombiningKind::MAXNUMF, v));
+  };
   Value lastPosition = arith::SubIOp::create(b, positions, c1);
+  auto indexBlockType = VectorType::get({block}, b.getIndexType());
+  SmallVector<int64_t> offsets = llvm::to_vector(llvm::seq<int64_t>(0, block));
+  Value blockOffsets = arith::ConstantOp::create(
+      b, DenseElementsAttr::get(indexBlockType,
+                                llvm::map_to_vector(offsets, [&](int64_t o) {
+                                  return Attribute(b.getIndexAttr(o));
+                                })));
+  Value blockZeros = vector::BroadcastOp::create(b, blockType, zero);
+  Value blockNegInf = vector::BroadcastOp::create(b, blockType, negInf);
+  Value positionsLanes =
+      vector::BroadcastOp::create(b, indexBlockType, positions);
+  Value lastPositionLanes =
+      vector::BroadcastOp::create(b, indexBlockType, lastPosition);
   auto updateBlock = [&](ImplicitLocOpBuilder &tb, Value first, Value head,
                          Value keyHead, Value valueHead,
                          ArrayRef<Value> rowIndices, ArrayRef<Value> queries,
                          ValueRange state) {
-    SmallVector<Value> keys, values, inRange, clamped;
+    Value positionLanes = arith::AddIOp::create(
+        tb, vector::BroadcastOp::create(tb, indexBlockType, first),
+        blockOffsets);
+    Value inRange = arith::CmpIOp::create(tb, arith::CmpIPredicate::ult,
+                                          positionLanes, positionsLanes);
+    Value clampedLanes =
+        arith::MinUIOp::create(tb, positionLanes, lastPositionLanes);
+    SmallVector<Value> keys, values, clamped;
     for (int64_t j = 0; j < block; ++j) {
       Value position = arith::AddIOp::create(
           tb, first, arith::ConstantIndexOp::create(tb, j));
-      inRange.push_back(arith::CmpIOp::create(tb, arith::CmpIPredicate::ult,
-                                              position, positions));
       clamped.push_back(arith::MinUIOp::create(tb, position, lastPosition));
       keys.push_back(
           readRow(tb, attention.keys.rows, {c0, keyHead, clamped.back(), c0}));
@@ -527,18 +775,44 @@ static Value buildFusedAttention(ImplicitLocOpBuilder &b,
     }
     SmallVector<Value> next;
     for (auto [r, row] : llvm::enumerate(rowIndices)) {
-      SmallVector<Value> scores;
-      for (int64_t j = 0; j < block; ++j) {
-        Value x = modify(tb, dot(tb, queries[r], keys[j]),
-                         {c0, head, row, clamped[j]});
-        scores.push_back(arith::SelectOp::create(tb, inRange[j], x, negInf));
+      SmallVector<Value> ivs = {c0, head, row, Value()};
+      Value xs;
+      if (registerScores) {
+        SmallVector<Value> groups;
+        for (int64_t j = 0; j < block; j += kLanes) {
+          SmallVector<Value> folded;
+          for (int64_t l = 0; l < kLanes; ++l)
+            folded.push_back(foldProducts(tb, queries[r], keys[j + l]));
+          groups.push_back(laneScores(tb, folded));
+        }
+        xs = groups.size() == 1 ? groups.front() : blockZeros;
+        for (auto [g, group] : llvm::enumerate(groups))
+          if (groups.size() > 1)
+            xs = vector::InsertStridedSliceOp::create(
+                tb, group, xs, {int64_t(g) * kLanes}, {1});
+      } else {
+        SmallVector<Value> scores;
+        for (int64_t j = 0; j < block; ++j)
+          scores.push_back(treeSum(
+              tb, arith::MulFOp::create(tb, queries[r], keys[j])));
+        xs = vector::FromElementsOp::create(tb, blockType, scores);
       }
-      Value xs = vector::FromElementsOp::create(tb, blockType, scores);
-      Value maximum = state[3 * r], sum = state[3 * r + 1],
+      if (blockModifier) {
+        xs = modifyBlock(tb, BlockContext{ivs, first, clampedLanes, clamped},
+                         xs);
+      } else if (attention.modifier) {
+        SmallVector<Value> modified;
+        for (int64_t j = 0; j < block; ++j) {
+          ivs[3] = clamped[j];
+          modified.push_back(
+              modify(tb, vector::ExtractOp::create(tb, xs, j), ivs));
+        }
+        xs = vector::FromElementsOp::create(tb, blockType, modified);
+      }
+      xs = arith::SelectOp::create(tb, inRange, xs, blockNegInf);
+      Value maximum = state[3 * r], sums = state[3 * r + 1],
             acc = state[3 * r + 2];
-      Value newMax = arith::MaximumFOp::create(
-          tb, maximum,
-          vector::ReductionOp::create(tb, vector::CombiningKind::MAXIMUMF, xs));
+      Value newMax = larger(tb, maximum, blockMaximum(tb, xs));
       // While every score so far is -inf (masked), so is m': subtract 0
       // instead, so exp gives 0, not NaN.
       Value safeMax = arith::SelectOp::create(
@@ -550,23 +824,44 @@ static Value buildFusedAttention(ImplicitLocOpBuilder &b,
       Value weights = math::ExpOp::create(
           tb, arith::SubFOp::create(
                   tb, xs, vector::BroadcastOp::create(tb, blockType, safeMax)));
-      Value newSum = arith::MulFOp::create(tb, sum, rescale);
-      Value newAcc = arith::MulFOp::create(
+      // Weights are never -0, so zero ones leave the sums as they are.
+      Value newSums = vector::FMAOp::create(
+          tb, sums, vector::BroadcastOp::create(tb, blockType, rescale),
+          weights);
+      Value rescaled = arith::MulFOp::create(
           tb, acc, vector::BroadcastOp::create(tb, vectorType, rescale));
-      for (int64_t j = 0; j < block; ++j) {
-        Value weight = vector::ExtractOp::create(tb, weights, j);
-        newSum = arith::AddFOp::create(tb, newSum, weight);
-        // A zero weight (masked or absent) leaves the sum as it is, also
-        // its sign of zero.
-        Value weighted = vector::FMAOp::create(
-            tb, vector::BroadcastOp::create(tb, vectorType, weight), values[j],
-            newAcc);
-        newAcc = arith::SelectOp::create(
-            tb,
-            arith::CmpFOp::create(tb, arith::CmpFPredicate::OEQ, weight, zero),
-            newAcc, weighted);
-      }
-      next.append({newMax, newSum, newAcc});
+      // A zero weight (masked, absent or underflowed) leaves the weighted
+      // sum as it is, also its sign of zero, whatever the value row holds:
+      // selected per position, in the blocks that have one (the last ones
+      // of a row); the others add every row.
+      Value allWeighted = vector::ReductionOp::create(
+          tb, vector::CombiningKind::AND,
+          arith::CmpFOp::create(tb, arith::CmpFPredicate::UNE, weights,
+                                blockZeros));
+      auto weighAll = [&, weights = weights](OpBuilder &ob, Location loc,
+                                             bool skipZeros) {
+        ImplicitLocOpBuilder wb(loc, ob);
+        Value sum = rescaled;
+        for (int64_t j = 0; j < block; ++j) {
+          Value weight = vector::ExtractOp::create(wb, weights, j);
+          Value weighted = vector::FMAOp::create(
+              wb, vector::BroadcastOp::create(wb, vectorType, weight),
+              values[j], sum);
+          sum = skipZeros ? Value(arith::SelectOp::create(
+                                wb,
+                                arith::CmpFOp::create(
+                                    wb, arith::CmpFPredicate::OEQ, weight,
+                                    zero),
+                                sum, weighted))
+                          : weighted;
+        }
+        scf::YieldOp::create(wb, sum);
+      };
+      auto weighted = scf::IfOp::create(
+          tb, allWeighted,
+          [&](OpBuilder &ob, Location loc) { weighAll(ob, loc, false); },
+          [&](OpBuilder &ob, Location loc) { weighAll(ob, loc, true); });
+      next.append({newMax, newSums, weighted.getResult(0)});
     }
     return next;
   };
@@ -584,7 +879,7 @@ static Value buildFusedAttention(ImplicitLocOpBuilder &b,
           ib, firstRow, arith::ConstantIndexOp::create(ib, r)));
       queries.push_back(
           readRow(ib, attention.query, {c0, head, rowIndices.back(), c0}));
-      initial.append({negInf, zero, zeros});
+      initial.append({negInf, blockZeros, zeros});
     }
     auto blockLoop = scf::ForOp::create(
         ib, c0, blockCount, c1, initial,
@@ -599,8 +894,8 @@ static Value buildFusedAttention(ImplicitLocOpBuilder &b,
     for (int64_t r = 0; r < rowCount; ++r) {
       Value result = arith::DivFOp::create(
           ib, blockLoop.getResult(3 * r + 2),
-          vector::BroadcastOp::create(ib, vectorType,
-                                      blockLoop.getResult(3 * r + 1)));
+          vector::BroadcastOp::create(
+              ib, vectorType, treeSum(ib, blockLoop.getResult(3 * r + 1))));
       out = vector::TransferWriteOp::create(
                 ib, result, out, ValueRange{c0, head, rowIndices[r], c0},
                 inBounds)

@@ -109,24 +109,43 @@ func.func @gqa(%q: tensor<?x4x?x8xf32>, %keys: tensor<1x2x?x8xf32>, %values: ten
 // CHECK-NEXT: %[[KVH:.*]] = arith.divui %[[H]], %c2 : index
 // CHECK-NEXT: scf.for %[[ROW:.*]] = %c0 to %{{.*}} step %c1
 // CHECK-NEXT: %[[QROW:.*]] = vector.transfer_read %[[Q]][%c0, %[[H]], %[[ROW]], %c0]
-// CHECK-NEXT: %[[STATE:.*]]:3 = scf.for %{{.*}} = %c0 to %[[BLOCKS]] step %c1 iter_args(%[[M:.*]] = %cst{{.*}}, %[[L:.*]] = %cst{{.*}}, %[[ACC:.*]] = %cst{{.*}}) -> (f32, f32, vector<8xf32>)
+// CHECK-NEXT: %[[STATE:.*]]:3 = scf.for %{{.*}} = %c0 to %[[BLOCKS]] step %c1 iter_args(%[[M:.*]] = %cst{{.*}}, %[[L:.*]] = %cst{{.*}}, %[[ACC:.*]] = %cst{{.*}}) -> (f32, vector<2xf32>, vector<8xf32>)
 // CHECK: vector.transfer_read %[[K]][%c0, %[[KVH]], %{{.*}}, %c0]
 // CHECK: vector.transfer_read %[[V]][%c0, %[[KVH]], %{{.*}}, %c0]
-// The score: q . k summed by halves, then the modifier's body.
+// The scores (blocks narrower than a register): q . k summed by halves per
+// position, then the modifier's body on the block's scores at once, the mask
+// gathered per position.
 // CHECK: arith.mulf %[[QROW]], %{{.*}} : vector<8xf32>
 // CHECK: vector.extract_strided_slice %{{.*}} {offsets = [4], sizes = [4], strides = [1]}
-// CHECK: tensor.extract %[[MASK]][%[[ROW]], %{{.*}}] : tensor<?x?xi1>
-// CHECK: arith.divf
-// CHECK: arith.select
-// One rescale per block, the block's weights as one vector.
 // CHECK: vector.from_elements %{{.*}}, %{{.*}} : vector<2xf32>
-// CHECK: vector.reduction <maximumf>
+// CHECK: tensor.extract %[[MASK]][%[[ROW]], %{{.*}}] : tensor<?x?xi1>
+// CHECK: tensor.extract %[[MASK]][%[[ROW]], %{{.*}}] : tensor<?x?xi1>
+// CHECK: vector.from_elements %{{.*}}, %{{.*}} : vector<2xi1>
+// CHECK: arith.divf %{{.*}}, %{{.*}} : vector<2xf32>
+// CHECK: arith.select %{{.*}}, %{{.*}}, %{{.*}} : vector<2xi1>, vector<2xf32>
+// One rescale per block, the block's weights as one vector, summed per lane.
+// The maxima are compares and selects (maxps), not NaN-propagating maximumf.
+// CHECK: arith.cmpf ogt, %{{.*}}, %{{.*}} : vector<1xf32>
+// CHECK: arith.cmpf ogt, %[[M]], %{{.*}} : f32
 // CHECK: math.exp %{{.*}} : f32
-// CHECK: math.exp %{{.*}} : vector<2xf32>
+// CHECK: %[[WEIGHTS:.*]] = math.exp %{{.*}} : vector<2xf32>
+// CHECK: vector.fma %[[L]], %{{.*}}, %[[WEIGHTS]] : vector<2xf32>
+// Blocks without a zero weight add every value row; the others skip them.
+// CHECK: %[[NONZERO:.*]] = arith.cmpf une, %[[WEIGHTS]], %{{.*}} : vector<2xf32>
+// CHECK: %[[ALL:.*]] = vector.reduction <and>, %[[NONZERO]] : vector<2xi1> into i1
+// CHECK: scf.if %[[ALL]] -> (vector<8xf32>)
+// CHECK-NOT: arith.select
 // CHECK: vector.fma
+// CHECK-NOT: arith.select
 // CHECK: vector.fma
-// CHECK: scf.yield %{{.*}}, %{{.*}}, %{{.*}} : f32, f32, vector<8xf32>
-// CHECK: %[[SUM:.*]] = vector.broadcast %[[STATE]]#1 : f32 to vector<8xf32>
+// CHECK: } else {
+// CHECK: vector.fma
+// CHECK: arith.select
+// CHECK: vector.fma
+// CHECK: arith.select
+// CHECK: scf.yield %{{.*}}, %{{.*}}, %{{.*}} : f32, vector<2xf32>, vector<8xf32>
+// CHECK: vector.extract_strided_slice %[[STATE]]#1 {offsets = [1], sizes = [1], strides = [1]}
+// CHECK: %[[SUM:.*]] = vector.broadcast %{{.*}} : f32 to vector<8xf32>
 // CHECK-NEXT: %[[OUT:.*]] = arith.divf %[[STATE]]#2, %[[SUM]] : vector<8xf32>
 // CHECK-NEXT: vector.transfer_write %[[OUT]], %{{.*}}[%c0, %[[H]], %[[ROW]], %c0]
 
@@ -135,11 +154,18 @@ func.func @gqa(%q: tensor<?x4x?x8xf32>, %keys: tensor<1x2x?x8xf32>, %values: ten
 // DEFAULT-LABEL: func.func @gqa(
 // DEFAULT: arith.ceildivui %{{.*}}, %c8 : index
 // DEFAULT: scf.for %{{.*}} = %c0 to %{{.*}} step %c2
-// DEFAULT: scf.for {{.*}} -> (f32, f32, vector<8xf32>, f32, f32, vector<8xf32>)
+// DEFAULT: scf.for {{.*}} -> (f32, vector<8xf32>, vector<8xf32>, f32, vector<8xf32>, vector<8xf32>)
+// A block of 8 scores in one register: each position's products folded to
+// 8 lanes, the 8 registers reduced together by pairwise sums.
+// DEFAULT-COUNT-8: arith.mulf %{{.*}}, %{{.*}} : vector<8xf32>
+// DEFAULT-COUNT-6: vector.shuffle %{{.*}}, %{{.*}} [0, 2, 8, 10, 4, 6, 12, 14] : vector<8xf32>, vector<8xf32>
+// DEFAULT: vector.shuffle %{{.*}}, %{{.*}} [4, 5, 6, 7, 12, 13, 14, 15]
+// DEFAULT: vector.shuffle %{{.*}}, %{{.*}} [0, 1, 2, 3, 8, 9, 10, 11]
+// DEFAULT: arith.divf %{{.*}}, %{{.*}} : vector<8xf32>
+// DEFAULT: math.exp %{{.*}} : vector<8xf32>
 // DEFAULT-COUNT-2: vector.transfer_write
 // DEFAULT: scf.for %{{.*}} = %{{.*}} to %{{.*}} step %c1
-// DEFAULT: scf.for {{.*}} -> (f32, f32, vector<8xf32>)
-// DEFAULT: math.exp %{{.*}} : vector<8xf32>
+// DEFAULT: scf.for {{.*}} -> (f32, vector<8xf32>, vector<8xf32>)
 
 // Multi-head attention: keys read as they are (not transposed), softmax of
 // the scores directly.
@@ -199,3 +225,216 @@ func.func @mha(%q: tensor<1x2x?x8xf32>, %keys: tensor<1x2x?x8xf32>, %values: ten
 // CHECK: vector.transfer_read %[[K]][%c0, %[[H]], %{{.*}}, %c0]
 // CHECK: vector.transfer_read %[[V]][%c0, %[[H]], %{{.*}}, %c0]
 // CHECK: return
+
+
+// A modifier that reads the position (ALiBi-like bias) runs on the block's
+// scores at once: the positions are a vector of indices.
+func.func @alibi(%q: tensor<1x2x?x8xf32>, %keys: tensor<1x2x?x8xf32>, %values: tensor<1x2x?x8xf32>) -> tensor<1x2x?x8xf32> {
+  %c2 = arith.constant 2 : index
+  %zero = arith.constant 0.0 : f32
+  %ninf = arith.constant 0xFF800000 : f32
+  %s = tensor.dim %q, %c2 : tensor<1x2x?x8xf32>
+  %t = tensor.dim %keys, %c2 : tensor<1x2x?x8xf32>
+  %se = tensor.empty(%s, %t) : tensor<1x2x?x?xf32>
+  %sz = linalg.fill ins(%zero : f32) outs(%se : tensor<1x2x?x?xf32>) -> tensor<1x2x?x?xf32>
+  %scores = linalg.generic {indexing_maps = [#q, affine_map<(d0, d1, d2, d3, d4) -> (d0, d1, d3, d4)>, #s], iterator_types = ["parallel", "parallel", "parallel", "parallel", "reduction"]} ins(%q, %keys : tensor<1x2x?x8xf32>, tensor<1x2x?x8xf32>) outs(%sz : tensor<1x2x?x?xf32>) {
+  ^bb0(%a: f32, %k: f32, %acc: f32):
+    %m = arith.mulf %k, %a : f32
+    %r = arith.addf %m, %acc : f32
+    linalg.yield %r : f32
+  } -> tensor<1x2x?x?xf32>
+  %x = linalg.generic {indexing_maps = [#id4, #id4], iterator_types = ["parallel", "parallel", "parallel", "parallel"]} ins(%scores : tensor<1x2x?x?xf32>) outs(%se : tensor<1x2x?x?xf32>) {
+  ^bb0(%v: f32, %out: f32):
+    %pos = linalg.index 3 : index
+    %i = arith.index_cast %pos : index to i64
+    %f = arith.sitofp %i : i64 to f32
+    %half = arith.constant -0.5 : f32
+    %bias = arith.mulf %f, %half : f32
+    %r = arith.addf %v, %bias : f32
+    linalg.yield %r : f32
+  } -> tensor<1x2x?x?xf32>
+  %re = tensor.empty(%s) : tensor<1x2x?x1xf32>
+  %mi = linalg.fill ins(%ninf : f32) outs(%re : tensor<1x2x?x1xf32>) -> tensor<1x2x?x1xf32>
+  %max = linalg.generic {indexing_maps = [#id4, #row], iterator_types = ["parallel", "parallel", "parallel", "reduction"]} ins(%x : tensor<1x2x?x?xf32>) outs(%mi : tensor<1x2x?x1xf32>) {
+  ^bb0(%in: f32, %out: f32):
+    %r = arith.maxnumf %in, %out : f32
+    linalg.yield %r : f32
+  } -> tensor<1x2x?x1xf32>
+  %e = linalg.generic {indexing_maps = [#id4, #row, #id4], iterator_types = ["parallel", "parallel", "parallel", "parallel"]} ins(%x, %max : tensor<1x2x?x?xf32>, tensor<1x2x?x1xf32>) outs(%se : tensor<1x2x?x?xf32>) {
+  ^bb0(%in: f32, %m: f32, %out: f32):
+    %d = arith.subf %in, %m : f32
+    %r = math.exp %d : f32
+    linalg.yield %r : f32
+  } -> tensor<1x2x?x?xf32>
+  %si = linalg.fill ins(%zero : f32) outs(%re : tensor<1x2x?x1xf32>) -> tensor<1x2x?x1xf32>
+  %sum = linalg.generic {indexing_maps = [#id4, #row], iterator_types = ["parallel", "parallel", "parallel", "reduction"]} ins(%e : tensor<1x2x?x?xf32>) outs(%si : tensor<1x2x?x1xf32>) {
+  ^bb0(%in: f32, %out: f32):
+    %r = arith.addf %out, %in : f32
+    linalg.yield %r : f32
+  } -> tensor<1x2x?x1xf32>
+  %p = linalg.generic {indexing_maps = [#id4, #row, #id4], iterator_types = ["parallel", "parallel", "parallel", "parallel"]} ins(%e, %sum : tensor<1x2x?x?xf32>, tensor<1x2x?x1xf32>) outs(%se : tensor<1x2x?x?xf32>) {
+  ^bb0(%in: f32, %d: f32, %out: f32):
+    %r = arith.divf %in, %d : f32
+    linalg.yield %r : f32
+  } -> tensor<1x2x?x?xf32>
+  %oe = tensor.empty(%s) : tensor<1x2x?x8xf32>
+  %oz = linalg.fill ins(%zero : f32) outs(%oe : tensor<1x2x?x8xf32>) -> tensor<1x2x?x8xf32>
+  %out = linalg.generic {indexing_maps = [#q, #kt, #s], iterator_types = ["parallel", "parallel", "parallel", "parallel", "reduction"]} ins(%p, %values : tensor<1x2x?x?xf32>, tensor<1x2x?x8xf32>) outs(%oz : tensor<1x2x?x8xf32>) {
+  ^bb0(%a: f32, %v: f32, %acc: f32):
+    %m = arith.mulf %a, %v : f32
+    %r = arith.addf %acc, %m : f32
+    linalg.yield %r : f32
+  } -> tensor<1x2x?x8xf32>
+  return %out : tensor<1x2x?x8xf32>
+}
+
+// DEFAULT-LABEL: func.func @alibi(
+// DEFAULT-NOT: linalg.
+// DEFAULT: %[[POS:.*]] = arith.addi %{{.*}}, %{{.*}} : vector<8xindex>
+// DEFAULT: %[[CLAMPED:.*]] = arith.minui %[[POS]], %{{.*}} : vector<8xindex>
+// DEFAULT: arith.index_cast %[[CLAMPED]] : vector<8xindex> to vector<8xi64>
+// DEFAULT: arith.sitofp %{{.*}} : vector<8xi64> to vector<8xf32>
+// DEFAULT: arith.addf %{{.*}}, %{{.*}} : vector<8xf32>
+// DEFAULT: arith.cmpf ogt, %{{.*}}, %{{.*}} : vector<4xf32>
+
+// A modifier with an op that is not elementwise (a table read per head)
+// runs per score, its results gathered into the block's vector.
+func.func @scale_table(%q: tensor<1x2x?x8xf32>, %keys: tensor<1x2x?x8xf32>, %values: tensor<1x2x?x8xf32>, %table: tensor<2xf32>) -> tensor<1x2x?x8xf32> {
+  %c2 = arith.constant 2 : index
+  %zero = arith.constant 0.0 : f32
+  %ninf = arith.constant 0xFF800000 : f32
+  %s = tensor.dim %q, %c2 : tensor<1x2x?x8xf32>
+  %t = tensor.dim %keys, %c2 : tensor<1x2x?x8xf32>
+  %se = tensor.empty(%s, %t) : tensor<1x2x?x?xf32>
+  %sz = linalg.fill ins(%zero : f32) outs(%se : tensor<1x2x?x?xf32>) -> tensor<1x2x?x?xf32>
+  %scores = linalg.generic {indexing_maps = [#q, affine_map<(d0, d1, d2, d3, d4) -> (d0, d1, d3, d4)>, #s], iterator_types = ["parallel", "parallel", "parallel", "parallel", "reduction"]} ins(%q, %keys : tensor<1x2x?x8xf32>, tensor<1x2x?x8xf32>) outs(%sz : tensor<1x2x?x?xf32>) {
+  ^bb0(%a: f32, %k: f32, %acc: f32):
+    %m = arith.mulf %k, %a : f32
+    %r = arith.addf %m, %acc : f32
+    linalg.yield %r : f32
+  } -> tensor<1x2x?x?xf32>
+  %x = linalg.generic {indexing_maps = [#id4, #id4], iterator_types = ["parallel", "parallel", "parallel", "parallel"]} ins(%scores : tensor<1x2x?x?xf32>) outs(%se : tensor<1x2x?x?xf32>) {
+  ^bb0(%v: f32, %out: f32):
+    %h = linalg.index 1 : index
+    %scale = tensor.extract %table[%h] : tensor<2xf32>
+    %r = arith.mulf %v, %scale : f32
+    linalg.yield %r : f32
+  } -> tensor<1x2x?x?xf32>
+  %re = tensor.empty(%s) : tensor<1x2x?x1xf32>
+  %mi = linalg.fill ins(%ninf : f32) outs(%re : tensor<1x2x?x1xf32>) -> tensor<1x2x?x1xf32>
+  %max = linalg.generic {indexing_maps = [#id4, #row], iterator_types = ["parallel", "parallel", "parallel", "reduction"]} ins(%x : tensor<1x2x?x?xf32>) outs(%mi : tensor<1x2x?x1xf32>) {
+  ^bb0(%in: f32, %out: f32):
+    %r = arith.maxnumf %in, %out : f32
+    linalg.yield %r : f32
+  } -> tensor<1x2x?x1xf32>
+  %e = linalg.generic {indexing_maps = [#id4, #row, #id4], iterator_types = ["parallel", "parallel", "parallel", "parallel"]} ins(%x, %max : tensor<1x2x?x?xf32>, tensor<1x2x?x1xf32>) outs(%se : tensor<1x2x?x?xf32>) {
+  ^bb0(%in: f32, %m: f32, %out: f32):
+    %d = arith.subf %in, %m : f32
+    %r = math.exp %d : f32
+    linalg.yield %r : f32
+  } -> tensor<1x2x?x?xf32>
+  %si = linalg.fill ins(%zero : f32) outs(%re : tensor<1x2x?x1xf32>) -> tensor<1x2x?x1xf32>
+  %sum = linalg.generic {indexing_maps = [#id4, #row], iterator_types = ["parallel", "parallel", "parallel", "reduction"]} ins(%e : tensor<1x2x?x?xf32>) outs(%si : tensor<1x2x?x1xf32>) {
+  ^bb0(%in: f32, %out: f32):
+    %r = arith.addf %out, %in : f32
+    linalg.yield %r : f32
+  } -> tensor<1x2x?x1xf32>
+  %p = linalg.generic {indexing_maps = [#id4, #row, #id4], iterator_types = ["parallel", "parallel", "parallel", "parallel"]} ins(%e, %sum : tensor<1x2x?x?xf32>, tensor<1x2x?x1xf32>) outs(%se : tensor<1x2x?x?xf32>) {
+  ^bb0(%in: f32, %d: f32, %out: f32):
+    %r = arith.divf %in, %d : f32
+    linalg.yield %r : f32
+  } -> tensor<1x2x?x?xf32>
+  %oe = tensor.empty(%s) : tensor<1x2x?x8xf32>
+  %oz = linalg.fill ins(%zero : f32) outs(%oe : tensor<1x2x?x8xf32>) -> tensor<1x2x?x8xf32>
+  %out = linalg.generic {indexing_maps = [#q, #kt, #s], iterator_types = ["parallel", "parallel", "parallel", "parallel", "reduction"]} ins(%p, %values : tensor<1x2x?x?xf32>, tensor<1x2x?x8xf32>) outs(%oz : tensor<1x2x?x8xf32>) {
+  ^bb0(%a: f32, %v: f32, %acc: f32):
+    %m = arith.mulf %a, %v : f32
+    %r = arith.addf %acc, %m : f32
+    linalg.yield %r : f32
+  } -> tensor<1x2x?x8xf32>
+  return %out : tensor<1x2x?x8xf32>
+}
+
+// DEFAULT-LABEL: func.func @scale_table(
+// DEFAULT-SAME: %[[TABLE:[^:]*]]: tensor<2xf32>
+// DEFAULT-NOT: linalg.
+// DEFAULT: %[[SCALE:.*]] = tensor.extract %[[TABLE]][%{{.*}}] : tensor<2xf32>
+// DEFAULT-COUNT-8: arith.mulf %{{.*}}, %[[SCALE]] : f32
+// DEFAULT-NEXT: vector.from_elements %{{.*}} : vector<8xf32>
+// DEFAULT: arith.cmpf ogt, %{{.*}}, %{{.*}} : vector<4xf32>
+
+// A mask computed elementwise from the positions is recomputed per block
+// from them: the key positions read as one vector, the query's broadcast.
+func.func @causal(%q: tensor<1x2x?x8xf32>, %keys: tensor<1x2x?x8xf32>, %values: tensor<1x2x?x8xf32>, %key_pos: tensor<1x?xi64>, %query_pos: tensor<?x1xi64>) -> tensor<1x2x?x8xf32> {
+  %c2 = arith.constant 2 : index
+  %zero = arith.constant 0.0 : f32
+  %ninf = arith.constant 0xFF800000 : f32
+  %s = tensor.dim %q, %c2 : tensor<1x2x?x8xf32>
+  %t = tensor.dim %keys, %c2 : tensor<1x2x?x8xf32>
+  %se = tensor.empty(%s, %t) : tensor<1x2x?x?xf32>
+  %sz = linalg.fill ins(%zero : f32) outs(%se : tensor<1x2x?x?xf32>) -> tensor<1x2x?x?xf32>
+  %scores = linalg.generic {indexing_maps = [#q, affine_map<(d0, d1, d2, d3, d4) -> (d0, d1, d3, d4)>, #s], iterator_types = ["parallel", "parallel", "parallel", "parallel", "reduction"]} ins(%q, %keys : tensor<1x2x?x8xf32>, tensor<1x2x?x8xf32>) outs(%sz : tensor<1x2x?x?xf32>) {
+  ^bb0(%a: f32, %k: f32, %acc: f32):
+    %m = arith.mulf %k, %a : f32
+    %r = arith.addf %m, %acc : f32
+    linalg.yield %r : f32
+  } -> tensor<1x2x?x?xf32>
+  // torch's causal mask: key position > query position, as a tensor.
+  %me = tensor.empty(%s, %t) : tensor<?x?xi1>
+  %mask = linalg.generic {indexing_maps = [affine_map<(d0, d1) -> (0, d1)>, affine_map<(d0, d1) -> (d0, 0)>, affine_map<(d0, d1) -> (d0, d1)>], iterator_types = ["parallel", "parallel"]} ins(%key_pos, %query_pos : tensor<1x?xi64>, tensor<?x1xi64>) outs(%me : tensor<?x?xi1>) {
+  ^bb0(%k: i64, %qp: i64, %out: i1):
+    %gt = arith.cmpi sgt, %k, %qp : i64
+    linalg.yield %gt : i1
+  } -> tensor<?x?xi1>
+  %x = linalg.generic {indexing_maps = [#mask, #id4, #id4], iterator_types = ["parallel", "parallel", "parallel", "parallel"]} ins(%mask, %scores : tensor<?x?xi1>, tensor<1x2x?x?xf32>) outs(%se : tensor<1x2x?x?xf32>) {
+  ^bb0(%masked: i1, %v: f32, %out: f32):
+    %r = arith.select %masked, %ninf, %v : f32
+    linalg.yield %r : f32
+  } -> tensor<1x2x?x?xf32>
+  %re = tensor.empty(%s) : tensor<1x2x?x1xf32>
+  %mi = linalg.fill ins(%ninf : f32) outs(%re : tensor<1x2x?x1xf32>) -> tensor<1x2x?x1xf32>
+  %max = linalg.generic {indexing_maps = [#id4, #row], iterator_types = ["parallel", "parallel", "parallel", "reduction"]} ins(%x : tensor<1x2x?x?xf32>) outs(%mi : tensor<1x2x?x1xf32>) {
+  ^bb0(%in: f32, %out: f32):
+    %r = arith.maxnumf %in, %out : f32
+    linalg.yield %r : f32
+  } -> tensor<1x2x?x1xf32>
+  %e = linalg.generic {indexing_maps = [#id4, #row, #id4], iterator_types = ["parallel", "parallel", "parallel", "parallel"]} ins(%x, %max : tensor<1x2x?x?xf32>, tensor<1x2x?x1xf32>) outs(%se : tensor<1x2x?x?xf32>) {
+  ^bb0(%in: f32, %m: f32, %out: f32):
+    %d = arith.subf %in, %m : f32
+    %r = math.exp %d : f32
+    linalg.yield %r : f32
+  } -> tensor<1x2x?x?xf32>
+  %si = linalg.fill ins(%zero : f32) outs(%re : tensor<1x2x?x1xf32>) -> tensor<1x2x?x1xf32>
+  %sum = linalg.generic {indexing_maps = [#id4, #row], iterator_types = ["parallel", "parallel", "parallel", "reduction"]} ins(%e : tensor<1x2x?x?xf32>) outs(%si : tensor<1x2x?x1xf32>) {
+  ^bb0(%in: f32, %out: f32):
+    %r = arith.addf %out, %in : f32
+    linalg.yield %r : f32
+  } -> tensor<1x2x?x1xf32>
+  %p = linalg.generic {indexing_maps = [#id4, #row, #id4], iterator_types = ["parallel", "parallel", "parallel", "parallel"]} ins(%e, %sum : tensor<1x2x?x?xf32>, tensor<1x2x?x1xf32>) outs(%se : tensor<1x2x?x?xf32>) {
+  ^bb0(%in: f32, %d: f32, %out: f32):
+    %r = arith.divf %in, %d : f32
+    linalg.yield %r : f32
+  } -> tensor<1x2x?x?xf32>
+  %oe = tensor.empty(%s) : tensor<1x2x?x8xf32>
+  %oz = linalg.fill ins(%zero : f32) outs(%oe : tensor<1x2x?x8xf32>) -> tensor<1x2x?x8xf32>
+  %out = linalg.generic {indexing_maps = [#q, #kt, #s], iterator_types = ["parallel", "parallel", "parallel", "parallel", "reduction"]} ins(%p, %values : tensor<1x2x?x?xf32>, tensor<1x2x?x8xf32>) outs(%oz : tensor<1x2x?x8xf32>) {
+  ^bb0(%a: f32, %v: f32, %acc: f32):
+    %m = arith.mulf %a, %v : f32
+    %r = arith.addf %acc, %m : f32
+    linalg.yield %r : f32
+  } -> tensor<1x2x?x8xf32>
+  return %out : tensor<1x2x?x8xf32>
+}
+
+// DEFAULT-LABEL: func.func @causal(
+// DEFAULT-SAME: %[[KEYPOS:[^:]*]]: tensor<1x?xi64>, %[[QPOS:[^:]*]]: tensor<?x1xi64>
+// DEFAULT-NOT: linalg.
+// DEFAULT-NOT: tensor<?x?xi1>
+// DEFAULT: scf.for %[[ROW:.*]] = %c0 to %{{.*}} step %c2
+// DEFAULT: scf.for %[[BLOCK:.*]] = %c0
+// DEFAULT: %[[FIRST:.*]] = arith.muli %[[BLOCK]], %c8 : index
+// DEFAULT: %[[KEYS:.*]] = vector.transfer_read %[[KEYPOS]][%c0, %[[FIRST]]], %{{.*}} : tensor<1x?xi64>, vector<8xi64>
+// DEFAULT: %[[Q:.*]] = tensor.extract %[[QPOS]][%[[ROW]], %c0] : tensor<?x1xi64>
+// DEFAULT: %[[QS:.*]] = vector.broadcast %[[Q]] : i64 to vector<8xi64>
+// DEFAULT: %[[MASKED:.*]] = arith.cmpi sgt, %[[KEYS]], %[[QS]] : vector<8xi64>
+// DEFAULT: arith.select %[[MASKED]], %{{.*}}, %{{.*}} : vector<8xi1>, vector<8xf32>
