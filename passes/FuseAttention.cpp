@@ -19,6 +19,7 @@
 #include "mlir/Dialect/SCF/IR/SCF.h"
 #include "mlir/Dialect/Tensor/IR/Tensor.h"
 #include "mlir/Dialect/Vector/IR/VectorOps.h"
+#include "mlir/Dialect/Utils/StaticValueUtils.h"
 #include "mlir/IR/IRMapping.h"
 #include "mlir/IR/ImplicitLocOpBuilder.h"
 #include "mlir/IR/Matchers.h"
@@ -942,6 +943,60 @@ static Value buildFusedAttention(ImplicitLocOpBuilder &b,
   return headLoop.getResult(0);
 }
 
+/// Whether two slices of one tensor are disjoint in some dimension whose
+/// offsets and sizes are constants (a cache's keys and values, its layers).
+static bool disjointSlices(OffsetSizeAndStrideOpInterface a,
+                           OffsetSizeAndStrideOpInterface b) {
+  for (unsigned d = 0, e = a.getMixedOffsets().size(); d < e; ++d) {
+    std::optional<int64_t> offsetA = getConstantIntValue(a.getMixedOffsets()[d]),
+                           sizeA = getConstantIntValue(a.getMixedSizes()[d]),
+                           offsetB = getConstantIntValue(b.getMixedOffsets()[d]),
+                           sizeB = getConstantIntValue(b.getMixedSizes()[d]);
+    if (offsetA && sizeA && offsetB && sizeB &&
+        (*offsetA + *sizeA <= *offsetB || *offsetB + *sizeB <= *offsetA))
+      return true;
+  }
+  return false;
+}
+
+/// The fused loops read a layer's keys after its values were written into
+/// the cache. A read of a slice that a later write into the same tensor
+/// leaves alone is made a read of the written tensor, placed after the
+/// write, when everything that uses the read comes after it: the cache is
+/// then read in place, where bufferization would copy the keys' whole
+/// prefix to keep the slice from before the write.
+static void readPastDisjointWrites(func::FuncOp func) {
+  bool changed = true;
+  while (changed) {
+    changed = false;
+    func.walk([&](tensor::ExtractSliceOp read) {
+      Block *block = read->getBlock();
+      for (Operation *user : read.getSource().getUsers()) {
+        auto write = dyn_cast<tensor::InsertSliceOp>(user);
+        if (!write || write.getDest() != read.getSource() ||
+            write->getBlock() != block || !read->isBeforeInBlock(write) ||
+            !disjointSlices(read, write) ||
+            !llvm::all_of(read->getUsers(), [&](Operation *use) {
+              Operation *at = block->findAncestorOpInBlock(*use);
+              return at && write->isBeforeInBlock(at);
+            }))
+          continue;
+        OpBuilder b(write->getContext());
+        b.setInsertionPointAfter(write);
+        Value moved = tensor::ExtractSliceOp::create(
+            b, read.getLoc(), read.getType(), write.getResult(),
+            read.getMixedOffsets(), read.getMixedSizes(),
+            read.getMixedStrides());
+        read.getResult().replaceAllUsesWith(moved);
+        read->erase();
+        changed = true;
+        return WalkResult::interrupt();
+      }
+      return WalkResult::advance();
+    });
+  }
+}
+
 namespace {
 struct FuseAttentionPass
     : public specula::impl::SpecFuseAttentionBase<FuseAttentionPass> {
@@ -977,6 +1032,8 @@ struct FuseAttentionPass
     // transposed keys and values.
     IRRewriter rewriter(func.getContext());
     (void)runRegionDCE(rewriter, func->getRegions());
+    if (!attentions.empty())
+      readPastDisjointWrites(func);
   }
 };
 } // namespace
