@@ -518,16 +518,25 @@ def SpecFuseAttention : Pass<"spec-fuse-attention", "::mlir::func::FuncOp"> {
     elements) and keeps, per row, a running maximum, sum and weighted sum of
     values (online softmax). Positions go in blocks of `positions-per-block`:
     one rescale of the running state and one vector `math.exp` of the
-    block's weights per block. A query head `h` reads kv head
-    `h / (heads / kv_heads)`.
+    block's weights per block. When `head_dim` and the block are multiples
+    of 8, each position's products are folded into one 8-lane register and
+    8 positions' registers reduced together by pairwise sums (as `vhaddps`
+    does), so a block's scores come out in registers without a reduction
+    per position. The modifier's body runs on a block's scores at once when
+    its ops are elementwise: an input computed elementwise from the
+    positions (torch's causal mask) is recomputed from them, an input
+    contiguous in the positions is read as one vector. A query head `h`
+    reads kv head `h / (heads / kv_heads)`. Keys read from the cache before
+    a write of the values into it are read from the written cache (the
+    write leaves them alone), so bufferization does not copy them.
 
     Each row's arithmetic depends only on its own scores, never on how many
     rows the forward has or which group it is in, so exact greedy
     verification still holds by construction (batch invariance): blocks
     start at multiples of the block size, a position past the end of the
     last block gets the score -inf, as a masked one does, and a zero weight
-    leaves the running state exactly as it was; `q . k` is summed by halves
-    in a fixed tree. The sizes the match assumes of
+    leaves the running state exactly as it was; `q . k` is summed in a fixed
+    order. The sizes the match assumes of
     dimensions computed in the graph (the reshapes' batch 1, kv heads,
     repeat, positions and head size) are checked at run time with
     `cf.assert` (reported by `spec-lower-checks`). A chain that does not
@@ -536,9 +545,9 @@ def SpecFuseAttention : Pass<"spec-fuse-attention", "::mlir::func::FuncOp"> {
     Example: `spec-opt --spec-fuse-attention`
   }];
   let options = [
-    Option<"rowsPerGroup", "rows-per-group", "int64_t", "2",
+    Option<"rowsPerGroup", "rows-per-group", "int64_t", "1",
            "Query rows that share each key and value load (1 to 16)">,
-    Option<"positionsPerBlock", "positions-per-block", "int64_t", "8",
+    Option<"positionsPerBlock", "positions-per-block", "int64_t", "16",
            "Cached positions per step of the online softmax (1 to 64): "
            "one rescale and one vector exp per block">
   ];

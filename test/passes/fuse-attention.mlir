@@ -149,23 +149,27 @@ func.func @gqa(%q: tensor<?x4x?x8xf32>, %keys: tensor<1x2x?x8xf32>, %values: ten
 // CHECK-NEXT: %[[OUT:.*]] = arith.divf %[[STATE]]#2, %[[SUM]] : vector<8xf32>
 // CHECK-NEXT: vector.transfer_write %[[OUT]], %{{.*}}[%c0, %[[H]], %[[ROW]], %c0]
 
-// By default rows go in pairs that share each key and value load, then the
-// odd last row alone; blocks are 8 positions.
+// By default each row makes its own pass (a group of rows would keep every
+// key row of a block live between them, more than the registers hold), and
+// blocks are 16 positions.
 // DEFAULT-LABEL: func.func @gqa(
-// DEFAULT: arith.ceildivui %{{.*}}, %c8 : index
-// DEFAULT: scf.for %{{.*}} = %c0 to %{{.*}} step %c2
-// DEFAULT: scf.for {{.*}} -> (f32, vector<8xf32>, vector<8xf32>, f32, vector<8xf32>, vector<8xf32>)
-// A block of 8 scores in one register: each position's products folded to
-// 8 lanes, the 8 registers reduced together by pairwise sums.
+// DEFAULT: arith.ceildivui %{{.*}}, %c16 : index
+// DEFAULT: scf.for %{{.*}} = %c0 to %{{.*}} step %c1
+// DEFAULT: scf.for {{.*}} -> (f32, vector<16xf32>, vector<8xf32>)
+// A block's scores 8 to a register: each position's products folded to 8
+// lanes, 8 registers reduced together by pairwise sums, twice per block.
 // DEFAULT-COUNT-8: arith.mulf %{{.*}}, %{{.*}} : vector<8xf32>
 // DEFAULT-COUNT-6: vector.shuffle %{{.*}}, %{{.*}} [0, 2, 8, 10, 4, 6, 12, 14] : vector<8xf32>, vector<8xf32>
 // DEFAULT: vector.shuffle %{{.*}}, %{{.*}} [4, 5, 6, 7, 12, 13, 14, 15]
 // DEFAULT: vector.shuffle %{{.*}}, %{{.*}} [0, 1, 2, 3, 8, 9, 10, 11]
-// DEFAULT: arith.divf %{{.*}}, %{{.*}} : vector<8xf32>
-// DEFAULT: math.exp %{{.*}} : vector<8xf32>
-// DEFAULT-COUNT-2: vector.transfer_write
-// DEFAULT: scf.for %{{.*}} = %{{.*}} to %{{.*}} step %c1
-// DEFAULT: scf.for {{.*}} -> (f32, vector<8xf32>, vector<8xf32>)
+// DEFAULT-COUNT-8: arith.mulf %{{.*}}, %{{.*}} : vector<8xf32>
+// DEFAULT-COUNT-6: vector.shuffle %{{.*}}, %{{.*}} [0, 2, 8, 10, 4, 6, 12, 14] : vector<8xf32>, vector<8xf32>
+// DEFAULT: vector.shuffle %{{.*}}, %{{.*}} [4, 5, 6, 7, 12, 13, 14, 15]
+// DEFAULT: vector.shuffle %{{.*}}, %{{.*}} [0, 1, 2, 3, 8, 9, 10, 11]
+// DEFAULT: vector.insert_strided_slice %{{.*}}, %{{.*}} {offsets = [8], strides = [1]} : vector<8xf32> into vector<16xf32>
+// DEFAULT: arith.divf %{{.*}}, %{{.*}} : vector<16xf32>
+// DEFAULT: math.exp %{{.*}} : vector<16xf32>
+// DEFAULT: vector.transfer_write
 
 // Multi-head attention: keys read as they are (not transposed), softmax of
 // the scores directly.
@@ -290,12 +294,12 @@ func.func @alibi(%q: tensor<1x2x?x8xf32>, %keys: tensor<1x2x?x8xf32>, %values: t
 
 // DEFAULT-LABEL: func.func @alibi(
 // DEFAULT-NOT: linalg.
-// DEFAULT: %[[POS:.*]] = arith.addi %{{.*}}, %{{.*}} : vector<8xindex>
-// DEFAULT: %[[CLAMPED:.*]] = arith.minui %[[POS]], %{{.*}} : vector<8xindex>
-// DEFAULT: arith.index_cast %[[CLAMPED]] : vector<8xindex> to vector<8xi64>
-// DEFAULT: arith.sitofp %{{.*}} : vector<8xi64> to vector<8xf32>
-// DEFAULT: arith.addf %{{.*}}, %{{.*}} : vector<8xf32>
-// DEFAULT: arith.cmpf ogt, %{{.*}}, %{{.*}} : vector<4xf32>
+// DEFAULT: %[[POS:.*]] = arith.addi %{{.*}}, %{{.*}} : vector<16xindex>
+// DEFAULT: %[[CLAMPED:.*]] = arith.minui %[[POS]], %{{.*}} : vector<16xindex>
+// DEFAULT: arith.index_cast %[[CLAMPED]] : vector<16xindex> to vector<16xi64>
+// DEFAULT: arith.sitofp %{{.*}} : vector<16xi64> to vector<16xf32>
+// DEFAULT: arith.addf %{{.*}}, %{{.*}} : vector<16xf32>
+// DEFAULT: arith.cmpf ogt, %{{.*}}, %{{.*}} : vector<8xf32>
 
 // A modifier with an op that is not elementwise (a table read per head)
 // runs per score, its results gathered into the block's vector.
@@ -359,9 +363,9 @@ func.func @scale_table(%q: tensor<1x2x?x8xf32>, %keys: tensor<1x2x?x8xf32>, %val
 // DEFAULT-SAME: %[[TABLE:[^:]*]]: tensor<2xf32>
 // DEFAULT-NOT: linalg.
 // DEFAULT: %[[SCALE:.*]] = tensor.extract %[[TABLE]][%{{.*}}] : tensor<2xf32>
-// DEFAULT-COUNT-8: arith.mulf %{{.*}}, %[[SCALE]] : f32
-// DEFAULT-NEXT: vector.from_elements %{{.*}} : vector<8xf32>
-// DEFAULT: arith.cmpf ogt, %{{.*}}, %{{.*}} : vector<4xf32>
+// DEFAULT-COUNT-16: arith.mulf %{{.*}}, %[[SCALE]] : f32
+// DEFAULT-NEXT: vector.from_elements %{{.*}} : vector<16xf32>
+// DEFAULT: arith.cmpf ogt, %{{.*}}, %{{.*}} : vector<8xf32>
 
 // A mask computed elementwise from the positions is recomputed per block
 // from them: the key positions read as one vector, the query's broadcast.
@@ -430,14 +434,15 @@ func.func @causal(%q: tensor<1x2x?x8xf32>, %keys: tensor<1x2x?x8xf32>, %values: 
 // DEFAULT-SAME: %[[KEYPOS:[^:]*]]: tensor<1x?xi64>, %[[QPOS:[^:]*]]: tensor<?x1xi64>
 // DEFAULT-NOT: linalg.
 // DEFAULT-NOT: tensor<?x?xi1>
-// DEFAULT: scf.for %[[ROW:.*]] = %c0 to %{{.*}} step %c2
+// DEFAULT: scf.for %{{.*}} = %c0 to %c2 step %c1
+// DEFAULT-NEXT: scf.for %[[ROW:.*]] = %c0 to %{{.*}} step %c1
 // DEFAULT: scf.for %[[BLOCK:.*]] = %c0
-// DEFAULT: %[[FIRST:.*]] = arith.muli %[[BLOCK]], %c8 : index
-// DEFAULT: %[[KEYS:.*]] = vector.transfer_read %[[KEYPOS]][%c0, %[[FIRST]]], %{{.*}} : tensor<1x?xi64>, vector<8xi64>
+// DEFAULT: %[[FIRST:.*]] = arith.muli %[[BLOCK]], %c16 : index
+// DEFAULT: %[[KEYS:.*]] = vector.transfer_read %[[KEYPOS]][%c0, %[[FIRST]]], %{{.*}} : tensor<1x?xi64>, vector<16xi64>
 // DEFAULT: %[[Q:.*]] = tensor.extract %[[QPOS]][%[[ROW]], %c0] : tensor<?x1xi64>
-// DEFAULT: %[[QS:.*]] = vector.broadcast %[[Q]] : i64 to vector<8xi64>
-// DEFAULT: %[[MASKED:.*]] = arith.cmpi sgt, %[[KEYS]], %[[QS]] : vector<8xi64>
-// DEFAULT: arith.select %[[MASKED]], %{{.*}}, %{{.*}} : vector<8xi1>, vector<8xf32>
+// DEFAULT: %[[QS:.*]] = vector.broadcast %[[Q]] : i64 to vector<16xi64>
+// DEFAULT: %[[MASKED:.*]] = arith.cmpi sgt, %[[KEYS]], %[[QS]] : vector<16xi64>
+// DEFAULT: arith.select %[[MASKED]], %{{.*}}, %{{.*}} : vector<16xi1>, vector<16xf32>
 
 // Keys read from a cache before a write of the values into it, used only by
 // the fused loops after the write, are read from the written cache: the
