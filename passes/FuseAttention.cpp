@@ -40,6 +40,7 @@ using namespace specula;
 /// The f32 lanes of one AVX2 register: the attention's scores are computed
 /// this many positions at a time.
 static constexpr int64_t kLanes = 8;
+static_assert(kLanes == 8, "the scores' pairwise sums are written for 8 lanes");
 
 namespace {
 /// A size the match assumed of a dynamic dimension, checked at run time.
@@ -489,7 +490,7 @@ static Value buildFusedAttention(ImplicitLocOpBuilder &b,
   };
 
   int64_t block = positionsPerBlock;
-  // q . k, summed by halves in a fixed tree (no reassociation left to
+  // A vector's sum by halves, in a fixed tree (no reassociation left to
   // LLVM, so the order cannot depend on the surrounding code).
   auto treeSum = [&](ImplicitLocOpBuilder &tb, Value v) -> Value {
     int64_t width = cast<VectorType>(v.getType()).getDimSize(0);
@@ -614,11 +615,11 @@ static Value buildFusedAttention(ImplicitLocOpBuilder &b,
       return c0;
     return dim.getPosition() == 3 ? position : at.ivs[dim.getPosition()];
   };
-  // Clones `op`'s body on lanes; `dims` says which dimension of the scores
-  // each of its loops is.
   std::function<Value(ImplicitLocOpBuilder &, const BlockContext &, Value,
                       ArrayRef<AffineExpr>, int)>
       gather;
+  // Clones `op`'s body on lanes; `dims` says which dimension of the scores
+  // each of its loops is.
   auto vectorizeBody = [&](ImplicitLocOpBuilder &tb, const BlockContext &at,
                            linalg::GenericOp op, ArrayRef<AffineExpr> dims,
                            IRMapping &mapping) -> Value {
@@ -646,7 +647,9 @@ static Value buildFusedAttention(ImplicitLocOpBuilder &b,
         state.addTypes(VectorType::get({block}, type));
       mapping.map(o.getResults(), tb.create(state)->getResults());
     }
-    return mapping.lookup(body->getTerminator()->getOperand(0));
+    Value yielded = body->getTerminator()->getOperand(0);
+    Value result = mapping.lookupOrNull(yielded);
+    return result ? result : lanes(tb, yielded);
   };
   gather = [&](ImplicitLocOpBuilder &tb, const BlockContext &at, Value tensor,
                ArrayRef<AffineExpr> place, int depth) -> Value {
