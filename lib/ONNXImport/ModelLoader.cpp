@@ -272,22 +272,15 @@ public:
   }
 
 private:
-  /// A declared shape's dims are sizes: not negative (-1 is not "unknown"
-  /// in ONNX; a dim_param or no value is).
   /// libonnx's inference gives Reshape, Expand and ConstantOfShape as many
-  /// dimensions as their shape operand's declared length, allocating one
-  /// per dimension: a shape read from a graph input or value_info (through
-  /// Identity and Cast) is at most kMaxRank long.
+  /// dimensions as their shape operand has elements, allocating one per
+  /// dimension, before anything checks them. A shape operand's element count
+  /// is bounded here from what the file states (declarations, stored
+  /// tensors) through the ops that carry it (same-size ops, Slice, Concat's
+  /// sum, broadcasting's product); one that can exceed kMaxRank is refused.
   bool checkShapeOperands(const onnx::GraphProto &graph) {
-    constexpr int64_t kMaxRank = 64;
-    std::map<std::string, const onnx::ValueInfoProto *> declarations;
-    for (const auto *values : {&graph.input(), &graph.value_info()})
-      for (const onnx::ValueInfoProto &value : *values)
-        declarations[value.name()] = &value;
-    std::map<std::string, const onnx::NodeProto *> producers;
-    for (const onnx::NodeProto &node : graph.node())
-      for (const std::string &output : node.output())
-        producers[output] = &node;
+    constexpr uint64_t kMaxRank = 64;
+    ShapeOperandBounds bounds(graph);
     for (int index = 0; index < graph.node_size(); ++index) {
       const onnx::NodeProto &node = graph.node(index);
       int operand = node.op_type() == "ConstantOfShape" ? 0
@@ -298,34 +291,125 @@ private:
       if (operand < 0 || !node.domain().empty() ||
           node.input_size() <= operand)
         continue;
-      std::string name = node.input(operand);
-      for (int hops = 0; hops < graph.node_size(); ++hops) {
-        auto producer = producers.find(name);
-        if (producer == producers.end() ||
-            (producer->second->op_type() != "Identity" &&
-             producer->second->op_type() != "Cast") ||
-            producer->second->input_size() == 0)
-          break;
-        name = producer->second->input(0);
-      }
-      auto declaration = declarations.find(name);
-      if (declaration == declarations.end() ||
-          !declaration->second->type().tensor_type().has_shape())
+      const std::string &name = node.input(operand);
+      std::optional<ElementBound> bound = bounds.of(name, 0);
+      if (!bound || bound->elements <= kMaxRank)
         continue;
-      const auto &dims =
-          declaration->second->type().tensor_type().shape().dim();
-      if (dims.size() == 1 && dims[0].has_dim_value() &&
-          dims[0].dim_value() > kMaxRank) {
-        error = "node '" + nodeDisplayName(node, index) + "' (" +
-                node.op_type() + "): its shape '" + name +
-                "' is declared with " + std::to_string(dims[0].dim_value()) +
-                " elements, a rank above " + std::to_string(kMaxRank);
-        return false;
-      }
+      error = "node '" + nodeDisplayName(node, index) + "' (" +
+              node.op_type() + "): its shape '" + name + "' ";
+      error += bound->source == name
+                   ? "is declared with " + std::to_string(bound->elements)
+                   : "can have " + std::to_string(bound->elements) +
+                         " elements (from '" + bound->source +
+                         "', declared with " +
+                         std::to_string(bound->sourceElements) + ")";
+      if (bound->source == name)
+        error += " elements";
+      error += ", a rank above " + std::to_string(kMaxRank);
+      return false;
     }
     return true;
   }
 
+  /// An upper bound on a value's element count, and the declaration or
+  /// stored tensor it comes from.
+  struct ElementBound {
+    uint64_t elements;
+    std::string source;
+    uint64_t sourceElements;
+  };
+  class ShapeOperandBounds {
+  public:
+    explicit ShapeOperandBounds(const onnx::GraphProto &graph) {
+      for (const auto *values : {&graph.input(), &graph.value_info()})
+        for (const onnx::ValueInfoProto &value : *values)
+          if (std::optional<uint64_t> count = staticCount(value))
+            stated[value.name()] = *count;
+      for (const onnx::TensorProto &tensor : graph.initializer())
+        stated[tensor.name()] = count(tensor.dims());
+      for (const onnx::NodeProto &node : graph.node())
+        for (const std::string &output : node.output())
+          producers[output] = &node;
+    }
+
+    std::optional<ElementBound> of(const std::string &name, int depth) {
+      if (auto known = memo.find(name); known != memo.end())
+        return known->second;
+      std::optional<ElementBound> bound = compute(name, depth);
+      memo[name] = bound;
+      return bound;
+    }
+
+  private:
+    static uint64_t count(const google::protobuf::RepeatedField<int64_t> &dims) {
+      uint64_t elements = 1;
+      for (int64_t dim : dims)
+        elements = saturatingProduct(elements, dim < 0 ? 0 : uint64_t(dim));
+      return elements;
+    }
+    static uint64_t saturatingProduct(uint64_t a, uint64_t b) {
+      return b && a > (kMaxElements + 1) / b ? kMaxElements + 1 : a * b;
+    }
+    static std::optional<uint64_t> staticCount(const onnx::ValueInfoProto &v) {
+      if (!v.type().has_tensor_type() || !v.type().tensor_type().has_shape())
+        return std::nullopt;
+      uint64_t elements = 1;
+      for (const auto &dim : v.type().tensor_type().shape().dim()) {
+        if (!dim.has_dim_value())
+          return std::nullopt;
+        elements = saturatingProduct(
+            elements, dim.dim_value() < 0 ? 0 : uint64_t(dim.dim_value()));
+      }
+      return elements;
+    }
+
+    std::optional<ElementBound> compute(const std::string &name, int depth) {
+      if (auto value = stated.find(name); value != stated.end())
+        return ElementBound{value->second, name, value->second};
+      auto producer = producers.find(name);
+      if (producer == producers.end() || depth > 64)
+        return std::nullopt;
+      const onnx::NodeProto &node = *producer->second;
+      if (!node.domain().empty() || node.input_size() == 0)
+        return std::nullopt;
+      static const std::set<std::string> kSameSize = {
+          "Identity", "Cast",  "Neg",     "Abs",       "Ceil",
+          "Floor",    "Relu",  "Sign",    "Not",       "Squeeze",
+          "Unsqueeze", "Flatten", "Slice", "Reciprocal"};
+      static const std::set<std::string> kBroadcasting = {
+          "Add",   "Sub",     "Mul",  "Div",  "Max", "Min", "Mod",
+          "Pow",   "Where",   "Equal", "Less", "Greater", "And", "Or"};
+      bool sum = node.op_type() == "Concat";
+      if (kSameSize.count(node.op_type()))
+        return of(node.input(0), depth + 1);
+      if (!sum && !kBroadcasting.count(node.op_type()))
+        return std::nullopt;
+      std::optional<ElementBound> total;
+      for (const std::string &input : node.input()) {
+        std::optional<ElementBound> bound = of(input, depth + 1);
+        if (!bound)
+          return std::nullopt;
+        if (!total) {
+          total = bound;
+          continue;
+        }
+        uint64_t elements =
+            sum ? std::min(total->elements + bound->elements, kMaxElements + 1)
+                : saturatingProduct(total->elements, bound->elements);
+        if (bound->sourceElements > total->sourceElements)
+          total = bound;
+        total->elements = elements;
+      }
+      return total;
+    }
+
+    std::map<std::string, uint64_t> stated;
+    std::map<std::string, const onnx::NodeProto *> producers;
+    std::map<std::string, std::optional<ElementBound>> memo;
+  };
+
+  /// A declared shape's dims are sizes: not negative (-1 is not "unknown"
+  /// in ONNX; a dim_param or no value is).
   bool declared(const onnx::ValueInfoProto &value) {
     if (!value.type().has_tensor_type() ||
         !value.type().tensor_type().has_shape())
