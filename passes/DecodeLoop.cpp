@@ -282,9 +282,11 @@ Value DecodeLoopBuilder::shouldContinue(Value generated, Value length,
                                         Value ended, int64_t roundSize) {
   Value wanted =
       arith::CmpIOp::create(b, arith::CmpIPredicate::ult, generated, maxNew);
-  Value room = arith::CmpIOp::create(
-      b, arith::CmpIPredicate::ule,
-      arith::AddIOp::create(b, length, index(roundSize)), index(capacity - 1));
+  // In sequence: arguments' evaluation order differs between compilers.
+  Value last = index(capacity - 1);
+  Value end = arith::AddIOp::create(b, length, index(roundSize));
+  Value room =
+      arith::CmpIOp::create(b, arith::CmpIPredicate::ule, end, last);
   Value notEnded = arith::XOrIOp::create(
       b, ended, arith::ConstantOp::create(b, b.getBoolAttr(true)));
   return arith::AndIOp::create(b, arith::AndIOp::create(b, wanted, room),

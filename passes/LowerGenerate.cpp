@@ -635,9 +635,11 @@ void MTPModuleLowering::build(DecodeLoopBuilder &loop) {
         // from the verified rows, which it has not seen yet).
         SmallVector<Value> starts{state.length};
         for (unsigned d = 2; d <= count; ++d) {
-          Value stale = arith::MaxSIOp::create(
-              b, arith::SubIOp::create(b, verified.length, loop.index(d)),
-              loop.index(0));
+          // Ops in sequence, not in one call's arguments, whose order of
+          // evaluation differs between compilers (and the IR with it).
+          Value zero = loop.index(0);
+          Value back = arith::SubIOp::create(b, verified.length, loop.index(d));
+          Value stale = arith::MaxSIOp::create(b, back, zero);
           starts.push_back(arith::MinSIOp::create(b, stale, state.length));
         }
         State next = runChain(loop, verified.verify.getResult(hiddenResult),
