@@ -491,15 +491,21 @@ static Value buildFusedAttention(ImplicitLocOpBuilder &b,
 
   int64_t block = positionsPerBlock;
   // A vector's sum by halves, in a fixed tree (no reassociation left to
-  // LLVM, so the order cannot depend on the surrounding code).
+  // LLVM, so the order cannot depend on the surrounding code). Ops are
+  // created in sequence, never two in one call's arguments, whose order of
+  // evaluation differs between compilers (and the IR with it).
+  auto halves = [](ImplicitLocOpBuilder &tb, Value v, int64_t width) {
+    Value low = vector::ExtractStridedSliceOp::create(tb, v, {0}, {width}, {1});
+    Value high =
+        vector::ExtractStridedSliceOp::create(tb, v, {width}, {width}, {1});
+    return std::make_pair(low, high);
+  };
   auto treeSum = [&](ImplicitLocOpBuilder &tb, Value v) -> Value {
     int64_t width = cast<VectorType>(v.getType()).getDimSize(0);
     while (width > 1 && width % 2 == 0) {
       width /= 2;
-      v = arith::AddFOp::create(
-          tb,
-          vector::ExtractStridedSliceOp::create(tb, v, {0}, {width}, {1}),
-          vector::ExtractStridedSliceOp::create(tb, v, {width}, {width}, {1}));
+      auto [low, high] = halves(tb, v, width);
+      v = arith::AddFOp::create(tb, low, high);
     }
     return width == 1 ? Value(vector::ExtractOp::create(tb, v, 0))
                       : Value(vector::ReductionOp::create(
@@ -540,14 +546,11 @@ static Value buildFusedAttention(ImplicitLocOpBuilder &b,
     Value h67 = pairSums(tb, folded[6], folded[7]);
     // [a0..a3 over lanes 0-3 | a0..a3 over lanes 4-7], then a4..a7.
     Value low = pairSums(tb, h01, h23), high = pairSums(tb, h45, h67);
-    return arith::AddFOp::create(
-               tb,
-               vector::ShuffleOp::create(
-                   tb, low, high, ArrayRef<int64_t>{0, 1, 2, 3, 8, 9, 10, 11}),
-               vector::ShuffleOp::create(tb, low, high,
-                                         ArrayRef<int64_t>{4, 5, 6, 7, 12, 13,
-                                                           14, 15}))
-        .getResult();
+    Value firstHalves = vector::ShuffleOp::create(
+        tb, low, high, ArrayRef<int64_t>{0, 1, 2, 3, 8, 9, 10, 11});
+    Value secondHalves = vector::ShuffleOp::create(
+        tb, low, high, ArrayRef<int64_t>{4, 5, 6, 7, 12, 13, 14, 15});
+    return arith::AddFOp::create(tb, firstHalves, secondHalves).getResult();
   };
 
   // The modifier's body on a whole block of scores, when its ops are
@@ -734,9 +737,8 @@ static Value buildFusedAttention(ImplicitLocOpBuilder &b,
     int64_t width = block;
     while (width > 1 && width % 2 == 0) {
       width /= 2;
-      v = larger(
-          tb, vector::ExtractStridedSliceOp::create(tb, v, {0}, {width}, {1}),
-          vector::ExtractStridedSliceOp::create(tb, v, {width}, {width}, {1}));
+      auto [low, high] = halves(tb, v, width);
+      v = larger(tb, low, high);
     }
     return width == 1 ? Value(vector::ExtractOp::create(tb, v, 0))
                       : Value(vector::ReductionOp::create(

@@ -160,12 +160,12 @@ func.func @gqa(%q: tensor<?x4x?x8xf32>, %keys: tensor<1x2x?x8xf32>, %values: ten
 // lanes, 8 registers reduced together by pairwise sums, twice per block.
 // DEFAULT-COUNT-8: arith.mulf %{{.*}}, %{{.*}} : vector<8xf32>
 // DEFAULT-COUNT-6: vector.shuffle %{{.*}}, %{{.*}} [0, 2, 8, 10, 4, 6, 12, 14] : vector<8xf32>, vector<8xf32>
-// DEFAULT: vector.shuffle %{{.*}}, %{{.*}} [4, 5, 6, 7, 12, 13, 14, 15]
 // DEFAULT: vector.shuffle %{{.*}}, %{{.*}} [0, 1, 2, 3, 8, 9, 10, 11]
+// DEFAULT: vector.shuffle %{{.*}}, %{{.*}} [4, 5, 6, 7, 12, 13, 14, 15]
 // DEFAULT-COUNT-8: arith.mulf %{{.*}}, %{{.*}} : vector<8xf32>
 // DEFAULT-COUNT-6: vector.shuffle %{{.*}}, %{{.*}} [0, 2, 8, 10, 4, 6, 12, 14] : vector<8xf32>, vector<8xf32>
-// DEFAULT: vector.shuffle %{{.*}}, %{{.*}} [4, 5, 6, 7, 12, 13, 14, 15]
 // DEFAULT: vector.shuffle %{{.*}}, %{{.*}} [0, 1, 2, 3, 8, 9, 10, 11]
+// DEFAULT: vector.shuffle %{{.*}}, %{{.*}} [4, 5, 6, 7, 12, 13, 14, 15]
 // DEFAULT: vector.insert_strided_slice %{{.*}}, %{{.*}} {offsets = [8], strides = [1]} : vector<8xf32> into vector<16xf32>
 // DEFAULT: arith.divf %{{.*}}, %{{.*}} : vector<16xf32>
 // DEFAULT: math.exp %{{.*}} : vector<16xf32>
