@@ -295,17 +295,15 @@ private:
       std::optional<ElementBound> bound = bounds.of(name, 0);
       if (!bound || bound->elements <= kMaxRank)
         continue;
+      std::string elements = std::to_string(bound->elements) + " elements";
       error = "node '" + nodeDisplayName(node, index) + "' (" +
-              node.op_type() + "): its shape '" + name + "' ";
-      error += bound->source == name
-                   ? "is declared with " + std::to_string(bound->elements)
-                   : "can have " + std::to_string(bound->elements) +
-                         " elements (from '" + bound->source +
+              node.op_type() + "): its shape '" + name + "' " +
+              (bound->source == name
+                   ? "is declared with " + elements
+                   : "can have " + elements + " (from '" + bound->source +
                          "', declared with " +
-                         std::to_string(bound->sourceElements) + ")";
-      if (bound->source == name)
-        error += " elements";
-      error += ", a rank above " + std::to_string(kMaxRank);
+                         std::to_string(bound->sourceElements) + ")") +
+              ", a rank above " + std::to_string(kMaxRank);
       return false;
     }
     return true;
