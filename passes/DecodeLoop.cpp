@@ -268,9 +268,9 @@ void DecodeLoopBuilder::buildTail(ValueRange results,
 /// Returns the sequence, its length (at most the prompt plus max_new_tokens:
 /// a round may produce more), the target forwards and the counters.
 void DecodeLoopBuilder::finish(const DecodeState &state, ValueRange counters) {
-  Value length = arith::MinUIOp::create(
-      b, arith::AddIOp::create(b, state.length, index(1)),
-      arith::AddIOp::create(b, promptLength, maxNew));
+  Value afterLast = arith::AddIOp::create(b, state.length, index(1));
+  Value limit = arith::AddIOp::create(b, promptLength, maxNew);
+  Value length = arith::MinUIOp::create(b, afterLast, limit);
   SmallVector<Value> results{state.seq, length, state.steps};
   llvm::append_range(results, counters);
   func::ReturnOp::create(b, results);
@@ -300,7 +300,8 @@ Value DecodeLoopBuilder::isStop(Value token) {
                                                  token, i64(*eos)))
                    : Value(arith::ConstantOp::create(b, b.getBoolAttr(false)));
   Value count = tensor::DimOp::create(b, stopTokens, 0);
-  auto scan = scf::ForOp::create(b, index(0), count, index(1), stop);
+  Value zero = index(0), one = index(1);
+  auto scan = scf::ForOp::create(b, zero, count, one, stop);
   OpBuilder::InsertionGuard guard(b);
   b.setInsertionPointToStart(scan.getBody());
   Value candidate =
@@ -315,10 +316,11 @@ Value DecodeLoopBuilder::isStop(Value token) {
 /// Whether `seq` holds a stop token (isStop) at a position in (from, to],
 /// reporting each of those tokens to the runtime.
 Value DecodeLoopBuilder::committedStop(Value seq, Value from, Value to) {
-  auto scan = scf::ForOp::create(
-      b, arith::AddIOp::create(b, from, index(1)),
-      arith::AddIOp::create(b, to, index(1)), index(1),
-      ValueRange{arith::ConstantOp::create(b, b.getBoolAttr(false))});
+  Value one = index(1);
+  Value first = arith::AddIOp::create(b, from, one);
+  Value end = arith::AddIOp::create(b, to, one);
+  Value none = arith::ConstantOp::create(b, b.getBoolAttr(false));
+  auto scan = scf::ForOp::create(b, first, end, one, ValueRange{none});
   OpBuilder::InsertionGuard guard(b);
   b.setInsertionPointToStart(scan.getBody());
   Value token = tensor::ExtractOp::create(b, seq, scan.getInductionVar());
@@ -450,6 +452,22 @@ std::pair<Value, Value> DecodeLoopBuilder::propose(Value row, Value key) {
   return {token, op.getProbs()};
 }
 
+Value DecodeLoopBuilder::pickRows(Value rows, Value key) {
+  auto rowsType = cast<RankedTensorType>(rows.getType());
+  auto tokensType =
+      RankedTensorType::get({rowsType.getDimSize(0)}, b.getI64Type());
+  return ProposeOp::create(b, tokensType, rowsType, rows,
+                           rule.isSampling() ? key : Value(), rule)
+      .getTokens();
+}
+
+Value DecodeLoopBuilder::argmax(Value row) {
+  auto tokenType = RankedTensorType::get({1}, b.getI64Type());
+  auto op = ProposeOp::create(b, tokenType, row.getType(), row, Value(),
+                              GreedyAttr::get(b.getContext()));
+  return tensor::ExtractOp::create(b, op.getTokens(), index(0));
+}
+
 VerifiedRound DecodeLoopBuilder::verifyAndCommit(const DecodeState &state,
                                                  Value proposals, Value probs,
                                                  Value roundKey) {
@@ -515,9 +533,8 @@ Value DecodeLoopBuilder::elapsedSince(Value start) {
 }
 
 Value DecodeLoopBuilder::roundKey(Value steps) {
-  return arith::AddIOp::create(
-      b, key,
-      arith::MulIOp::create(
-          b, arith::IndexCastOp::create(b, b.getI64Type(), steps),
-          i64(kKeysPerRound)));
+  Value rounds = arith::IndexCastOp::create(b, b.getI64Type(), steps);
+  Value perRound = i64(kKeysPerRound);
+  return arith::AddIOp::create(b, key,
+                               arith::MulIOp::create(b, rounds, perRound));
 }

@@ -141,6 +141,14 @@ public:
   /// (keyed by `key` when sampling), and the distribution q it drew from.
   std::pair<mlir::Value, mlir::Value> propose(mlir::Value row,
                                               mlir::Value key);
+  /// Whether the rule samples (draws need keys).
+  bool isSampling() const { return rule.isSampling(); }
+  /// The token the rule picks at each row of `rows [n x vocab]`, as
+  /// `tensor<n x i64>`; when sampling, row r draws with `key`'s counter r.
+  mlir::Value pickRows(mlir::Value rows, mlir::Value key);
+  /// The most likely token of a `1 x vocab` row (the first maximum),
+  /// whatever the rule.
+  mlir::Value argmax(mlir::Value row);
   /// Verifies `proposals` (with their q in `probs` when sampling) after
   /// `state.last` in one target forward, accepts and commits.
   VerifiedRound verifyAndCommit(const DecodeState &state, mlir::Value proposals,

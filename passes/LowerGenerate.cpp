@@ -155,8 +155,9 @@ DraftLowering::propose(DecodeLoopBuilder &loop, const DecodeState &state,
   ImplicitLocOpBuilder &b = loop.getBuilder();
   Proposals empty =
       Proposals::create(b, gamma, draft.vocab, loop.getFloatType());
+  Value zero = loop.index(0), last = loop.index(gamma), one = loop.index(1);
   auto steps = scf::ForOp::create(
-      b, loop.index(0), loop.index(gamma), loop.index(1),
+      b, zero, last, one,
       ValueRange{draftState.cache, draftState.cached, empty.tokens,
                  empty.probs, state.last});
   OpBuilder::InsertionGuard guard(b);
@@ -166,7 +167,7 @@ DraftLowering::propose(DecodeLoopBuilder &loop, const DecodeState &state,
   Value cached = args[1], token = args[4];
   Value end = arith::AddIOp::create(b, state.length, k);
   Value count = arith::AddIOp::create(
-      b, arith::SubIOp::create(b, end, cached), loop.index(1));
+      b, arith::SubIOp::create(b, end, cached), one);
   Value feed = loop.tokens(tensor::InsertOp::create(b, token, state.seq, end),
                            cached, count);
   func::CallOp forward = loop.call(
@@ -330,7 +331,7 @@ Value MedusaLowering::proposeTree(DecodeLoopBuilder &loop, ValueRange results,
     Value logits =
         loop.logitsRow(results[headResults[depth - 1]], row, target.vocab);
     for (int64_t rank = 0; rank < needed[depth]; ++rank) {
-      Value token = loop.propose(logits, Value()).first;
+      Value token = loop.argmax(logits);
       best[depth].push_back(token);
       if (rank + 1 < needed[depth])
         logits = tensor::InsertOp::create(
@@ -349,8 +350,8 @@ Value MedusaLowering::proposeTree(DecodeLoopBuilder &loop, ValueRange results,
 
 /// One forward verifies the tree: rows [last, candidates...] at positions
 /// length + depth, each seeing the cache and its ancestors. The target's
-/// greedy token at the root picks the matching child, and so on down; the
-/// accepted path's cache rows move next to the prefix.
+/// pick at the root (greedy or sampled) selects the matching child, and so
+/// on down; the accepted path's cache rows move next to the prefix.
 RoundResult MedusaLowering::treeRound(DecodeLoopBuilder &loop,
                                       const DecodeState &state,
                                       Value candidates) {
@@ -401,18 +402,20 @@ RoundResult MedusaLowering::treeRound(DecodeLoopBuilder &loop,
       SmallVector<OpFoldResult>(3, b.getIndexAttr(0)),
       {one, b.getIndexAttr(rows), b.getIndexAttr(target.vocab)},
       SmallVector<OpFoldResult>(3, one));
-  Value greedy =
-      ProposeOp::create(b, RankedTensorType::get({rows}, i64Type),
-                        logits.getType(), logits, Value(),
-                        GreedyAttr::get(b.getContext()))
-          .getTokens();
+  // The target's pick at every row. Sampled, each row draws on its own, so
+  // the pick at a row on the accepted path is a draw from the target's
+  // distribution given that path: matching it against fixed candidates
+  // keeps sampling lossless (and accepts a child with probability p(child),
+  // what sequential rejection of deterministic candidates would).
+  Value picks = loop.pickRows(
+      logits, loop.isSampling() ? loop.roundKey(state.steps) : Value());
 
   // Down the tree: at each depth, the child of the current row whose token
   // is the target's pick there (siblings are distinct tokens: at most one).
   Value current = loop.index(0), accepted = loop.index(0);
   SmallVector<Value> path{current};
   for (int64_t depth = 1; depth <= deepest; ++depth) {
-    Value wanted = tensor::ExtractOp::create(b, greedy, current);
+    Value wanted = tensor::ExtractOp::create(b, picks, current);
     Value next = current;
     Value found = arith::ConstantOp::create(b, b.getBoolAttr(false));
     for (int64_t node = 1; node <= nodes; ++node) {
@@ -429,9 +432,9 @@ RoundResult MedusaLowering::treeRound(DecodeLoopBuilder &loop,
       next = arith::SelectOp::create(b, match, loop.index(node), next);
       found = arith::OrIOp::create(b, found, match);
     }
+    Value oneMore = loop.index(1), noMore = loop.index(0);
     accepted = arith::AddIOp::create(
-        b, accepted,
-        arith::SelectOp::create(b, found, loop.index(1), loop.index(0)));
+        b, accepted, arith::SelectOp::create(b, found, oneMore, noMore));
     current = next;
     path.push_back(current);
   }
@@ -442,14 +445,13 @@ RoundResult MedusaLowering::treeRound(DecodeLoopBuilder &loop,
   Value seq = state.seq;
   SmallVector<Value> sources;
   for (auto [k, row] : llvm::enumerate(path)) {
-    seq = tensor::InsertOp::create(
-        b, tensor::ExtractOp::create(b, greedy, row), seq,
-        ValueRange{arith::AddIOp::create(b, state.length,
-                                         loop.index(k + 1))});
+    Value token = tensor::ExtractOp::create(b, picks, row);
+    Value at = arith::AddIOp::create(b, state.length, loop.index(k + 1));
+    seq = tensor::InsertOp::create(b, token, seq, at);
     if (k > 0)
       sources.push_back(arith::AddIOp::create(b, state.length, row));
   }
-  Value next = tensor::ExtractOp::create(b, greedy, current);
+  Value next = tensor::ExtractOp::create(b, picks, current);
   Value fromRows = tensor::ExtractSliceOp::create(
       b,
       tensor::FromElementsOp::create(
@@ -703,10 +705,11 @@ MTPModuleLowering::runChain(DecodeLoopBuilder &loop, Value targetHidden,
         loop.call(depth.module, {rows, tokens, loop.positions(start, count),
                                  previous.caches[index], start});
     next.caches.push_back(forward.getResults().back());
-    auto [token, q] = loop.propose(
-        loop.logitsRow(forward.getResult(0),
-                       b.createOrFold<arith::SubIOp>(count, one), target.vocab),
-        arith::AddIOp::create(b, key, loop.i64(index + 1)));
+    Value logits = loop.logitsRow(
+        forward.getResult(0), b.createOrFold<arith::SubIOp>(count, one),
+        target.vocab);
+    Value stepKey = arith::AddIOp::create(b, key, loop.i64(index + 1));
+    auto [token, q] = loop.propose(logits, stepKey);
     next.pending = next.pending.with(b, b.getIndexAttr(index), token, q);
     if (index + 1 == depths.size())
       break;

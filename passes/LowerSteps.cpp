@@ -219,8 +219,9 @@ static Value amountAtOrAbove(OpBuilder &b, Location loc, Value probs,
     return arith::ConstantIndexOp::create(b, loc, v);
   };
   Value zero = zeroOf(b, loc);
+  Value first = index(0), end = index(vocab), step = index(1);
   auto total = scf::ForOp::create(
-      b, loc, index(0), index(vocab), index(1), ValueRange{zero},
+      b, loc, first, end, step, ValueRange{zero},
       [&](OpBuilder &ib, Location il, Value v, ValueRange acc) {
         Value x = tensor::ExtractOp::create(ib, il, probs, ValueRange{row, v});
         Value at =
@@ -253,15 +254,16 @@ static Value rowThreshold(OpBuilder &b, Location loc, Value probs, Value row,
   Value lo0 = arith::ConstantOp::create(b, loc, b.getI32IntegerAttr(0));
   Value hi0 =
       arith::ConstantOp::create(b, loc, b.getI32IntegerAttr(0x3F800001));
+  Value first = index(0), end = index(32), step = index(1);
   auto bisect = scf::ForOp::create(
-      b, loc, index(0), index(32), index(1), ValueRange{lo0, hi0},
+      b, loc, first, end, step, ValueRange{lo0, hi0},
       [&](OpBuilder &nb, Location l, Value, ValueRange bounds) {
         Value lo = bounds[0], hi = bounds[1];
-        Value mid = arith::AddIOp::create(
-            nb, l, lo,
-            arith::ShRUIOp::create(
-                nb, l, arith::SubIOp::create(nb, l, hi, lo),
-                arith::ConstantOp::create(nb, l, nb.getI32IntegerAttr(1))));
+        Value width = arith::SubIOp::create(nb, l, hi, lo);
+        Value half = arith::ShRUIOp::create(
+            nb, l, width,
+            arith::ConstantOp::create(nb, l, nb.getI32IntegerAttr(1)));
+        Value mid = arith::AddIOp::create(nb, l, lo, half);
         Value t = arith::BitcastOp::create(nb, l, floatType, mid);
         Value amount = amountAtOrAbove(nb, l, probs, row, t, byMass);
         Value holds =
@@ -584,12 +586,13 @@ struct LowerPropose : OpConversionPattern<ProposeOp> {
           Value hit = arith::CmpIOp::create(b, l, arith::CmpIPredicate::eq,
                                             token, column);
           Type f = logitsType.getElementType();
+          Value certain =
+              arith::ConstantOp::create(b, l, b.getFloatAttr(f, 1.0));
+          Value impossible =
+              arith::ConstantOp::create(b, l, b.getFloatAttr(f, 0.0));
           tensor::YieldOp::create(
               b, l,
-              arith::SelectOp::create(
-                  b, l, hit,
-                  arith::ConstantOp::create(b, l, b.getFloatAttr(f, 1.0)),
-                  arith::ConstantOp::create(b, l, b.getFloatAttr(f, 0.0)))
+              arith::SelectOp::create(b, l, hit, certain, impossible)
                   .getResult());
         });
     rewriter.replaceOp(op, {tokens, probs});

@@ -272,9 +272,10 @@ def SpecLowerGenerate : Pass<"spec-lower-generate", "::mlir::ModuleOp"> {
     With Medusa heads the loop has no draft: the fused forward that verifies
     the last token and the heads' proposals also gives, at the row of the
     last accepted token, the next token's logits and the heads' next
-    proposals; with a `tree` (greedy only), one forward verifies every
+    proposals; with a `tree`, one forward verifies every
     candidate (the heads' top-k, rows at length + depth, the target's tree
-    mask from `spec-tree-attention`), the target's picks walk down the tree
+    mask from `spec-tree-attention`), the target's picks (greedy, or drawn
+    at every row when sampling) walk down the tree
     and `spec.cache.move` moves the accepted path's cache rows into place.
     With DeepSeek-style MTP modules each depth of the chain runs beside the
     target with its own in-place cache: after each verification depth 1

@@ -172,10 +172,6 @@ LogicalResult DecoderOp::verify() {
     if (!mtp)
       return emitOpError() << "trees of candidates come from MTP heads; a "
                               "draft proposes one chain";
-    if (getRule().isSampling())
-      return emitOpError()
-             << "tree verification is greedy only; lossless sampling over a "
-                "tree (multi-candidate rejection sampling) is not implemented";
     if (tree.getMaxDepth() > static_cast<int64_t>(mtp.getHeads().size()))
       return emitOpError() << "the tree is " << tree.getMaxDepth()
                            << " candidates deep but the proposer has "

@@ -41,7 +41,10 @@ def Spec_DecoderOp : Spec_Op<"decoder", [
 
     `tree`, when present, makes each round verify a tree of candidates
     (`#spec.tree`) in one forward instead of one chain: Medusa heads only,
-    greedy verification only, no deeper than there are heads.
+    no deeper than there are heads. Greedy or sampling: every row's token
+    is the rule's pick from the target's logits there (sampled rows draw
+    independently), and the round walks down the candidates that match,
+    so the committed tokens are the target's own picks.
 
     Example:
 

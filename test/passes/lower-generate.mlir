@@ -387,3 +387,41 @@ spec.decoder @tree target(@fused) proposer(#spec.mtp<[@head1, @head2]>) verify(#
 // The accepted path's rows move next to the prefix.
 // CHECK: %[[MOVED:.*]] = spec.cache.move %[[V]]#3 from %{{.*}} to %{{.*}} : !spec.kv_cache<2x2x64x8xf32>, tensor<?xindex>
 // CHECK: scf.yield %{{.*}}, %[[MOVED]],
+
+// -----
+
+// The same tree, sampling: the target's pick at every row is drawn (each
+// row with its own counter of the round's key); the candidates stay the
+// heads' most likely tokens.
+func.func private @fused(tensor<?x?xi64> {spec.io = #spec.io<token_ids>},
+                         tensor<?x?xi64> {spec.io = #spec.io<position_ids>},
+                         !spec.kv_cache<2x2x64x8xf32> {spec.io = #spec.io<kv_cache>},
+                         index {spec.io = #spec.io<past_length>},
+                         tensor<?x?xi1> {spec.io = #spec.io<tree_mask>})
+    -> (tensor<?x?x16xf32> {spec.io = #spec.io<logits>},
+        tensor<?x?x16xf32> {spec.io = #spec.io<head_logits, index = 1>},
+        tensor<?x?x16xf32> {spec.io = #spec.io<head_logits, index = 2>},
+        !spec.kv_cache<2x2x64x8xf32> {spec.io = #spec.io<kv_cache>})
+    attributes {spec.role = #spec.role<target>}
+func.func private @head1(tensor<?x?x4xf32>) -> tensor<?x?x16xf32>
+    attributes {spec.role = #spec.role<medusa_head, depth = 1>}
+func.func private @head2(tensor<?x?x4xf32>) -> tensor<?x?x16xf32>
+    attributes {spec.role = #spec.role<medusa_head, depth = 2>}
+spec.decoder @tree_sampled target(@fused) proposer(#spec.mtp<[@head1, @head2]>) verify(#spec.rejection<temperature = 0.5>) tree(#spec.tree<parents = [0, 0, 1], ranks = [0, 1, 0]>)
+
+// CHECK-LABEL: func.func @tree_sampled_generate(
+// CHECK-SAME: %{{[^:]*}}: tensor<?xi64> {spec.name = "prompt"}, %{{[^:]*}}: index, %[[KEY:[^:]*]]: i64,
+// CHECK: spec.propose %{{.*}} key(%[[KEY]]) rule(#spec.rejection<temperature = 0.5>) : tensor<1x16xf32>
+// CHECK: spec.propose %{{.*}} rule(#spec.greedy) : tensor<1x16xf32>
+// CHECK: scf.while
+// CHECK: } do {
+// CHECK-NEXT: ^bb0(%{{[^:]*}}: tensor<64xi64>, %{{[^:]*}}: !spec.kv_cache<2x2x64x8xf32>, %{{[^:]*}}: index, %{{[^:]*}}: index, %[[STEPS:[^:]*]]: index,
+// CHECK: %[[V:.*]]:4 = spec.verify @fused(
+// CHECK: %[[STEPS64:.*]] = arith.index_cast %[[STEPS]] : index to i64
+// CHECK: %[[SCALED:.*]] = arith.muli %[[STEPS64]], %c1048576{{.*}} : i64
+// CHECK-NEXT: %[[ROUNDKEY:.*]] = arith.addi %[[KEY]], %[[SCALED]] : i64
+// CHECK-NEXT: %[[PICKS:.*]], %{{.*}} = spec.propose %{{.*}} key(%[[ROUNDKEY]]) rule(#spec.rejection<temperature = 0.5>) : tensor<4x16xf32> -> tensor<4xi64>, tensor<4x16xf32>
+// CHECK: tensor.extract %[[PICKS]]
+// CHECK: spec.cache.move %[[V]]#3
+// The next round's candidates: the heads' best tokens, greedy.
+// CHECK: spec.propose %{{.*}} rule(#spec.greedy) : tensor<1x16xf32>

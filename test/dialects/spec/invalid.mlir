@@ -640,13 +640,6 @@ spec.decoder @d target(@target) proposer(#spec.mtp<[@h1]>) verify(#spec.greedy) 
 // -----
 
 func.func private @target(tensor<?xi64>) -> tensor<?x8xf32> attributes {spec.role = #spec.role<target>}
-func.func private @h1(tensor<?x4xf32>) -> tensor<?x8xf32> attributes {spec.role = #spec.role<medusa_head, depth = 1>}
-// expected-error @below {{'spec.decoder' op tree verification is greedy only; lossless sampling over a tree (multi-candidate rejection sampling) is not implemented}}
-spec.decoder @d target(@target) proposer(#spec.mtp<[@h1]>) verify(#spec.rejection<>) tree(#spec.tree<parents = [0], ranks = [0]>)
-
-// -----
-
-func.func private @target(tensor<?xi64>) -> tensor<?x8xf32> attributes {spec.role = #spec.role<target>}
 func.func private @draft(tensor<?xi64>) -> tensor<?x8xf32> attributes {spec.role = #spec.role<draft>}
 // expected-error @below {{'spec.decoder' op trees of candidates come from MTP heads; a draft proposes one chain}}
 spec.decoder @d target(@target) proposer(#spec.draft<@draft, gamma = 2>) verify(#spec.greedy) tree(#spec.tree<parents = [0], ranks = [0]>)

@@ -4,7 +4,9 @@
 // next-token distributions p and q over 4 tokens (spec-lower-generate,
 // spec-lower-steps, spec-graph-to-llvm), runs it with many seeds and checks
 // with a chi-square test that the generated tokens follow p; the same bound
-// rejects tokens drawn from q, a sampler biased towards the draft.
+// rejects tokens drawn from q, a sampler biased towards the draft. Medusa
+// heads verifying a tree of candidates are checked against a target whose
+// distribution depends on the previous token.
 //
 //===----------------------------------------------------------------------===//
 
@@ -146,6 +148,68 @@ std::string mtpFunctions(const std::array<double, 4> &target,
   return text;
 }
 
+/// A target fused with two Medusa heads that takes a tree mask: its logits
+/// at a row are `base + token * slope` (the row's own token: p depends on
+/// the previous token, so a pick drawn from another row's logits shows),
+/// and head d's logits are `heads[d - 1]` at every row.
+std::string medusaTreeFunctions(const std::array<double, 4> &base,
+                                const std::array<double, 4> &slope,
+                                const std::array<std::array<double, 4>, 2> &heads) {
+  auto dense = [](const std::array<double, 4> &v) {
+    return llvm::formatv("dense<[{0}, {1}, {2}, {3}]> : tensor<4xf32>", v[0],
+                         v[1], v[2], v[3])
+        .str();
+  };
+  std::string text;
+  llvm::raw_string_ostream os(text);
+  os << "func.func @target(%ids: tensor<?x?xi64> "
+        "{spec.io = #spec.io<token_ids>}, "
+        "%pos: tensor<?x?xi64> {spec.io = #spec.io<position_ids>}, "
+        "%cache: !spec.kv_cache<1x1x64x1xf32> {spec.io = #spec.io<kv_cache>}, "
+        "%past: index {spec.io = #spec.io<past_length>}, "
+        "%tree: tensor<?x?xi1> {spec.io = #spec.io<tree_mask>}) -> "
+        "(tensor<1x?x4xf32> {spec.io = #spec.io<logits>}, "
+        "tensor<1x?x4xf32> {spec.io = #spec.io<head_logits, index = 1>}, "
+        "tensor<1x?x4xf32> {spec.io = #spec.io<head_logits, index = 2>}, "
+        "!spec.kv_cache<1x1x64x1xf32> {spec.io = #spec.io<kv_cache>}) "
+        "attributes {spec.role = #spec.role<target>} {\n"
+     << "  %c1 = arith.constant 1 : index\n"
+     << "  %n = tensor.dim %ids, %c1 : tensor<?x?xi64>\n"
+     << "  %init = tensor.empty(%n) : tensor<1x?x4xf32>\n"
+     << "  %base = arith.constant " << dense(base) << "\n"
+     << "  %slope = arith.constant " << dense(slope) << "\n"
+     << "  %logits = linalg.generic {indexing_maps = ["
+        "affine_map<(b, s, v) -> (v)>, affine_map<(b, s, v) -> (v)>, "
+        "affine_map<(b, s, v) -> (b, s)>, "
+        "affine_map<(b, s, v) -> (b, s, v)>], "
+        "iterator_types = [\"parallel\", \"parallel\", \"parallel\"]} "
+        "ins(%base, %slope, %ids : tensor<4xf32>, tensor<4xf32>, "
+        "tensor<?x?xi64>) outs(%init : tensor<1x?x4xf32>) {\n"
+     << "  ^bb0(%r: f32, %k: f32, %t: i64, %o: f32):\n"
+     << "    %x = arith.sitofp %t : i64 to f32\n"
+     << "    %m = arith.mulf %k, %x : f32\n"
+     << "    %a = arith.addf %r, %m : f32\n"
+     << "    linalg.yield %a : f32\n"
+     << "  } -> tensor<1x?x4xf32>\n";
+  for (int d = 0; d < 2; ++d)
+    os << "  %hrow" << d << " = arith.constant " << dense(heads[d]) << "\n"
+       << "  %head" << d << " = linalg.generic {indexing_maps = ["
+          "affine_map<(b, s, v) -> (v)>, affine_map<(b, s, v) -> (b, s, v)>], "
+          "iterator_types = [\"parallel\", \"parallel\", \"parallel\"]} "
+          "ins(%hrow" << d << " : tensor<4xf32>) outs(%init : "
+          "tensor<1x?x4xf32>) {\n"
+       << "  ^bb0(%x: f32, %o: f32):\n    linalg.yield %x : f32\n"
+       << "  } -> tensor<1x?x4xf32>\n";
+  os << "  return %logits, %head0, %head1, %cache : tensor<1x?x4xf32>, "
+        "tensor<1x?x4xf32>, tensor<1x?x4xf32>, "
+        "!spec.kv_cache<1x1x64x1xf32>\n}\n";
+  for (int d = 1; d <= 2; ++d)
+    os << "func.func private @head" << d
+       << "(tensor<1x?x1xf32>) -> tensor<1x?x4xf32> attributes {spec.role = "
+          "#spec.role<medusa_head, depth = " << d << ">}\n";
+  return text;
+}
+
 std::array<double, 4> softmax(const std::array<double, 4> &logits) {
   std::array<double, 4> p;
   double total = 0;
@@ -237,6 +301,12 @@ protected:
     }
     source += " verify(#spec.rejection<temperature = 1.0" + filters.str() +
               ">)\n";
+    return compileSource(source, function);
+  }
+
+  /// Lowers the decoders in `source` and compiles `function`.
+  std::unique_ptr<GraphExecutor> compileSource(StringRef source,
+                                               StringRef function) {
     modules.push_back(parseSourceString<ModuleOp>(source, &context));
     ModuleOp module = *modules.back();
     EXPECT_TRUE(module);
@@ -250,15 +320,18 @@ protected:
     return succeeded(executor) ? std::move(*executor) : nullptr;
   }
 
-  /// Generates `newTokens` after the prompt [0] with `key`; returns them.
+  /// Generates `newTokens` after the prompt [0] with `key`; returns them
+  /// (and counts the target forwards it took in `forwards`).
   std::vector<int64_t> generate(GraphExecutor &executor, int64_t newTokens,
-                                int64_t key) {
+                                int64_t key, int64_t *forwards = nullptr) {
     std::string error;
     FailureOr<std::vector<HostTensor>> outputs = executor.run(
         {makeInt64Tensor({1}, {0}), makeInt64Tensor({}, {newTokens}),
          makeInt64Tensor({}, {key}), makeInt64Tensor({0}, {})},
         error);
     EXPECT_TRUE(succeeded(outputs)) << error;
+    if (forwards)
+      *forwards += int64Value((*outputs)[2]);
     std::vector<int64_t> tokens(newTokens);
     std::memcpy(tokens.data(), (*outputs)[0].data.data() + sizeof(int64_t),
                 newTokens * sizeof(int64_t));
@@ -335,6 +408,70 @@ TEST_F(LosslessSamplingTest, MTPChainSamplesFollowTheTargetDistribution) {
     SCOPED_TRACE("MTP chain of depth " + std::to_string(depth));
     expectTargetDistribution("", 0, 1.0, 16.27, depth);
   }
+}
+
+// Medusa heads verifying a tree of candidates, sampling: each committed
+// token must follow the target's distribution given the token before it,
+// whichever of the tree's rows it was drawn at. The bound is the 99.9th
+// percentile with 12 degrees of freedom (3 for each previous token); a
+// sampler that ignores the previous token must fail it.
+TEST_F(LosslessSamplingTest, TreeSamplesFollowTheTargetDistribution) {
+  constexpr std::array<double, 4> kSlope{1.0, -1.0, 0.0, 0.5};
+  // Head 1's best two are tokens 2 and 0, p's most likely after token 0;
+  // head 2's best is token 0, p's most likely after token 2.
+  constexpr std::array<std::array<double, 4>, 2> kHeads{
+      {{1.0, 0.0, 2.0, -1.0}, {2.0, 0.5, 1.0, -1.0}}};
+  // [[0], [1], [0, 0], [1, 0]]: two candidates at each depth.
+  std::string source =
+      medusaTreeFunctions(kTargetLogits, kSlope, kHeads) +
+      "spec.decoder @decoder target(@target) proposer(#spec.mtp<[@head1, "
+      "@head2]>) verify(#spec.rejection<temperature = 1.0>) "
+      "tree(#spec.tree<parents = [0, 0, 1, 2], ranks = [0, 1, 0, 0]>)\n";
+  std::unique_ptr<GraphExecutor> speculative =
+      compileSource(source, "decoder_generate");
+  // The biased control draws every token from p after token 0.
+  std::unique_ptr<GraphExecutor> contextFree =
+      compile("decoder_target_only", kTargetLogits, kTargetLogits);
+  ASSERT_TRUE(speculative && contextFree);
+
+  constexpr int64_t kRuns = 3000, kNewTokens = 8;
+  // counts[t][v]: token v committed after token t (the prompt is [0]).
+  std::array<std::array<int64_t, 4>, 4> counts{}, controlCounts{};
+  int64_t forwards = 0;
+  for (int64_t key = 0; key < kRuns; ++key) {
+    int64_t previous = 0;
+    for (int64_t token : generate(*speculative, kNewTokens, key, &forwards)) {
+      ASSERT_TRUE(token >= 0 && token < 4) << token;
+      ++counts[previous][token];
+      previous = token;
+    }
+    previous = 0;
+    for (int64_t token : generate(*contextFree, kNewTokens, key)) {
+      ++controlCounts[previous][token];
+      previous = token;
+    }
+  }
+  double statistic = 0, control = 0;
+  for (int t = 0; t < 4; ++t) {
+    std::array<double, 4> logits;
+    for (int v = 0; v < 4; ++v)
+      logits[v] = kTargetLogits[v] + t * kSlope[v];
+    statistic += chiSquare(counts[t], softmax(logits));
+    control += chiSquare(controlCounts[t], softmax(logits));
+  }
+  constexpr double kBound = 32.91;
+  EXPECT_LT(statistic, kBound) << "tree samples deviate from p";
+  EXPECT_GT(control, kBound) << "the bound does not reject the biased control";
+  // The tree accepted candidates: fewer target forwards than tokens (the
+  // prefill's forward gives the first token).
+  double perForward =
+      static_cast<double>(kRuns * kNewTokens) / static_cast<double>(forwards);
+  EXPECT_GT(perForward, 1.3);
+  RecordProperty("chi_square", std::to_string(statistic));
+  RecordProperty("chi_square_biased_control", std::to_string(control));
+  std::printf("chi-square %.2f (bound %.2f), biased control %.2f, %.2f "
+              "tokens per target forward\n",
+              statistic, kBound, control, perForward);
 }
 
 TEST_F(LosslessSamplingTest, SeededRunsReproduce) {
