@@ -35,8 +35,8 @@ config.substitutions.append(("%tokenizers_js", config.tokenizers_node_modules))
 config.substitutions.append(("%python", "/usr/bin/python3"))
 
 # The acceptance benchmark rebuilds the training-time prompts with
-# models/train.py, which needs torch (not installed by .ci/setup) and the
-# corpus the models were trained on (this machine's Python 3.11 library).
+# models/train.py, which needs torch (.ci/setup installs python3-torch) and
+# the corpus the models were trained on (this machine's Python 3.11 library).
 import subprocess
 if os.path.isdir("/usr/lib/python3.11") and subprocess.run(
         ["/usr/bin/python3", "-c", "import numpy, torch"],

@@ -39,6 +39,13 @@ constexpr std::array<double, 4> kDraftLogits{0.0, 1.5, 1.0, 0.5};
 // How an MTP module's logits move per depth of a chain (see mtpFunctions).
 constexpr std::array<double, 4> kMTPSlope{1.0, -1.0, 0.0, 0.5};
 
+/// `v` as a `tensor<4xf32>` constant's value.
+std::string dense(const std::array<double, 4> &v) {
+  return llvm::formatv("dense<[{0}, {1}, {2}, {3}]> : tensor<4xf32>", v[0],
+                       v[1], v[2], v[3])
+      .str();
+}
+
 /// The body lines that give `%n` (the rows of `%ids`) and `%logits`, the
 /// same `logits` in every row.
 std::string constantLogits(const std::array<double, 4> &logits) {
@@ -46,8 +53,7 @@ std::string constantLogits(const std::array<double, 4> &logits) {
   llvm::raw_string_ostream os(text);
   os << "  %c1 = arith.constant 1 : index\n"
      << "  %n = tensor.dim %ids, %c1 : tensor<?x?xi64>\n"
-     << "  %row = arith.constant dense<[" << logits[0] << ", " << logits[1]
-     << ", " << logits[2] << ", " << logits[3] << "]> : tensor<4xf32>\n"
+     << "  %row = arith.constant " << dense(logits) << "\n"
      << "  %init = tensor.empty(%n) : tensor<1x?x4xf32>\n"
      << "  %logits = linalg.generic {indexing_maps = ["
         "affine_map<(b, s, v) -> (v)>, affine_map<(b, s, v) -> (b, s, v)>], "
@@ -86,11 +92,6 @@ std::string modelFunction(StringRef name, StringRef role,
 std::string mtpFunctions(const std::array<double, 4> &target,
                          const std::array<double, 4> &module,
                          const std::array<double, 4> &slope) {
-  auto dense = [](const std::array<double, 4> &v) {
-    return llvm::formatv("dense<[{0}, {1}, {2}, {3}]> : tensor<4xf32>", v[0],
-                         v[1], v[2], v[3])
-        .str();
-  };
   std::string text;
   llvm::raw_string_ostream os(text);
   const char *inputs =
@@ -155,11 +156,6 @@ std::string mtpFunctions(const std::array<double, 4> &target,
 std::string medusaTreeFunctions(const std::array<double, 4> &base,
                                 const std::array<double, 4> &slope,
                                 const std::array<std::array<double, 4>, 2> &heads) {
-  auto dense = [](const std::array<double, 4> &v) {
-    return llvm::formatv("dense<[{0}, {1}, {2}, {3}]> : tensor<4xf32>", v[0],
-                         v[1], v[2], v[3])
-        .str();
-  };
   std::string text;
   llvm::raw_string_ostream os(text);
   os << "func.func @target(%ids: tensor<?x?xi64> "
