@@ -7,14 +7,16 @@ For k = 2..--max-rows it compiles the example draft decoder with gamma k - 1
 rows, and runs `spec-run --compare --json` on one prompt: the verify rounds
 and the target-only loop's one-row steps run in the same process, one after
 the other, over the same positions, so verify(k) / step(1) is a ratio
-measured under one load. It then times prefills of growing prompts
+measured under one load; --repeats runs go round all widths in turn (a
+slow spell of a shared machine falls on every width) and each figure is
+the median. It then times prefills of growing prompts
 (`spec-run --no-speculation --max-new-tokens 1`) for the cost per prompt row,
 measures this machine's memory bandwidth with a 256 MiB copy (numpy), and
 reports the one-row step's weight bytes per second as a fraction of it.
 
     /usr/bin/python3 bench/forward_cost.py [--build build] [--max-rows 8]
         [--rows 2,6] [--target T.onnx --draft D.onnx]
-        [--max-new-tokens 96] [--json results.json]
+        [--max-new-tokens 96] [--repeats 3] [--json results.json]
 
 --target/--draft measure another pair, e.g. bench/make_large_model.py's
 bandwidth-bound one (default: the example models); --rows picks the verify
@@ -31,6 +33,7 @@ import subprocess
 import sys
 import tempfile
 import time
+from statistics import median
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 MODELS = os.path.join(ROOT, "models")
@@ -84,8 +87,12 @@ def main():
     parser.add_argument("--max-new-tokens", type=int, default=96)
     parser.add_argument("--prefill-rows", default="32,128,256",
                         help="prompt lengths timed for the prefill cost")
+    parser.add_argument("--repeats", type=int, default=3,
+                        help="runs per verify width; medians are reported")
     parser.add_argument("--json", help="also write the results here")
     args = parser.parse_args()
+    if not 1 <= args.repeats <= 100:
+        sys.exit("error: --repeats must be between 1 and 100")
     if not 2 <= args.max_rows <= 16:
         sys.exit("error: --max-rows must be between 2 and 16")
     try:
@@ -107,22 +114,32 @@ def main():
                      "specc spec-run` first")
     prefill_rows = [int(r) for r in args.prefill_rows.split(",")]
 
-    verify = []
     prefill = []
     with tempfile.TemporaryDirectory() as tmp:
+        artifacts = {}
         for rows in widths:
-            artifact = os.path.join(tmp, f"gamma{rows - 1}.spec")
+            artifacts[rows] = os.path.join(tmp, f"gamma{rows - 1}.spec")
             run([specc, args.target, f"--draft={args.draft}",
-                 f"--gamma={rows - 1}", "-o", artifact])
-            out = json.loads(run([
-                spec_run, artifact, f"--prompt={PROMPT}",
-                f"--max-new-tokens={args.max_new_tokens}", "--compare",
-                "--warmup=2", "--json"]))
-            step = per_round(out["no_speculation"])
-            cost = per_round(out["speculative"])
-            verify.append({"rows": rows, "verify_seconds": cost,
-                           "step_seconds": step, "ratio": cost / step})
-            print(f"  verify({rows}) done", file=sys.stderr)
+                 f"--gamma={rows - 1}", "-o", artifacts[rows]])
+        samples = {rows: [] for rows in widths}
+        for repeat in range(args.repeats):
+            for rows in widths:
+                out = json.loads(run([
+                    spec_run, artifacts[rows], f"--prompt={PROMPT}",
+                    f"--max-new-tokens={args.max_new_tokens}", "--compare",
+                    "--warmup=2", "--json"]))
+                step = per_round(out["no_speculation"])
+                cost = per_round(out["speculative"])
+                samples[rows].append((cost, step, cost / step))
+            print(f"  run {repeat + 1} of {args.repeats} done",
+                  file=sys.stderr)
+        verify = [{"rows": rows,
+                   "verify_seconds": median(x[0] for x in samples[rows]),
+                   "step_seconds": median(x[1] for x in samples[rows]),
+                   "ratio": median(x[2] for x in samples[rows]),
+                   "ratios": [x[2] for x in samples[rows]]}
+                  for rows in widths]
+        artifact = artifacts[widths[-1]]
         # Prefills: prompts of n bytes (n rows), one new token.
         text = open(os.path.join(ROOT, "bench", "forward_cost.py")).read()
         for rows in prefill_rows:
@@ -145,7 +162,8 @@ def main():
             if os.path.realpath(args.target) == os.path.realpath(example)
             else os.path.basename(args.target))
     print(f"{name} ({weights / 2**20:.2f} MiB of weights), prompt of "
-          f"{len(PROMPT)} bytes + {args.max_new_tokens} new tokens, greedy")
+          f"{len(PROMPT)} bytes + {args.max_new_tokens} new tokens, greedy, "
+          f"medians of {args.repeats} runs")
     print(f"{'rows k':>6} {'verify(k) us':>12} {'step(1) us':>10} "
           f"{'verify(k)/step(1)':>17}")
     for v in verify:
