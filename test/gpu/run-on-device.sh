@@ -9,7 +9,8 @@
 # prepare-prebuilt.sh left in build/gpu-prebuilt (made here, or on a build
 # machine and copied: the GPU machine then needs no MLIR), preparing it first
 # if it is missing and the build tools are here. Then
-# test/gpu/device_check.py runs the three example decoders on the GPU and
+# test/gpu/device_check.py runs the example decoders (draft, Medusa chain,
+# MTP module, Medusa with a 6-candidate tree) on the GPU and
 # writes the report: exact greedy on the device, CUDA vs CPU token
 # agreement, speedups, the device's copy bandwidth.
 set -euo pipefail
@@ -40,9 +41,9 @@ command -v nvidia-smi >/dev/null &&
   nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader || true
 export LD_LIBRARY_PATH=$PWD/$prebuilt/lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
 artifacts=()
-for name in draft medusa mtp; do
+for name in draft medusa mtp medusa-tree; do
   artifacts+=(--artifact "$name=$prebuilt/$name.spec")
 done
 python3 test/gpu/device_check.py --spec-run "$prebuilt/bin/spec-run" \
   "${artifacts[@]}" --cpu-tokens "$prebuilt/cpu_tokens.json" \
-  --budget-seconds "${SPECULA_BUDGET_SECONDS:-120}" --report "$report"
+  --budget-seconds "${SPECULA_BUDGET_SECONDS:-90}" --report "$report"

@@ -391,12 +391,6 @@ int main(int argc, char **argv) {
                     "them with --mtp-head\n";
     return 1;
   }
-  if (!treeShape.empty() && device == ArtifactDevice::CUDA) {
-    // The tree round's host code reads and moves cache rows that the CUDA
-    // path keeps on the device; not built or checked there yet.
-    llvm::errs() << "error: --tree is not supported with --device cuda yet\n";
-    return 1;
-  }
   if (mtpDepth < 0 || (mtpDepth.getNumOccurrences() && headPaths.empty())) {
     llvm::errs() << "error: --mtp-depth takes a positive number of --mtp-head "
                     "proposals\n";

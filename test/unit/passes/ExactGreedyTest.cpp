@@ -208,6 +208,9 @@ protected:
     EXPECT_GT(perForward, minTokensPerForward);
   }
 
+  /// Medusa heads verifying a 16-candidate tree in one forward.
+  void expectExactMedusaTree(const ArtifactOptions &options);
+
   MLIRContext context;
   std::string artifactDirectory;
 };
@@ -271,7 +274,7 @@ TEST_F(ExactGreedyTest, MTPModuleDecoder) {
 // Medusa heads verifying a tree of 16 candidates per round (top-4 of head 1,
 // then the likeliest continuations): spec-tree-attention gives the target a
 // tree mask, each round walks the target's picks down the tree.
-TEST_F(ExactGreedyTest, MedusaTreeDecoder) {
+void ExactGreedyTest::expectExactMedusaTree(const ArtifactOptions &options) {
   expectExact(
       [&](ModuleOp module, PassManager &pm) {
         SmallVector<std::string> heads = importMedusa(module);
@@ -284,12 +287,14 @@ TEST_F(ExactGreedyTest, MedusaTreeDecoder) {
         ASSERT_TRUE(succeeded(
             createMTPDecoder(module, "decoder", "target", heads,
                              spec::GreedyAttr::get(&context), tree)));
-        SpecFuseMTPHeadsOptions options;
-        options.lastPositionOnly = false;
-        pm.addPass(createSpecFuseMTPHeads(options));
+        SpecFuseMTPHeadsOptions fuseOptions;
+        fuseOptions.lastPositionOnly = false;
+        pm.addPass(createSpecFuseMTPHeads(fuseOptions));
       },
-      2.4);
+      2.4, options);
 }
+
+TEST_F(ExactGreedyTest, MedusaTreeDecoder) { expectExactMedusaTree({}); }
 
 // The module chained with itself: depth d runs on depth d - 1's hidden
 // states, with its own cache rolled back with the target's.
@@ -319,4 +324,12 @@ TEST_F(ExactGreedyTest, DraftDecoderOnTheGPUSchedule) {
   options.gpuScheduleThreads = 128;
   expectExact([&](ModuleOp module, PassManager &pm) { pairDraft(module, pm); },
               2.0, options);
+}
+
+// The tree round (tree mask, cache rows moved along the accepted path) on
+// the CUDA schedule's loops.
+TEST_F(ExactGreedyTest, MedusaTreeDecoderOnTheGPUSchedule) {
+  ArtifactOptions options;
+  options.gpuScheduleThreads = 128;
+  expectExactMedusaTree(options);
 }
