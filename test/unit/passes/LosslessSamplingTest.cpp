@@ -300,9 +300,11 @@ protected:
     return compileSource(source, function);
   }
 
-  /// Lowers the decoders in `source` and compiles `function`.
+  /// Lowers the decoders in `source` and compiles `function` (with the
+  /// CUDA schedule's loops when `gpuScheduleThreads` is set).
   std::unique_ptr<GraphExecutor> compileSource(StringRef source,
-                                               StringRef function) {
+                                               StringRef function,
+                                               int64_t gpuScheduleThreads = 0) {
     modules.push_back(parseSourceString<ModuleOp>(source, &context));
     ModuleOp module = *modules.back();
     EXPECT_TRUE(module);
@@ -311,7 +313,7 @@ protected:
     pm.addPass(createSpecLowerSteps());
     EXPECT_TRUE(succeeded(pm.run(module)));
     FailureOr<std::unique_ptr<GraphExecutor>> executor =
-        GraphExecutor::compile(module, function);
+        GraphExecutor::compile(module, function, gpuScheduleThreads);
     EXPECT_TRUE(succeeded(executor));
     return succeeded(executor) ? std::move(*executor) : nullptr;
   }
@@ -371,6 +373,13 @@ protected:
                 statistic, bound, control);
   }
 
+  /// Medusa heads verifying a tree of candidates, sampling: each committed
+  /// token must follow the target's distribution given the token before
+  /// it, whichever of the tree's rows it was drawn at. The bound is the
+  /// 99.9th percentile with 12 degrees of freedom (3 for each previous
+  /// token); a sampler that ignores the previous token must fail it.
+  void expectTreeSamplesFollowTheTarget(int64_t gpuScheduleThreads);
+
   MLIRContext context;
   std::vector<OwningOpRef<ModuleOp>> modules;
 };
@@ -406,12 +415,8 @@ TEST_F(LosslessSamplingTest, MTPChainSamplesFollowTheTargetDistribution) {
   }
 }
 
-// Medusa heads verifying a tree of candidates, sampling: each committed
-// token must follow the target's distribution given the token before it,
-// whichever of the tree's rows it was drawn at. The bound is the 99.9th
-// percentile with 12 degrees of freedom (3 for each previous token); a
-// sampler that ignores the previous token must fail it.
-TEST_F(LosslessSamplingTest, TreeSamplesFollowTheTargetDistribution) {
+void LosslessSamplingTest::expectTreeSamplesFollowTheTarget(
+    int64_t gpuScheduleThreads) {
   constexpr std::array<double, 4> kSlope{1.0, -1.0, 0.0, 0.5};
   // Head 1's best two are tokens 2 and 0, p's most likely after token 0;
   // head 2's best is token 0, p's most likely after token 2.
@@ -424,7 +429,7 @@ TEST_F(LosslessSamplingTest, TreeSamplesFollowTheTargetDistribution) {
       "@head2]>) verify(#spec.rejection<temperature = 1.0>) "
       "tree(#spec.tree<parents = [0, 0, 1, 2], ranks = [0, 1, 0, 0]>)\n";
   std::unique_ptr<GraphExecutor> speculative =
-      compileSource(source, "decoder_generate");
+      compileSource(source, "decoder_generate", gpuScheduleThreads);
   // The biased control draws every token from p after token 0.
   std::unique_ptr<GraphExecutor> contextFree =
       compile("decoder_target_only", kTargetLogits, kTargetLogits);
@@ -468,6 +473,15 @@ TEST_F(LosslessSamplingTest, TreeSamplesFollowTheTargetDistribution) {
   std::printf("chi-square %.2f (bound %.2f), biased control %.2f, %.2f "
               "tokens per target forward\n",
               statistic, kBound, control, perForward);
+}
+
+TEST_F(LosslessSamplingTest, TreeSamplesFollowTheTargetDistribution) {
+  expectTreeSamplesFollowTheTarget(0);
+}
+
+// The same on the loops of the CUDA schedule (spec-gpu-schedule).
+TEST_F(LosslessSamplingTest, TreeSamplesOnTheGPUScheduleFollowTheTarget) {
+  expectTreeSamplesFollowTheTarget(128);
 }
 
 TEST_F(LosslessSamplingTest, SeededRunsReproduce) {
