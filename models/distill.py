@@ -16,7 +16,10 @@ target's own output instead; this script does that for the bundled example:
   3. trains three fresh heads (same architecture, schedule and steps as
      train.py's) with head k predicting token t + 1 + k of those
      continuations, from the target's hidden state at t; and a fresh MTP
-     module predicting token t + 2 from the hidden state at t and token t + 1;
+     module chained to depth 2 (--mtp-depths): depth 1 predicts token t + 2
+     from the target's hidden state at t and token t + 1, depth 2 token
+     t + 3 from depth 1's hidden state at t and token t + 2 (the loss is
+     the depths' mean, as DeepSeek-V3 trains its MTP modules);
   4. measures acceptance on train.py's 20 held-out prompts, before (the
      committed models) and after (the MTP module chained to depth 2, as
      train.py measures it), and exports medusa_distilled_head_{1,2,3}.onnx
@@ -144,20 +147,30 @@ def distill_medusa(target, sample, prompt_length, measure, args, log):
 
 
 def distill_mtp(target, sample, prompt_length, measure, args, log):
-    """A fresh MTP module on the continuations; its acceptance (chained to
-    depth 2) and file."""
+    """A fresh MTP module on the continuations, trained at every depth of a
+    chain of --mtp-depths (DeepSeek-V3's objective, one module shared by
+    the depths); its acceptance (chained to depth 2) and file."""
     torch.manual_seed(args.seed + 2)
     mtp = train.MTPModule(train.TARGET, target)
 
     def loss(sequences):
         with torch.no_grad():
             hidden = target(sequences)[1]
-        # Hidden state at t, token t + 1 in, token t + 2 out, from the last
-        # prompt position on.
+        # Depth k at position t: the previous depth's hidden state at t (the
+        # target's at depth 1), token t + k in, token t + k + 1 out, from the
+        # last prompt position on. Depth k + 1 reads depth k's states, so the
+        # module learns from its own hidden states as the chain feeds them.
         first = prompt_length - 1
-        logits = mtp(hidden[:, first:-2], sequences[:, first + 1:-1])[0]
-        return F.cross_entropy(logits.reshape(-1, train.VOCAB),
-                               sequences[:, first + 2:].reshape(-1))
+        length = sequences.shape[1]
+        states, total = hidden[:, first:], 0.0
+        for k in range(1, args.mtp_depths + 1):
+            n = length - first - k - 1
+            logits, states = mtp(states[:, :n],
+                                 sequences[:, first + k:first + k + n])[:2]
+            total = total + F.cross_entropy(
+                logits.reshape(-1, train.VOCAB),
+                sequences[:, first + k + 1:first + k + 1 + n].reshape(-1))
+        return total / args.mtp_depths
 
     seconds = fit("distilled MTP module", [p for p in mtp.parameters()
                                            if p.requires_grad],
@@ -183,7 +196,11 @@ def main():
     parser.add_argument("--steps", type=int, default=400)
     parser.add_argument("--proposers", default="medusa,mtp",
                         help="what to distill: medusa, mtp or both")
+    parser.add_argument("--mtp-depths", type=int, default=2,
+                        help="chain depths the MTP module is trained at")
     args = parser.parse_args()
+    if args.mtp_depths < 1:
+        sys.exit("error: --mtp-depths must be at least 1")
     proposers = set(args.proposers.split(","))
     if proposers - {"medusa", "mtp"}:
         sys.exit("error: --proposers takes medusa, mtp or medusa,mtp")
@@ -264,6 +281,7 @@ def main():
         after, seconds, files = distill_mtp(target, sample, prompt_length,
                                             measure, args, log)
         distilled.update({"mtp_before": reference["mtp"], "mtp_after": after,
+                          "mtp_depths": args.mtp_depths,
                           "mtp_train_seconds": round(seconds)})
         distilled["files"].update(files)
     distilled["seconds"] = round(time.time() - start)
