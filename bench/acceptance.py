@@ -73,11 +73,19 @@ def main():
          reference["mtp"]["per_position_acceptance"]),
         ("MTP chain, depth 3", [f"--mtp-head={MODELS}/mtp_module.onnx",
                                 "--mtp-depth=3"], None, None),
-        # Distilled at depth 1 only: chained, its own states are new to it.
+        # Distilled at every depth of a chain (models/distill.py
+        # --mtp-depths); the reference ran depth 2.
         ("MTP distilled",
          [f"--mtp-head={MODELS}/mtp_distilled_module.onnx"],
          1 + metrics["distilled"]["mtp_after"]["per_position_acceptance"][0],
          metrics["distilled"]["mtp_after"]["per_position_acceptance"][:1]),
+        ("MTP distilled, depth 2",
+         [f"--mtp-head={MODELS}/mtp_distilled_module.onnx", "--mtp-depth=2"],
+         metrics["distilled"]["mtp_after"]["mean_tokens_per_step"],
+         metrics["distilled"]["mtp_after"]["per_position_acceptance"]),
+        ("MTP distilled, depth 3",
+         [f"--mtp-head={MODELS}/mtp_distilled_module.onnx", "--mtp-depth=3"],
+         None, None),
     ]
     results = []
     with tempfile.TemporaryDirectory() as tmp:

@@ -96,7 +96,10 @@ def render(metrics):
             f"lines ({distilled['prompt_bytes']}-byte prompts, "
             f"{distilled['continuation']} tokens each, generated in "
             f"{distilled['generate_seconds']} s), {distilled['steps']} "
-            f"steps each. Greedy acceptance on the same held-out prompts, "
+            f"steps each"
+            + (f" (the MTP module at depths 1-{distilled['mtp_depths']} of "
+               f"its chain)" if distilled.get("mtp_depths", 1) > 1 else "")
+            + ". Greedy acceptance on the same held-out prompts, "
             f"before (trained on the text) and after:")
         add("")
         add("| proposer | position | accuracy before | after | acceptance "
