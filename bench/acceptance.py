@@ -73,8 +73,9 @@ def main():
          reference["mtp"]["per_position_acceptance"]),
         ("MTP chain, depth 3", [f"--mtp-head={MODELS}/mtp_module.onnx",
                                 "--mtp-depth=3"], None, None),
-        # Distilled at every depth of a chain (models/distill.py
-        # --mtp-depths); the reference ran depth 2.
+        # Distilled at depth 1 (models/distill.py; --mtp-depths 2 would
+        # train the chained depth too): chained, its own states are new to
+        # it. The reference ran depth 2.
         ("MTP distilled",
          [f"--mtp-head={MODELS}/mtp_distilled_module.onnx"],
          1 + metrics["distilled"]["mtp_after"]["per_position_acceptance"][0],

@@ -16,10 +16,10 @@ target's own output instead; this script does that for the bundled example:
   3. trains three fresh heads (same architecture, schedule and steps as
      train.py's) with head k predicting token t + 1 + k of those
      continuations, from the target's hidden state at t; and a fresh MTP
-     module chained to depth 2 (--mtp-depths): depth 1 predicts token t + 2
-     from the target's hidden state at t and token t + 1, depth 2 token
-     t + 3 from depth 1's hidden state at t and token t + 2 (the loss is
-     the depths' mean, as DeepSeek-V3 trains its MTP modules);
+     module predicting token t + 2 from the hidden state at t and token
+     t + 1 (with --mtp-depths 2 also chained: depth 2 predicts token t + 3
+     from depth 1's hidden state at t and token t + 2, the loss the
+     depths' mean, as DeepSeek-V3 trains its MTP modules);
   4. measures acceptance on train.py's 20 held-out prompts, before (the
      committed models) and after (the MTP module chained to depth 2, as
      train.py measures it), and exports medusa_distilled_head_{1,2,3}.onnx
@@ -196,8 +196,9 @@ def main():
     parser.add_argument("--steps", type=int, default=400)
     parser.add_argument("--proposers", default="medusa,mtp",
                         help="what to distill: medusa, mtp or both")
-    parser.add_argument("--mtp-depths", type=int, default=2,
-                        help="chain depths the MTP module is trained at")
+    parser.add_argument("--mtp-depths", type=int, default=1,
+                        help="chain depths the MTP module is trained at "
+                             "(the committed module: 1)")
     args = parser.parse_args()
     if args.mtp_depths < 1:
         sys.exit("error: --mtp-depths must be at least 1")
