@@ -113,7 +113,8 @@ def main():
                 out = json.loads(run([spec_run, artifact, *prompt,
                                       f"--max-new-tokens={args.max_new_tokens}",
                                       "--compare", "--json"]))
-                identical &= bool(sampling) or out["identical"]
+                if not sampling:
+                    identical &= out["identical"]
                 tokens += out["speculative"]["new_tokens"]
                 forwards += out["speculative"]["target_forwards"]
                 for mode in seconds:

@@ -1,10 +1,10 @@
 #!/usr/bin/env bash
 # Prepares the GPU check on a build machine (no GPU needed): builds specc and
 # spec-run, compiles the example decoders (draft, Medusa heads as a chain
-# and verifying a 6-candidate tree, MTP module) for CUDA, records the CPU's greedy tokens for the same prompts, and puts
-# spec-run and libspecrt.so beside them. The result, build/gpu-prebuilt
-# (about 25 MB), runs on a GPU machine without MLIR:
-# test/gpu/run-on-device.sh.
+# and verifying a 6-candidate tree, MTP module) for CUDA, records the CPU's
+# greedy tokens for the same prompts, and puts spec-run and libspecrt.so
+# beside them. The result, build/gpu-prebuilt (about 25 MB), runs on a GPU
+# machine without MLIR: test/gpu/run-on-device.sh.
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 chip=${SPECULA_CHIP:-sm_90}

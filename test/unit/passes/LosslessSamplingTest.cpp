@@ -64,15 +64,19 @@ std::string constantLogits(const std::array<double, 4> &logits) {
   return text;
 }
 
+/// The inputs every model function here takes (an in-place cache).
+constexpr const char *kModelInputs =
+    "%ids: tensor<?x?xi64> {spec.io = #spec.io<token_ids>}, "
+    "%pos: tensor<?x?xi64> {spec.io = #spec.io<position_ids>}, "
+    "%cache: !spec.kv_cache<1x1x64x1xf32> {spec.io = #spec.io<kv_cache>}, "
+    "%past: index {spec.io = #spec.io<past_length>}";
+
 std::string modelFunction(StringRef name, StringRef role,
                           const std::array<double, 4> &logits) {
   std::string text;
   llvm::raw_string_ostream os(text);
-  os << "func.func @" << name
-     << "(%ids: tensor<?x?xi64> {spec.io = #spec.io<token_ids>}, "
-        "%pos: tensor<?x?xi64> {spec.io = #spec.io<position_ids>}, "
-        "%cache: !spec.kv_cache<1x1x64x1xf32> {spec.io = #spec.io<kv_cache>}, "
-        "%past: index {spec.io = #spec.io<past_length>}) -> "
+  os << "func.func @" << name << "(" << kModelInputs
+     << ") -> "
         "(tensor<1x?x4xf32> {spec.io = #spec.io<logits>}, "
         "!spec.kv_cache<1x1x64x1xf32> {spec.io = #spec.io<kv_cache>}) "
         "attributes {spec.role = #spec.role<"
@@ -94,16 +98,11 @@ std::string mtpFunctions(const std::array<double, 4> &target,
                          const std::array<double, 4> &slope) {
   std::string text;
   llvm::raw_string_ostream os(text);
-  const char *inputs =
-      "%ids: tensor<?x?xi64> {spec.io = #spec.io<token_ids>}, "
-      "%pos: tensor<?x?xi64> {spec.io = #spec.io<position_ids>}, "
-      "%cache: !spec.kv_cache<1x1x64x1xf32> {spec.io = #spec.io<kv_cache>}, "
-      "%past: index {spec.io = #spec.io<past_length>}";
   const char *results =
       "(tensor<1x?x4xf32> {spec.io = #spec.io<logits>}, "
       "tensor<1x?x1xf32> {spec.io = #spec.io<hidden_states>}, "
       "!spec.kv_cache<1x1x64x1xf32> {spec.io = #spec.io<kv_cache>})";
-  os << "func.func @target(" << inputs << ") -> " << results
+  os << "func.func @target(" << kModelInputs << ") -> " << results
      << " attributes {spec.role = #spec.role<target>} {\n"
      << constantLogits(target)
      << "  %zero = arith.constant 0.0 : f32\n"
@@ -114,7 +113,7 @@ std::string mtpFunctions(const std::array<double, 4> &target,
         "tensor<1x?x1xf32>, !spec.kv_cache<1x1x64x1xf32>\n}\n";
   os << "func.func @module(%h: tensor<1x?x1xf32> "
         "{spec.io = #spec.io<previous_hidden_states>}, "
-     << inputs << ") -> " << results
+     << kModelInputs << ") -> " << results
      << " attributes {spec.role = #spec.role<mtp_module, depth = 1>} {\n"
      << "  %c1 = arith.constant 1 : index\n"
      << "  %n = tensor.dim %ids, %c1 : tensor<?x?xi64>\n"
@@ -158,12 +157,8 @@ std::string medusaTreeFunctions(const std::array<double, 4> &base,
                                 const std::array<std::array<double, 4>, 2> &heads) {
   std::string text;
   llvm::raw_string_ostream os(text);
-  os << "func.func @target(%ids: tensor<?x?xi64> "
-        "{spec.io = #spec.io<token_ids>}, "
-        "%pos: tensor<?x?xi64> {spec.io = #spec.io<position_ids>}, "
-        "%cache: !spec.kv_cache<1x1x64x1xf32> {spec.io = #spec.io<kv_cache>}, "
-        "%past: index {spec.io = #spec.io<past_length>}, "
-        "%tree: tensor<?x?xi1> {spec.io = #spec.io<tree_mask>}) -> "
+  os << "func.func @target(" << kModelInputs
+     << ", %tree: tensor<?x?xi1> {spec.io = #spec.io<tree_mask>}) -> "
         "(tensor<1x?x4xf32> {spec.io = #spec.io<logits>}, "
         "tensor<1x?x4xf32> {spec.io = #spec.io<head_logits, index = 1>}, "
         "tensor<1x?x4xf32> {spec.io = #spec.io<head_logits, index = 2>}, "
