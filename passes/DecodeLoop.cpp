@@ -147,12 +147,9 @@ struct DecodeLoopBuilder::Counters {
 
 void DecodeLoopBuilder::buildLoop(const DecodeState &init,
                                   ValueRange proposerInit, int64_t roundSize,
-                                  RoundFn round,
-                                  std::optional<int64_t> maxAccepted) {
-  int64_t outcomes = maxAccepted ? *maxAccepted + 1 : roundSize;
-  ValueRange results =
-      buildRounds(init, proposerInit, roundSize, outcomes, round);
-  auto histogramType = RankedTensorType::get({outcomes}, b.getI64Type());
+                                  RoundFn round) {
+  ValueRange results = buildRounds(init, proposerInit, roundSize, round);
+  auto histogramType = RankedTensorType::get({roundSize}, b.getI64Type());
   func.setFunctionType(FunctionType::get(
       b.getContext(), func.getArgumentTypes(),
       {func.getResultTypes()[0], b.getIndexType(), b.getIndexType(),
@@ -168,9 +165,8 @@ void DecodeLoopBuilder::buildLoop(const DecodeState &init,
 
 ValueRange DecodeLoopBuilder::buildRounds(const DecodeState &init,
                                           ValueRange proposerInit,
-                                          int64_t roundSize, int64_t outcomes,
-                                          RoundFn round) {
-  auto histogramType = RankedTensorType::get({outcomes}, b.getI64Type());
+                                          int64_t roundSize, RoundFn round) {
+  auto histogramType = RankedTensorType::get({roundSize}, b.getI64Type());
   Counters counters{
       arith::ConstantOp::create(
           b, DenseElementsAttr::get(histogramType, b.getI64IntegerAttr(0))),
@@ -213,11 +209,11 @@ void DecodeLoopBuilder::buildRound(Block *body, unsigned proposerValues,
   // Any token the round committed may end the generation, not only the last.
   next.ended =
       committedStop(result.state.seq, state.length, result.state.length);
-  Value count =
-      tensor::ExtractOp::create(b, counters.histogram, result.accepted);
+  Value outcome = result.outcome ? result.outcome : result.accepted;
+  Value count = tensor::ExtractOp::create(b, counters.histogram, outcome);
   next.histogram =
       tensor::InsertOp::create(b, arith::AddIOp::create(b, count, i64(1)),
-                               counters.histogram, result.accepted);
+                               counters.histogram, outcome);
   next.proposingNs =
       arith::AddIOp::create(b, counters.proposingNs, result.proposingNs);
   next.verifyingNs = arith::AddIOp::create(

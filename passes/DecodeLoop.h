@@ -65,6 +65,10 @@ struct RoundResult {
   llvm::SmallVector<mlir::Value> proposerState;
   mlir::Value accepted;    ///< index: proposals the round accepted
   mlir::Value proposingNs; ///< i64: nanoseconds the round spent proposing
+  /// index: the histogram entry that counts the round; null counts it by
+  /// `accepted`. A tree round counts its final accepted node, from which the
+  /// runtime derives both the accepted lengths and each node's acceptance.
+  mlir::Value outcome = {};
 };
 
 /// One verification round: the target's forward on [last, proposals...],
@@ -81,7 +85,8 @@ struct VerifiedRound {
 
 /// Builds one decode-loop function `@<decoder><suffix>(prompt, max_new_tokens,
 /// key, stop_tokens) -> (sequence, length, target forwards, histogram of
-/// accepted proposals per round, ns proposing, ns verifying)` after the
+/// the rounds' outcomes (accepted proposals, or a tree's final node), ns
+/// proposing, ns verifying)` after the
 /// decoder. The constructor emits the prologue; buildLoop the rest.
 class DecodeLoopBuilder {
 public:
@@ -114,11 +119,10 @@ public:
   /// tokens are wanted, the round fits the context and no committed token
   /// ended the generation; then target-only steps while fewer than
   /// `roundSize` positions are left, so that the loop stops exactly where
-  /// the target alone stops. Rounds accept at most `maxAccepted` proposals
-  /// (default: roundSize - 1; fewer when the round verifies a tree).
+  /// the target alone stops. A round's outcome (RoundResult::outcome) is
+  /// below `roundSize`.
   void buildLoop(const DecodeState &init, mlir::ValueRange proposerInit,
-                 int64_t roundSize, RoundFn round,
-                 std::optional<int64_t> maxAccepted = std::nullopt);
+                 int64_t roundSize, RoundFn round);
 
   // Blocks rounds are made of.
   mlir::Value index(int64_t value);
@@ -185,8 +189,7 @@ private:
                              mlir::Value ended, int64_t roundSize);
   mlir::ValueRange buildRounds(const DecodeState &init,
                                mlir::ValueRange proposerInit,
-                               int64_t roundSize, int64_t outcomes,
-                               RoundFn round);
+                               int64_t roundSize, RoundFn round);
   void buildRound(mlir::Block *body, unsigned proposerValues,
                   int64_t roundSize, RoundFn round);
   void buildTail(mlir::ValueRange results, unsigned proposerValues);

@@ -305,8 +305,7 @@ void MedusaLowering::buildTree(DecodeLoopBuilder &loop) {
       start, {first}, tree.getNumNodes() + 1,
       [&](const DecodeState &state, ValueRange values) {
         return treeRound(loop, state, values[0]);
-      },
-      tree.getMaxDepth());
+      });
 }
 
 Value MedusaLowering::proposeTree(DecodeLoopBuilder &loop, ValueRange results,
@@ -469,7 +468,7 @@ RoundResult MedusaLowering::treeRound(DecodeLoopBuilder &loop,
                     arith::AddIOp::create(b, state.steps, loop.index(1)),
                     next};
   Value nextCandidates = proposeTree(loop, verify.getResults(), current);
-  return {after, {nextCandidates}, accepted, loop.i64(0)};
+  return {after, {nextCandidates}, accepted, loop.i64(0), current};
 }
 
 //===----------------------------------------------------------------------===//

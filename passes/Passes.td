@@ -57,6 +57,54 @@ def SpecChooseGamma : Pass<"spec-choose-gamma", "::mlir::ModuleOp"> {
   ];
 }
 
+def SpecChooseTree : Pass<"spec-choose-tree", "::mlir::ModuleOp"> {
+  let summary = "Choose the tree of candidates a decoder with Medusa heads "
+                "verifies per round";
+  let description = [{
+    For every `spec.decoder` whose proposer is Medusa heads and that has no
+    tree yet, builds the tree of candidates with the highest predicted
+    speedup over running the target alone, as Medusa builds its
+    `medusa_choices`:
+
+      E[tokens per target forward] = 1 + sum over nodes of P(path accepted)
+      P(path accepted)             = product of a[d][r] along the path
+      speedup(tree)                = E / (1 + nodes * v)
+
+    where `a[d][r]` is the probability that the r-th most likely token of
+    head d + 1 is the target's token given that the path to it was accepted
+    (`acceptance`, depth by depth, `ranks` entries per depth; `specc --tree
+    auto` estimates it from a tree decoder's `spec-run --profile`) and `v`
+    what verifying one more row adds to a target step (`verify-cost`; 0 for
+    a memory-bound target, which reads its weights once for all rows). For
+    each size, the best tree holds the nodes with the highest path
+    probabilities; the pass keeps the size that pays most, up to
+    `max-nodes`.
+
+    The tree is written as the decoder's `tree` and the heads beyond its
+    depth are dropped; a tree that is one most-likely candidate per depth
+    becomes a plain chain of that many heads (no tree: the chain's sampling
+    verification also draws from the heads' distributions). A remark gives
+    the choice with Medusa's paths; when no tree predicts a speedup above 1,
+    a warning says so and the decoder is left unchanged. Decoders with a
+    draft, an MTP module or a tree already are skipped.
+
+    Example:
+    `spec-opt --spec-choose-tree='acceptance=0.6,0.2,0.4,0.1 ranks=2 verify-cost=0.05'`
+  }];
+  let options = [
+    ListOption<"acceptance", "acceptance", "double",
+               "Per depth, the acceptance of each rank (most likely first), "
+               "in [0, 1]">,
+    Option<"ranks", "ranks", "int64_t", "1",
+           "Entries of `acceptance` per depth (>= 1)">,
+    Option<"verifyCost", "verify-cost", "double", "0.0",
+           "Cost of verifying one more row, in target steps (>= 0)">,
+    Option<"maxNodes", "max-nodes", "int64_t", "63",
+           "Most candidates in the tree (>= 1; Medusa's largest default "
+           "tree has 63)">
+  ];
+}
+
 def SpecPairDraft : Pass<"spec-pair-draft", "::mlir::ModuleOp"> {
   let summary = "Pair a target with an external draft model after checking "
                 "that they are compatible";

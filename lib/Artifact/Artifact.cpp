@@ -152,6 +152,17 @@ describeDecoder(ModuleOp module, DecoderOp decoder, const ArtifactOptions &optio
                          : kind == FunctionRole::MTPModule ? "mtp-module"
                                                            : "medusa";
   strategy["proposals"] = decoder.getNumProposals();
+  // A tree decoder counts its rounds by the node they end at; the runtime
+  // needs the tree to turn those counts into accepted lengths.
+  if (spec::TreeAttr tree = decoder.getTreeAttr()) {
+    llvm::json::Array parents, ranks;
+    for (auto [parent, rank] : llvm::zip(tree.getParents(), tree.getRanks())) {
+      parents.push_back(parent);
+      ranks.push_back(rank);
+    }
+    strategy["tree"] = llvm::json::Object{{"parents", std::move(parents)},
+                                          {"ranks", std::move(ranks)}};
+  }
   if (auto rejection = dyn_cast<RejectionAttr>(decoder.getRule())) {
     strategy["verify"] = "rejection-sampling";
     strategy["temperature"] = rejection.getTemperature().convertToDouble();

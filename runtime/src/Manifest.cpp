@@ -18,6 +18,26 @@
 using namespace specrt;
 
 namespace {
+/// What is wrong with the manifest's tree of candidates, or "". Parents come
+/// before their children, and no path is deeper than the proposals.
+std::string checkTree(const Manifest &m) {
+  if (m.treeParents.size() != m.treeRanks.size())
+    return "has " + std::to_string(m.treeParents.size()) + " parents for " +
+           std::to_string(m.treeRanks.size()) + " ranks";
+  for (size_t node = 1; node <= m.treeParents.size(); ++node) {
+    int64_t parent = m.treeParents[node - 1];
+    if (parent < 0 || parent >= static_cast<int64_t>(node))
+      return "node " + std::to_string(node) + " has parent " +
+             std::to_string(parent) + "; parents come before their children";
+    if (m.treeRanks[node - 1] < 0)
+      return "node " + std::to_string(node) + " has a negative rank";
+    if (m.treeDepth(node) > m.proposals)
+      return "node " + std::to_string(node) + " is deeper than the " +
+             std::to_string(m.proposals) + " proposals";
+  }
+  return {};
+}
+
 /// The value at a dotted path, or null.
 const JsonValue *at(const JsonValue &root, const std::string &path) {
   const JsonValue *value = &root;
@@ -66,6 +86,28 @@ public:
       return 0;
     }
     return static_cast<int64_t>(v->number);
+  }
+
+  /// An optional array of integers (empty when absent).
+  std::vector<int64_t> integers(const std::string &path) {
+    std::vector<int64_t> values;
+    const JsonValue *v = find(path, /*required=*/false);
+    if (!v)
+      return values;
+    if (v->kind != JsonValue::Kind::Array) {
+      problem(path, "is not an array");
+      return values;
+    }
+    for (const JsonValue &entry : v->array) {
+      if (entry.kind != JsonValue::Kind::Number ||
+          std::floor(entry.number) != entry.number ||
+          std::fabs(entry.number) > 9.0e15) {
+        problem(path, "has an entry that is not an integer");
+        return {};
+      }
+      values.push_back(static_cast<int64_t>(entry.number));
+    }
+    return values;
   }
 
   double number(const std::string &path, double fallback) {
@@ -300,6 +342,8 @@ specrt_status specrt::parseManifest(const std::string &text,
   m.temperature = fields.number("decoder.temperature", 0.0);
   m.topK = static_cast<int64_t>(fields.number("decoder.top_k", 0));
   m.topP = fields.number("decoder.top_p", 1.0);
+  m.treeParents = fields.integers("decoder.tree.parents");
+  m.treeRanks = fields.integers("decoder.tree.ranks");
   if (fields.error.empty()) {
     if (m.vocabSize <= 0)
       fields.problem("model.vocab_size", "must be positive");
@@ -311,6 +355,8 @@ specrt_status specrt::parseManifest(const std::string &text,
       fields.problem("decoder.verify",
                      "is '" + m.verify +
                          "'; expected 'greedy' or 'rejection-sampling'");
+    else if (std::string problem = checkTree(m); !problem.empty())
+      fields.problem("decoder.tree", problem);
     else if (m.tokenizer != "bytes" && m.tokenizer != "tokenizer.json")
       fields.problem("model.tokenizer.kind",
                      "is '" + m.tokenizer + "'; expected 'bytes' or 'tokenizer.json'");

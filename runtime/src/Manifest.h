@@ -37,6 +37,18 @@ struct Manifest {
   std::string proposer, verify;
   int64_t proposals = 0, contextCapacity = 0, topK = 0;
   double temperature = 0, topP = 1;
+  /// decoder.tree: a tree decoder's candidates (node i from 1 has parent
+  /// treeParents[i - 1], 0 the root, and is its depth's treeRanks[i - 1]-th
+  /// most likely token); empty for a chain.
+  std::vector<int64_t> treeParents, treeRanks;
+  /// The depth of tree node `node` (0: the root). Parents must precede
+  /// their children (readManifest checks).
+  int64_t treeDepth(size_t node) const {
+    int64_t depth = 0;
+    for (; node > 0; node = static_cast<size_t>(treeParents[node - 1]))
+      ++depth;
+    return depth;
+  }
   /// The whole document, which the library's facts are checked against.
   JsonValue document;
 };

@@ -160,6 +160,9 @@ void specrt_get_model_info(const specrt_model *model,
   info->top_k = m.topK;
   info->top_p = m.topP;
   info->device = m.device.c_str();
+  info->tree_nodes = m.treeParents.size();
+  info->tree_parents = m.treeParents.empty() ? nullptr : m.treeParents.data();
+  info->tree_ranks = m.treeRanks.empty() ? nullptr : m.treeRanks.data();
 }
 
 void specrt_generate_options_init(specrt_generate_options *options) {
@@ -321,7 +324,38 @@ specrt_status specrt_generate(specrt_model *model, const int64_t *prompt,
     result->tokens_per_second = generated.size() / seconds;
   result->propose_seconds = output.proposeNanoseconds * 1e-9;
   result->verify_seconds = output.verifyNanoseconds * 1e-9;
-  const std::vector<int64_t> &histogram = output.acceptedHistogram;
+  // A tree decoder counts rounds by the node they end at; by accepted
+  // length, they are the counts by the node's depth.
+  std::vector<int64_t> histogram = output.acceptedHistogram;
+  if (options->speculative && !m.treeParents.empty()) {
+    size_t rows = m.treeParents.size() + 1;
+    if (histogram.size() != rows) {
+      specrt_result_free(result);
+      return fail(SPECRT_ERROR_FORMAT,
+                  "the decode loop counted rounds at " +
+                      std::to_string(histogram.size()) +
+                      " tree rows, but the manifest's tree has " +
+                      std::to_string(rows) +
+                      "; the artifact's code is wrong (a compiler bug or a "
+                      "damaged artifact)");
+    }
+    result->rounds_by_final_node =
+        static_cast<int64_t *>(std::malloc(rows * sizeof(int64_t)));
+    if (!result->rounds_by_final_node) {
+      specrt_result_free(result);
+      return fail(SPECRT_ERROR_OUT_OF_MEMORY, "out of memory");
+    }
+    std::copy(histogram.begin(), histogram.end(),
+              result->rounds_by_final_node);
+    result->num_tree_rows = rows;
+    int64_t deepest = 0;
+    for (size_t node = 1; node < rows; ++node)
+      deepest = std::max(deepest, m.treeDepth(node));
+    std::vector<int64_t> byLength(deepest + 1, 0);
+    for (size_t node = 0; node < rows; ++node)
+      byLength[m.treeDepth(node)] += histogram[node];
+    histogram = std::move(byLength);
+  }
   for (int64_t count : histogram)
     result->rounds += count;
   if (options->speculative && histogram.size() > 1 && result->rounds > 0) {
@@ -348,10 +382,13 @@ void specrt_result_free(specrt_result *result) {
     return;
   std::free(result->tokens);
   std::free(result->accepted_per_position);
+  std::free(result->rounds_by_final_node);
   result->tokens = nullptr;
   result->num_tokens = 0;
   result->accepted_per_position = nullptr;
   result->num_positions = 0;
+  result->rounds_by_final_node = nullptr;
+  result->num_tree_rows = 0;
 }
 
 specrt_status specrt_tokenize(const specrt_model *model, const char *text,

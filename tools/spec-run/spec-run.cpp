@@ -28,6 +28,8 @@ namespace {
 struct Run {
   std::vector<int64_t> tokens;
   std::vector<double> acceptedPerPosition;
+  /// Tree decoders: rounds by the tree row they ended at.
+  std::vector<int64_t> roundsByFinalNode;
   specrt_result stats{};
 };
 
@@ -39,6 +41,13 @@ std::string formatList(const std::vector<double> &values, const char *format,
     std::snprintf(buffer, sizeof(buffer), format, values[i]);
     out += (i ? separator : "") + std::string(buffer);
   }
+  return out;
+}
+
+std::string formatIntegers(const int64_t *values, size_t count) {
+  std::string out;
+  for (size_t i = 0; i < count; ++i)
+    out += (i ? ", " : "") + std::to_string(values[i]);
   return out;
 }
 
@@ -221,6 +230,9 @@ int main(int argc, char **argv) {
     run.acceptedPerPosition.assign(run.stats.accepted_per_position,
                                    run.stats.accepted_per_position +
                                        run.stats.num_positions);
+    run.roundsByFinalNode.assign(run.stats.rounds_by_final_node,
+                                 run.stats.rounds_by_final_node +
+                                     run.stats.num_tree_rows);
     specrt_result_free(&run.stats); // the statistics stay; tokens are copied
     run.stats.num_tokens = run.tokens.size();
     return true;
@@ -257,23 +269,40 @@ int main(int argc, char **argv) {
     const specrt_result &s = speculative->stats;
     // With --compare, the draft's (or MTP module's) steps and the verify
     // steps are measured against a plain target step: spec-choose-gamma's c
-    // and v.
-    std::string costs;
+    // and v (per verified row after the first: a tree verifies a row per
+    // candidate).
+    std::string measured;
     std::string proposer = info.proposer;
-    if (plain && (proposer == "draft" || proposer == "mtp-module") &&
-        s.rounds > 0 &&
-        plain->stats.rounds > 0 && s.propose_seconds > 0) {
+    if (plain && s.rounds > 0 && plain->stats.rounds > 0) {
       double step = plain->stats.verify_seconds / plain->stats.rounds;
-      double draftStep =
-          s.propose_seconds / (s.rounds * static_cast<double>(info.proposals));
       double verifyStep = s.verify_seconds / s.rounds;
+      double extraRows = static_cast<double>(
+          info.tree_nodes ? static_cast<int64_t>(info.tree_nodes)
+                          : info.proposals);
       char buffer[128];
-      std::snprintf(buffer, sizeof(buffer),
-                    ",\n  \"cost_ratio\": %.6f,\n  \"verify_cost\": %.6f",
-                    draftStep / step,
-                    std::max(0.0, (verifyStep / step - 1.0) /
-                                      static_cast<double>(info.proposals)));
-      costs = buffer;
+      if ((proposer == "draft" || proposer == "mtp-module") &&
+          s.propose_seconds > 0) {
+        double draftStep = s.propose_seconds /
+                           (s.rounds * static_cast<double>(info.proposals));
+        std::snprintf(buffer, sizeof(buffer), ",\n  \"cost_ratio\": %.6f",
+                      draftStep / step);
+        measured = buffer;
+      }
+      std::snprintf(buffer, sizeof(buffer), ",\n  \"verify_cost\": %.6f",
+                    std::max(0.0, (verifyStep / step - 1.0) / extraRows));
+      measured += buffer;
+    }
+    // A tree's rounds by final node: specc --tree auto estimates each
+    // candidate rank's acceptance per depth from them.
+    if (info.tree_nodes > 0) {
+      measured += ",\n  \"tree\": {\n    \"parents\": [" +
+               formatIntegers(info.tree_parents, info.tree_nodes) +
+               "],\n    \"ranks\": [" +
+               formatIntegers(info.tree_ranks, info.tree_nodes) +
+               "],\n    \"rounds_by_final_node\": [" +
+               formatIntegers(speculative->roundsByFinalNode.data(),
+                              speculative->roundsByFinalNode.size()) +
+               "]\n  }";
     }
     std::string path = o.profile + ".partial";
     FILE *f = std::fopen(path.c_str(), "w");
@@ -294,7 +323,7 @@ int main(int argc, char **argv) {
                formatList(speculative->acceptedPerPosition, "%.6f", ", ")
                    .c_str(),
                perTokenAcceptance(s.mean_accepted_length, info.proposals),
-               costs.c_str()) > 0;
+               measured.c_str()) > 0;
       ok = std::fclose(f) == 0 && ok;
     }
     if (!ok || std::rename(path.c_str(), o.profile.c_str()) != 0) {
@@ -311,10 +340,8 @@ int main(int argc, char **argv) {
     auto stats = [&](const Run &run, bool withAcceptance) {
       const specrt_result &s = run.stats;
       std::string out = "{\n    \"text\": " + jsonString(continuation(run.tokens));
-      out += ",\n    \"token_ids\": [";
-      for (size_t i = 0; i < run.tokens.size(); ++i)
-        out += (i ? ", " : "") + std::to_string(run.tokens[i]);
-      out += "]";
+      out += ",\n    \"token_ids\": [" +
+             formatIntegers(run.tokens.data(), run.tokens.size()) + "]";
       char buffer[512];
       std::snprintf(
           buffer, sizeof(buffer),
@@ -334,6 +361,11 @@ int main(int argc, char **argv) {
         out += buffer;
         out += ",\n    \"accepted_per_position\": [" +
                formatList(run.acceptedPerPosition, "%.6f", ", ") + "]";
+        if (!run.roundsByFinalNode.empty())
+          out += ",\n    \"rounds_by_final_node\": [" +
+                 formatIntegers(run.roundsByFinalNode.data(),
+                                run.roundsByFinalNode.size()) +
+                 "]";
       }
       return out + "\n  }";
     };

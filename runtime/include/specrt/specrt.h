@@ -88,6 +88,13 @@ typedef struct specrt_model_info {
   int64_t top_k;        /* 0: off */
   double top_p;         /* 1: off */
   const char *device;   /* "cpu" or "cuda" */
+  /* A tree decoder's candidates (0 and NULL for a chain): node i (1 to
+   * tree_nodes) has parent tree_parents[i - 1] (0: the root, the last
+   * committed token) and is the tree_ranks[i - 1]-th most likely token
+   * (0: the most likely) of the proposer at its depth. */
+  size_t tree_nodes;
+  const int64_t *tree_parents;
+  const int64_t *tree_ranks;
 } specrt_model_info;
 
 /* Strings stay valid while the model is open. */
@@ -151,6 +158,12 @@ typedef struct specrt_result {
    * the prompt's prefill and the runtime's own work. */
   double propose_seconds;
   double verify_seconds;
+  /* Tree decoders: the verify rounds by the tree row they ended at (entry
+   * 0: the root, no candidate accepted; entry i: node i of
+   * specrt_model_info's tree); NULL and 0 for chains and without
+   * speculation. A node's acceptance is the rounds ending in its subtree. */
+  int64_t *rounds_by_final_node;
+  size_t num_tree_rows;
 } specrt_result;
 
 /* Generates from the token ids `prompt` (0 <= id < vocab_size; the prompt

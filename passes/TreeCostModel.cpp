@@ -1,0 +1,138 @@
+//===- TreeCostModel.cpp - which tree of candidates pays ------------------===//
+
+#include "passes/TreeCostModel.h"
+
+#include <algorithm>
+#include <cassert>
+#include <map>
+#include <queue>
+#include <tuple>
+
+using namespace specula;
+
+int64_t TreeShape::getDepth(int64_t row) const {
+  int64_t depth = 0;
+  for (; row > 0; row = parents[row - 1])
+    ++depth;
+  return depth;
+}
+
+bool TreeShape::isTopOneChain() const {
+  for (int64_t node = 1; node <= getNumNodes(); ++node)
+    if (ranks[node - 1] != 0 || parents[node - 1] != node - 1)
+      return false;
+  return true;
+}
+
+/// The acceptance of rank `rank` at depth `depth` (from 1), 0 outside the
+/// table.
+static double accepts(const TopKAcceptance &acceptance, int64_t depth,
+                      int64_t rank) {
+  if (depth < 1 || depth > static_cast<int64_t>(acceptance.size()))
+    return 0.0;
+  const std::vector<double> &ranks = acceptance[depth - 1];
+  return rank < static_cast<int64_t>(ranks.size()) ? ranks[rank] : 0.0;
+}
+
+double specula::expectedTreeTokens(const TreeShape &tree,
+                                   const TopKAcceptance &acceptance) {
+  std::vector<double> reached(tree.getNumNodes() + 1, 1.0);
+  double expected = 1.0;
+  for (int64_t node = 1; node <= tree.getNumNodes(); ++node) {
+    reached[node] = reached[tree.parents[node - 1]] *
+                    accepts(acceptance, tree.getDepth(node),
+                            tree.ranks[node - 1]);
+    expected += reached[node];
+  }
+  return expected;
+}
+
+TreeChoice specula::chooseTree(const TopKAcceptance &acceptance,
+                               double verifyCost, int64_t maxNodes) {
+  assert(verifyCost >= 0.0 && maxNodes >= 0 && "invalid arguments");
+  // Nodes by falling path probability: a frontier of candidates whose
+  // parents are taken, best first (ties: shallower, then the earlier path).
+  using Path = std::vector<int64_t>;
+  using Candidate = std::pair<double, Path>;
+  auto worse = [](const Candidate &a, const Candidate &b) {
+    if (a.first != b.first)
+      return a.first < b.first;
+    return std::make_pair(a.second.size(), a.second) >
+           std::make_pair(b.second.size(), b.second);
+  };
+  std::priority_queue<Candidate, std::vector<Candidate>, decltype(worse)>
+      frontier(worse);
+  auto pushChildren = [&](const Path &parent, double probability) {
+    int64_t depth = parent.size() + 1;
+    if (depth > static_cast<int64_t>(acceptance.size()))
+      return;
+    for (int64_t rank = 0;
+         rank < static_cast<int64_t>(acceptance[depth - 1].size()); ++rank) {
+      double p = probability * acceptance[depth - 1][rank];
+      if (p <= 0.0)
+        continue;
+      Path child = parent;
+      child.push_back(rank);
+      frontier.emplace(p, std::move(child));
+    }
+  };
+  pushChildren({}, 1.0);
+  std::vector<Path> taken;
+  double expected = 1.0;
+  size_t bestSize = 0;
+  TreeChoice best;
+  while (static_cast<int64_t>(taken.size()) < maxNodes && !frontier.empty()) {
+    Candidate next = frontier.top();
+    frontier.pop();
+    expected += next.first;
+    taken.push_back(next.second);
+    pushChildren(next.second, next.first);
+    double speedup =
+        expected / (1.0 + static_cast<double>(taken.size()) * verifyCost);
+    if (speedup > best.speedup) {
+      best.speedup = speedup;
+      best.expectedTokens = expected;
+      bestSize = taken.size();
+    }
+  }
+  taken.resize(bestSize);
+  // Rows in the order `specc --tree` gives Medusa's paths.
+  std::sort(taken.begin(), taken.end(), [](const Path &a, const Path &b) {
+    return std::make_pair(a.size(), a) < std::make_pair(b.size(), b);
+  });
+  std::map<Path, int64_t> rowOf{{{}, 0}};
+  for (const Path &path : taken) {
+    best.tree.parents.push_back(rowOf.at(Path(path.begin(), path.end() - 1)));
+    best.tree.ranks.push_back(path.back());
+    rowOf.emplace(path, best.tree.parents.size());
+  }
+  return best;
+}
+
+TopKAcceptance specula::estimateTopKAcceptance(
+    const TreeShape &tree, const std::vector<int64_t> &roundsByFinalNode) {
+  int64_t nodes = tree.getNumNodes();
+  assert(static_cast<int64_t>(roundsByFinalNode.size()) == nodes + 1 &&
+         "one count per tree row");
+  // Rounds that accepted each row: those that ended in its subtree
+  // (children come after their parents, so one backward sweep adds up).
+  std::vector<double> accepted(roundsByFinalNode.begin(),
+                               roundsByFinalNode.end());
+  for (int64_t node = nodes; node >= 1; --node)
+    accepted[tree.parents[node - 1]] += accepted[node];
+  std::map<std::pair<int64_t, int64_t>, std::pair<double, double>> pooled;
+  int64_t deepest = 0, widest = 0;
+  for (int64_t node = 1; node <= nodes; ++node) {
+    int64_t depth = tree.getDepth(node), rank = tree.ranks[node - 1];
+    deepest = std::max(deepest, depth);
+    widest = std::max(widest, rank + 1);
+    auto &[hits, tries] = pooled[{depth, rank}];
+    hits += accepted[node];
+    tries += accepted[tree.parents[node - 1]];
+  }
+  TopKAcceptance acceptance(deepest, std::vector<double>(widest, 0.0));
+  for (const auto &[at, counts] : pooled)
+    if (counts.second > 0)
+      acceptance[at.first - 1][at.second] = counts.first / counts.second;
+  return acceptance;
+}
