@@ -28,6 +28,7 @@
 #include "dialects/spec/SpecOps.h"
 #include "passes/Composition.h"
 #include "passes/Passes.h"
+#include "passes/TreeCostModel.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/IR/AsmState.h"
@@ -84,8 +85,16 @@ static cl::opt<std::string> treeShape(
     cl::desc("With Medusa heads: verify a tree of candidates per round, "
              "given as Medusa's medusa_choices, e.g. [[0], [1], [0, 0]] (a "
              "path of ranks per candidate: [0, 1] is the second most likely "
-             "token of head 2 after the most likely of head 1)"),
-    cl::value_desc("paths"), cl::cat(category));
+             "token of head 2 after the most likely of head 1); 'auto': the "
+             "tree the cost model picks from a --profile (the default when "
+             "a profile is given); 'probe': the 10 most likely tokens of "
+             "each head under the most likely path, whose `spec-run "
+             "--compare --profile` measures every rank for 'auto'"),
+    cl::value_desc("paths|auto|probe"), cl::cat(category));
+static cl::opt<int64_t> maxTreeNodes(
+    "max-tree-nodes",
+    cl::desc("With --tree auto: the most candidates the tree may have"),
+    cl::init(63), cl::cat(category));
 static cl::opt<int64_t> proposalCount("gamma",
                               cl::desc("Tokens the draft proposes per step"),
                               cl::init(4), cl::cat(category));
@@ -98,8 +107,9 @@ static cl::opt<double> acceptanceRate(
 static cl::opt<std::string> profilePath(
     "profile",
     cl::desc("Acceptance (and a draft step's cost) measured by `spec-run "
-             "--profile`; picks gamma with the cost model like "
-             "--acceptance-rate"),
+             "--profile`; picks gamma or the MTP depth with the cost model "
+             "like --acceptance-rate, and for Medusa heads the tree (--tree "
+             "auto)"),
     cl::value_desc("profile.json"), cl::cat(category));
 static cl::opt<bool> sampling(
     "sampling", cl::desc("Verify by lossless rejection sampling"),
@@ -212,7 +222,67 @@ static cl::opt<std::string> linker(
 struct Profile {
   double acceptanceRate;
   std::optional<double> costRatio, verifyCost;
+  /// Each depth's acceptance by rank: from a tree decoder's rounds by final
+  /// node, or a chain's accepted positions (rank 0 only).
+  TopKAcceptance topK;
 };
+
+/// The per-(depth, rank) acceptance of Medusa heads in the profile `object`
+/// (of `path`), or an empty table when it measured another proposer.
+static FailureOr<TopKAcceptance> readTopKAcceptance(const llvm::json::Object &object,
+                                                    StringRef path) {
+  auto integers = [](const llvm::json::Array *array)
+      -> std::optional<std::vector<int64_t>> {
+    if (!array)
+      return std::nullopt;
+    std::vector<int64_t> values;
+    for (const llvm::json::Value &value : *array) {
+      std::optional<int64_t> integer = value.getAsInteger();
+      if (!integer || *integer < 0)
+        return std::nullopt;
+      values.push_back(*integer);
+    }
+    return values;
+  };
+  if (object.getString("proposer") != "medusa")
+    return TopKAcceptance();
+  if (const llvm::json::Object *tree = object.getObject("tree")) {
+    auto parents = integers(tree->getArray("parents"));
+    auto ranks = integers(tree->getArray("ranks"));
+    auto rounds = integers(tree->getArray("rounds_by_final_node"));
+    bool wellFormed = parents && ranks && rounds &&
+                      parents->size() == ranks->size() &&
+                      rounds->size() == parents->size() + 1;
+    for (size_t node = 1; wellFormed && node <= parents->size(); ++node)
+      wellFormed = (*parents)[node - 1] < static_cast<int64_t>(node);
+    if (!wellFormed) {
+      llvm::errs() << "error: the profile '" << path
+                   << "' has a tree that is not parents, ranks and "
+                      "rounds_by_final_node (one more) with parents before "
+                      "their children; write it with spec-run --profile\n";
+      return failure();
+    }
+    return estimateTopKAcceptance(TreeShape{*parents, *ranks}, *rounds);
+  }
+  // A chain: position i was accepted in the rounds that accepted i - 1 too.
+  TopKAcceptance table;
+  if (const llvm::json::Array *positions =
+          object.getArray("accepted_per_position")) {
+    double before = 1.0;
+    for (const llvm::json::Value &value : *positions) {
+      std::optional<double> accepted = value.getAsNumber();
+      if (!accepted || *accepted < 0 || *accepted > before) {
+        llvm::errs() << "error: the profile '" << path
+                     << "' has accepted_per_position that is not a falling "
+                        "list of fractions\n";
+        return failure();
+      }
+      table.push_back({before > 0 ? *accepted / before : 0.0});
+      before = *accepted;
+    }
+  }
+  return table;
+}
 
 static FailureOr<Profile> readProfile(StringRef path) {
   auto buffer = llvm::MemoryBuffer::getFile(path);
@@ -247,7 +317,11 @@ static FailureOr<Profile> readProfile(StringRef path) {
                     "verify_cost\n";
     return failure();
   }
-  return Profile{*rate, cost, verify};
+  FailureOr<TopKAcceptance> topK =
+      readTopKAcceptance(*json->getAsObject(), path);
+  if (failed(topK))
+    return failure();
+  return Profile{*rate, cost, verify, std::move(*topK)};
 }
 
 /// The target's export-folder metadata (empty for a plain ONNX file).
@@ -322,6 +396,20 @@ static FailureOr<std::string> chooseTokenizer(ModuleOp module) {
   return path;
 }
 
+/// `--tree probe` for `heads` heads: each head's 10 most likely tokens under
+/// the path of most likely ones, so that one profile measures every rank
+/// `--tree auto` may use at every depth.
+static std::string probeTree(size_t heads) {
+  std::string paths, above;
+  for (size_t depth = 1; depth <= heads; ++depth) {
+    for (int rank = 0; rank < 10; ++rank)
+      paths += (paths.empty() ? "[" : ", [") + above + std::to_string(rank) +
+               "]";
+    above += "0, ";
+  }
+  return "[" + paths + "]";
+}
+
 /// The tree `choices` (Medusa's medusa_choices: one path of ranks per
 /// candidate) describes, with candidates ordered by depth, then path.
 static FailureOr<spec::TreeAttr> parseTree(MLIRContext *context,
@@ -391,6 +479,14 @@ int main(int argc, char **argv) {
                     "them with --mtp-head\n";
     return 1;
   }
+  if (maxTreeNodes.getNumOccurrences() && treeShape != "auto") {
+    llvm::errs() << "error: --max-tree-nodes bounds the tree of --tree auto\n";
+    return 1;
+  }
+  if (maxTreeNodes < 1) {
+    llvm::errs() << "error: --max-tree-nodes must be at least 1\n";
+    return 1;
+  }
   if (mtpDepth < 0 || (mtpDepth.getNumOccurrences() && headPaths.empty())) {
     llvm::errs() << "error: --mtp-depth takes a positive number of --mtp-head "
                     "proposals\n";
@@ -407,6 +503,7 @@ int main(int argc, char **argv) {
     return 1;
   }
   std::optional<double> measuredCostRatio, measuredVerifyCost;
+  TopKAcceptance measuredTopK;
   if (!profilePath.empty()) {
     if (acceptanceRate.getNumOccurrences()) {
       llvm::errs() << "error: give --acceptance-rate or --profile, not both\n";
@@ -418,6 +515,7 @@ int main(int argc, char **argv) {
     acceptanceRate = profile->acceptanceRate;
     measuredCostRatio = profile->costRatio;
     measuredVerifyCost = profile->verifyCost;
+    measuredTopK = std::move(profile->topK);
   }
 
   DialectRegistry registry;
@@ -482,9 +580,32 @@ int main(int argc, char **argv) {
     FailureOr<spec::VerificationRuleAttrInterface> rule = getVerificationRule(
         &context, [&] { return emitError(module->getLoc()); }, sampling,
         temperature, topK, topP);
+    auto role = module->lookupSymbol<func::FuncOp>(heads.front())
+                    ->getAttrOfType<spec::RoleAttr>(
+                        spec::SpecDialect::kRoleAttrName);
+    bool medusa = role && role.getKind() == spec::FunctionRole::MedusaHead;
+    // With measurements of Medusa heads and no tree given, the cost model
+    // picks the tree (or the chain).
+    bool chooseTree = treeShape == "auto" ||
+                      (treeShape.empty() && medusa && !measuredTopK.empty());
+    if ((chooseTree || treeShape == "probe") && !medusa) {
+      llvm::errs() << "error: --tree " << treeShape
+                   << " builds a tree of Medusa heads' candidates; '"
+                   << headPaths.front() << "' is not a Medusa head\n";
+      return 1;
+    }
+    if (chooseTree && measuredTopK.empty()) {
+      llvm::errs() << "error: --tree auto chooses the tree from measured "
+                      "acceptance; give --profile, written by `spec-run "
+                      "--compare --profile` on a decoder built with --tree "
+                      "probe (which measures every rank the tree may use)\n";
+      return 1;
+    }
     spec::TreeAttr tree;
-    if (!treeShape.empty()) {
-      FailureOr<spec::TreeAttr> parsed = parseTree(&context, treeShape);
+    if (!treeShape.empty() && !chooseTree) {
+      FailureOr<spec::TreeAttr> parsed = parseTree(
+          &context,
+          treeShape == "probe" ? probeTree(heads.size()) : treeShape);
       if (failed(parsed))
         return 1;
       tree = *parsed;
@@ -492,9 +613,22 @@ int main(int argc, char **argv) {
     if (failed(rule) || failed(createMTPDecoder(*module, "decoder", "target",
                                                 heads, *rule, tree)))
       return 1;
-    auto role = module->lookupSymbol<func::FuncOp>(heads.front())
-                    ->getAttrOfType<spec::RoleAttr>(
-                        spec::SpecDialect::kRoleAttrName);
+    if (chooseTree) {
+      // The table as rows of equal width, no deeper than the heads given.
+      measuredTopK.resize(std::min(measuredTopK.size(), heads.size()));
+      size_t width = 1;
+      for (const std::vector<double> &ranks : measuredTopK)
+        width = std::max(width, ranks.size());
+      SpecChooseTreeOptions treeOptions;
+      for (std::vector<double> &ranks : measuredTopK) {
+        ranks.resize(width, 0.0);
+        llvm::append_range(treeOptions.acceptance, ranks);
+      }
+      treeOptions.ranks = width;
+      treeOptions.verifyCost = measuredVerifyCost.value_or(0.0);
+      treeOptions.maxNodes = maxTreeNodes;
+      pm.addPass(createSpecChooseTree(treeOptions));
+    }
     if (acceptanceRate >= 0 && !mtpDepth.getNumOccurrences() &&
         headPaths.size() == 1 && role &&
         role.getKind() == spec::FunctionRole::MTPModule) {
