@@ -11,7 +11,7 @@ run, with a text plot of tokens per forward against tree size.
 
     python3 bench/trees.py [--build build] [--prompts 8]
         [--max-new-tokens 128] [--reference] [--trees 1,6,16]
-        [--sampling TEMPERATURE] [--json out.json]
+        [--sampling TEMPERATURE] [--auto] [--json out.json]
 
 --reference runs the 20 held-out prompts the torch reference was measured on
 (models/metrics.json; needs torch, like bench/acceptance.py) instead of the
@@ -21,6 +21,14 @@ Python-source openings of bench/speculative_speedup.py.
 each prompt with seed 0: the trees then verify draws from the target (the
 text differs from target-only sampling, which draws differently, so the
 same-text column says "n/a").
+
+--auto also lets the cost model choose: it compiles `--tree probe` (each
+head's 10 most likely tokens under the most likely path), profiles it on the
+prompts (`spec-run --compare --profile`, the rounds by final node summed and
+the verify cost per row averaged over them), and compiles `--tree auto` from
+that profile twice: with the measured verify cost ("auto") and with rows
+free ("auto, rows free": what a memory-bound target, such as one on a GPU,
+would choose). The profile comes from the prompts it is then measured on.
 
 Not a test: nothing here asserts on time.
 """
@@ -78,6 +86,9 @@ def main():
                              + ", ".join(map(str, TREES)))
     parser.add_argument("--sampling", type=float, metavar="TEMPERATURE",
                         help="verify by sampling at this temperature")
+    parser.add_argument("--auto", action="store_true",
+                        help="also the trees --tree auto picks from a "
+                             "profile of --tree probe")
     parser.add_argument("--json", help="also write the results here")
     args = parser.parse_args()
     if args.sampling is not None and not args.sampling > 0:
@@ -99,6 +110,63 @@ def main():
     specc, spec_run = find_tools(args.build)
     heads = [f"--mtp-head={MODELS}/medusa_head_{i}.onnx" for i in (1, 2, 3)]
 
+    def measure(artifact, label):
+        """Runs every prompt on `artifact`; its row of the table."""
+        tokens = forwards = 0
+        seconds = {"speculative": 0.0, "no_speculation": 0.0}
+        identical = True
+        for prompt in prompts:
+            out = json.loads(run([spec_run, artifact, *prompt,
+                                  f"--max-new-tokens={args.max_new_tokens}",
+                                  "--compare", "--json"]))
+            if not sampling:
+                identical &= out["identical"]
+            tokens += out["speculative"]["new_tokens"]
+            forwards += out["speculative"]["target_forwards"]
+            for mode in seconds:
+                seconds[mode] += out[mode]["seconds"]
+        with open(os.path.join(artifact, "manifest.json")) as f:
+            decoder = json.load(f)["decoder"]
+        print(f"  {label} done", file=sys.stderr)
+        return {
+            "tree": label,
+            "candidates": len(decoder["tree"]["parents"]) if "tree" in decoder
+                          else decoder["proposals"],
+            "identical": None if sampling else identical,
+            "tokens_per_target_forward": tokens / forwards,
+            "speedup": seconds["no_speculation"] / seconds["speculative"],
+        }
+
+    def profile_probe(tmp):
+        """The probe tree's profile, merged over the prompts."""
+        probe = os.path.join(tmp, "probe.spec")
+        run([specc, f"{MODELS}/target.onnx", *heads, "--tree=probe",
+             *sampling, "-o", probe])
+        merged, weighted = None, {"verify_cost": 0.0,
+                                  "per_token_acceptance": 0.0}
+        for i, prompt in enumerate(prompts):
+            path = os.path.join(tmp, f"probe{i}.json")
+            run([spec_run, probe, *prompt,
+                 f"--max-new-tokens={args.max_new_tokens}", "--compare",
+                 "--json", "--profile", path])
+            with open(path) as f:
+                profile = json.load(f)
+            rounds = sum(profile["tree"]["rounds_by_final_node"])
+            for key in weighted:
+                weighted[key] += profile[key] * rounds
+            if merged is None:
+                merged = profile
+            else:
+                merged["tree"]["rounds_by_final_node"] = [
+                    a + b for a, b in zip(
+                        merged["tree"]["rounds_by_final_node"],
+                        profile["tree"]["rounds_by_final_node"])]
+        rounds = sum(merged["tree"]["rounds_by_final_node"])
+        for key in weighted:
+            merged[key] = weighted[key] / max(rounds, 1)
+        print("  probe profiled", file=sys.stderr)
+        return merged
+
     results = []
     with tempfile.TemporaryDirectory() as tmp:
         for size in sizes:
@@ -106,42 +174,40 @@ def main():
             run([specc, f"{MODELS}/target.onnx", *heads,
                  "--tree=" + json.dumps(TREES[size]), *sampling,
                  "-o", artifact])
-            tokens = forwards = 0
-            seconds = {"speculative": 0.0, "no_speculation": 0.0}
-            identical = True
-            for prompt in prompts:
-                out = json.loads(run([spec_run, artifact, *prompt,
-                                      f"--max-new-tokens={args.max_new_tokens}",
-                                      "--compare", "--json"]))
-                if not sampling:
-                    identical &= out["identical"]
-                tokens += out["speculative"]["new_tokens"]
-                forwards += out["speculative"]["target_forwards"]
-                for mode in seconds:
-                    seconds[mode] += out[mode]["seconds"]
-            results.append({
-                "candidates": size,
-                "identical": None if sampling else identical,
-                "tokens_per_target_forward": tokens / forwards,
-                "speedup": seconds["no_speculation"] / seconds["speculative"],
-            })
-            print(f"  tree of {size} done", file=sys.stderr)
+            results.append(measure(artifact, str(size)))
+        if args.auto:
+            profile = profile_probe(tmp)
+            for label, cost in (("auto", profile["verify_cost"]),
+                                ("auto, rows free", 0.0)):
+                path = os.path.join(tmp, "profile.json")
+                with open(path, "w") as f:
+                    json.dump({**profile, "verify_cost": cost}, f)
+                artifact = os.path.join(tmp, "auto.spec")
+                run(["rm", "-rf", artifact])
+                run([specc, f"{MODELS}/target.onnx", *heads, "--tree=auto",
+                     f"--profile={path}", *sampling, "-o", artifact])
+                results.append(measure(artifact, label))
+                results[-1]["verify_cost"] = cost
 
     print(f"{len(prompts)} {'held-out ' if args.reference else ''}prompts x "
           f"{args.max_new_tokens} new tokens, "
           + (f"sampling at temperature {args.sampling}" if sampling
              else "greedy")
           + ", Medusa heads (3)")
-    print(f"{'candidates':>10} {'same text':>9} {'tok/fwd':>8} {'speedup':>8}  "
-          "tokens per target forward")
+    print(f"{'tree':>15} {'candidates':>10} {'same text':>9} {'tok/fwd':>8} "
+          f"{'speedup':>8}  tokens per target forward")
     for r in results:
         bar = "#" * round(r["tokens_per_target_forward"] * 10)
         same = {None: "n/a", True: "yes", False: "NO"}[r["identical"]]
-        print(f"{r['candidates']:>10} {same:>9} "
+        print(f"{r['tree']:>15} {r['candidates']:>10} {same:>9} "
               f"{r['tokens_per_target_forward']:>8.2f} "
               f"{r['speedup']:>7.2f}x  {bar}")
     print("candidates: tokens each round verifies after the last one; "
           "3 is the chain of top-1 proposals")
+    for r in results:
+        if "verify_cost" in r:
+            print(f"{r['tree']}: verify cost {r['verify_cost']:.3f} target "
+                  f"steps per extra row")
     if args.json:
         with open(args.json, "w") as f:
             json.dump({"prompts": len(prompts),

@@ -27,12 +27,12 @@ std::string checkTree(const Manifest &m) {
   for (size_t node = 1; node <= m.treeParents.size(); ++node) {
     int64_t parent = m.treeParents[node - 1];
     if (parent < 0 || parent >= static_cast<int64_t>(node))
-      return "node " + std::to_string(node) + " has parent " +
+      return "has node " + std::to_string(node) + " under node " +
              std::to_string(parent) + "; parents come before their children";
     if (m.treeRanks[node - 1] < 0)
-      return "node " + std::to_string(node) + " has a negative rank";
+      return "has node " + std::to_string(node) + " of a negative rank";
     if (m.treeDepth(node) > m.proposals)
-      return "node " + std::to_string(node) + " is deeper than the " +
+      return "has node " + std::to_string(node) + " deeper than the " +
              std::to_string(m.proposals) + " proposals";
   }
   return {};

@@ -348,9 +348,10 @@ spec.decoder @tree target(@fused) proposer(#spec.mtp<[@head1, @head2]>) verify(#
 
 // The prefill runs as a chain: its tree mask is the causal one. The first
 // candidates are head 1's best two tokens (the argmax, then the argmax with
-// it masked out) and head 2's best.
+// it masked out) and head 2's best. The loop counts rounds by the tree row
+// they end at (4 rows), not by accepted length.
 // CHECK-LABEL: func.func @tree_generate(
-// CHECK-SAME: -> (tensor<64xi64>, index, index, tensor<3xi64>, i64, i64)
+// CHECK-SAME: -> (tensor<64xi64>, index, index, tensor<4xi64>, i64, i64)
 // CHECK: %[[CAUSAL:.*]] = tensor.generate %[[N:.*]], %[[N]] {
 // CHECK-NEXT: ^bb0(%[[I:[^:]*]]: index, %[[J:[^:]*]]: index):
 // CHECK-NEXT: %[[SEES:.*]] = arith.cmpi ule, %[[J]], %[[I]] : index
@@ -367,7 +368,7 @@ spec.decoder @tree target(@fused) proposer(#spec.mtp<[@head1, @head2]>) verify(#
 // A round: one forward over [last, candidates] at positions length + depth,
 // with the tree's mask; the target's picks walk down the tree.
 // CHECK: } do {
-// CHECK-NEXT: ^bb0(%{{[^:]*}}: tensor<64xi64>, %[[CACHE:[^:]*]]: !spec.kv_cache<2x2x64x8xf32>, %[[LEN:[^:]*]]: index, %{{[^:]*}}: index, %{{[^:]*}}: index, %{{[^:]*}}: i64, %[[CANDIDATES:[^:]*]]: tensor<3xi64>,
+// CHECK-NEXT: ^bb0(%{{[^:]*}}: tensor<64xi64>, %[[CACHE:[^:]*]]: !spec.kv_cache<2x2x64x8xf32>, %[[LEN:[^:]*]]: index, %{{[^:]*}}: index, %{{[^:]*}}: index, %{{[^:]*}}: i64, %[[CANDIDATES:[^:]*]]: tensor<3xi64>, %[[ROUNDS:[^:]*]]: tensor<4xi64>,
 // CHECK: arith.constant dense<[0, 1, 1, 2]> : tensor<4xi64>
 // CHECK: %[[TREE:.*]] = arith.constant dense<{{\[}}[true, false, false, false], [true, true, false, false], [true, false, true, false], [true, true, false, true]]> : tensor<4x4xi1>
 // CHECK: %[[TREEARG:.*]] = tensor.cast %[[TREE]] : tensor<4x4xi1> to tensor<?x?xi1>
@@ -384,9 +385,11 @@ spec.decoder @tree target(@fused) proposer(#spec.mtp<[@head1, @head2]>) verify(#
 // CHECK: arith.cmpi eq, %[[DEPTH1]], %c1{{.*}} : index
 // CHECK: %[[C3:.*]] = tensor.extract %[[CANDIDATES]][%c2{{.*}}] : tensor<3xi64>
 // CHECK-NEXT: arith.cmpi eq, %[[C3]], %[[PICK1]] : i64
+// CHECK: %[[FINAL:.*]] = arith.select %{{.*}}, %c3{{.*}}, %[[DEPTH1]] : index
 // The accepted path's rows move next to the prefix.
 // CHECK: %[[MOVED:.*]] = spec.cache.move %[[V]]#3 from %{{.*}} to %{{.*}} : !spec.kv_cache<2x2x64x8xf32>, tensor<?xindex>
-// CHECK: scf.yield %{{.*}}, %[[MOVED]],
+// CHECK: %[[COUNTED:.*]] = tensor.insert %{{.*}} into %[[ROUNDS]][%[[FINAL]]] : tensor<4xi64>
+// CHECK: scf.yield %{{.*}}, %[[MOVED]], {{.*}}, %[[COUNTED]],
 
 // -----
 
