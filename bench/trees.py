@@ -11,7 +11,7 @@ run, with a text plot of tokens per forward against tree size.
 
     python3 bench/trees.py [--build build] [--prompts 8]
         [--max-new-tokens 128] [--reference] [--trees 1,6,16]
-        [--sampling TEMPERATURE] [--auto] [--json out.json]
+        [--sampling TEMPERATURE] [--auto] [--distilled] [--json out.json]
 
 --reference runs the 20 held-out prompts the torch reference was measured on
 (models/metrics.json; needs torch, like bench/acceptance.py) instead of the
@@ -29,6 +29,9 @@ the verify cost per row averaged over them), and compiles `--tree auto` from
 that profile twice: with the measured verify cost ("auto") and with rows
 free ("auto, rows free": what a memory-bound target, such as one on a GPU,
 would choose). The profile comes from the prompts it is then measured on.
+
+--distilled runs the self-distilled heads (models/medusa_distilled_head_*.onnx)
+instead of the heads trained on the text.
 
 Not a test: nothing here asserts on time.
 """
@@ -89,6 +92,8 @@ def main():
     parser.add_argument("--auto", action="store_true",
                         help="also the trees --tree auto picks from a "
                              "profile of --tree probe")
+    parser.add_argument("--distilled", action="store_true",
+                        help="the self-distilled Medusa heads")
     parser.add_argument("--json", help="also write the results here")
     args = parser.parse_args()
     if args.sampling is not None and not args.sampling > 0:
@@ -108,7 +113,8 @@ def main():
         sys.exit(f"error: --prompts must be between 1 and {len(prompts)}")
     prompts = prompts[:args.prompts]
     specc, spec_run = find_tools(args.build)
-    heads = [f"--mtp-head={MODELS}/medusa_head_{i}.onnx" for i in (1, 2, 3)]
+    kind = "medusa_distilled_head" if args.distilled else "medusa_head"
+    heads = [f"--mtp-head={MODELS}/{kind}_{i}.onnx" for i in (1, 2, 3)]
 
     def measure(artifact, label):
         """Runs every prompt on `artifact`; its row of the table."""
@@ -193,6 +199,7 @@ def main():
           f"{args.max_new_tokens} new tokens, "
           + (f"sampling at temperature {args.sampling}" if sampling
              else "greedy")
+          + (", self-distilled" if args.distilled else "")
           + ", Medusa heads (3)")
     print(f"{'tree':>15} {'candidates':>10} {'same text':>9} {'tok/fwd':>8} "
           f"{'speedup':>8}  tokens per target forward")
@@ -211,6 +218,7 @@ def main():
     if args.json:
         with open(args.json, "w") as f:
             json.dump({"prompts": len(prompts),
+                       "distilled_heads": args.distilled,
                        "max_new_tokens": args.max_new_tokens,
                        "reference_prompts": args.reference,
                        "sampling_temperature": args.sampling,
