@@ -27,12 +27,11 @@ static std::string formatPaths(const TreeShape &tree) {
   for (int64_t node = 1; node <= tree.getNumNodes(); ++node) {
     paths[node] = paths[tree.parents[node - 1]];
     paths[node].push_back(tree.ranks[node - 1]);
-    out += (node > 1 ? ", [" : "[") + llvm::join(llvm::map_range(
-                                          paths[node],
-                                          [](int64_t rank) {
-                                            return std::to_string(rank);
-                                          }),
-                                      ", ") +
+    out += (node > 1 ? ", [" : "[") +
+           llvm::join(llvm::map_range(
+                          paths[node],
+                          [](int64_t rank) { return std::to_string(rank); }),
+                      ", ") +
            "]";
   }
   return out + "]";
@@ -134,8 +133,8 @@ LogicalResult ChooseTreePass::chooseFor(DecoderOp decoder,
       decoder.getContext(), heads.getHeads().take_front(depth)));
   bool chain = choice.tree.isTopOneChain();
   if (!chain)
-    decoder.setTreeAttr(TreeAttr::get(decoder.getContext(),
-                                      choice.tree.parents, choice.tree.ranks));
+    decoder.setTreeAttr(TreeAttr::get(decoder.getContext(), choice.tree.parents,
+                                      choice.tree.ranks));
   decoder.emitRemark() << (chain ? "a chain of " : "a tree of ")
                        << choice.tree.getNumNodes()
                        << (choice.tree.getNumNodes() == 1 ? " candidate "

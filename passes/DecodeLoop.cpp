@@ -211,9 +211,8 @@ void DecodeLoopBuilder::buildRound(Block *body, unsigned proposerValues,
       committedStop(result.state.seq, state.length, result.state.length);
   Value outcome = result.outcome ? result.outcome : result.accepted;
   Value count = tensor::ExtractOp::create(b, counters.histogram, outcome);
-  next.histogram =
-      tensor::InsertOp::create(b, arith::AddIOp::create(b, count, i64(1)),
-                               counters.histogram, outcome);
+  next.histogram = tensor::InsertOp::create(
+      b, arith::AddIOp::create(b, count, i64(1)), counters.histogram, outcome);
   next.proposingNs =
       arith::AddIOp::create(b, counters.proposingNs, result.proposingNs);
   next.verifyingNs = arith::AddIOp::create(

@@ -188,8 +188,8 @@ private:
   mlir::Value shouldContinue(mlir::Value generated, mlir::Value length,
                              mlir::Value ended, int64_t roundSize);
   mlir::ValueRange buildRounds(const DecodeState &init,
-                               mlir::ValueRange proposerInit,
-                               int64_t roundSize, RoundFn round);
+                               mlir::ValueRange proposerInit, int64_t roundSize,
+                               RoundFn round);
   void buildRound(mlir::Block *body, unsigned proposerValues,
                   int64_t roundSize, RoundFn round);
   void buildTail(mlir::ValueRange results, unsigned proposerValues);

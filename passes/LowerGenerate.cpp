@@ -301,11 +301,10 @@ void MedusaLowering::buildTree(DecodeLoopBuilder &loop) {
       arith::SubIOp::create(b, loop.getPromptLength(), loop.index(1));
   DecodeState start = loop.startAfterPrefill();
   Value first = proposeTree(loop, loop.getPrefill().getResults(), lastRow);
-  loop.buildLoop(
-      start, {first}, tree.getNumNodes() + 1,
-      [&](const DecodeState &state, ValueRange values) {
-        return treeRound(loop, state, values[0]);
-      });
+  loop.buildLoop(start, {first}, tree.getNumNodes() + 1,
+                 [&](const DecodeState &state, ValueRange values) {
+                   return treeRound(loop, state, values[0]);
+                 });
 }
 
 Value MedusaLowering::proposeTree(DecodeLoopBuilder &loop, ValueRange results,

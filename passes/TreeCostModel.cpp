@@ -39,9 +39,9 @@ double specula::expectedTreeTokens(const TreeShape &tree,
   std::vector<double> reached(tree.getNumNodes() + 1, 1.0);
   double expected = 1.0;
   for (int64_t node = 1; node <= tree.getNumNodes(); ++node) {
-    reached[node] = reached[tree.parents[node - 1]] *
-                    accepts(acceptance, tree.getDepth(node),
-                            tree.ranks[node - 1]);
+    reached[node] =
+        reached[tree.parents[node - 1]] *
+        accepts(acceptance, tree.getDepth(node), tree.ranks[node - 1]);
     expected += reached[node];
   }
   return expected;
@@ -109,8 +109,9 @@ TreeChoice specula::chooseTree(const TopKAcceptance &acceptance,
   return best;
 }
 
-TopKAcceptance specula::estimateTopKAcceptance(
-    const TreeShape &tree, const std::vector<int64_t> &roundsByFinalNode) {
+TopKAcceptance
+specula::estimateTopKAcceptance(const TreeShape &tree,
+                                const std::vector<int64_t> &roundsByFinalNode) {
   int64_t nodes = tree.getNumNodes();
   assert(static_cast<int64_t>(roundsByFinalNode.size()) == nodes + 1 &&
          "one count per tree row");

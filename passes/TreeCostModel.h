@@ -1,4 +1,4 @@
-//===- TreeCostModel.h - which tree of candidates pays -----------*- C++ -*-===//
+//===- TreeCostModel.h - which tree of candidates pays ---------*- C++ -*-===//
 //
 // The cost model behind spec-choose-tree and `specc --tree auto`, kept free
 // of IR so that it can be unit-tested: Medusa's construction of candidate
@@ -64,8 +64,9 @@ TreeChoice chooseTree(const TopKAcceptance &acceptance, double verifyCost,
 /// ended in its subtree; pooled over the nodes of a (depth, rank), the
 /// estimate is those rounds over the rounds that accepted the parents. Ranks
 /// the tree did not have, or whose parents were never accepted, estimate 0.
-TopKAcceptance estimateTopKAcceptance(
-    const TreeShape &tree, const std::vector<int64_t> &roundsByFinalNode);
+TopKAcceptance
+estimateTopKAcceptance(const TreeShape &tree,
+                       const std::vector<int64_t> &roundsByFinalNode);
 
 } // namespace specula
 

@@ -345,8 +345,7 @@ specrt_status specrt_generate(specrt_model *model, const int64_t *prompt,
       specrt_result_free(result);
       return fail(SPECRT_ERROR_OUT_OF_MEMORY, "out of memory");
     }
-    std::copy(histogram.begin(), histogram.end(),
-              result->rounds_by_final_node);
+    std::copy(histogram.begin(), histogram.end(), result->rounds_by_final_node);
     result->num_tree_rows = rows;
     int64_t deepest = 0;
     for (size_t node = 1; node < rows; ++node)

@@ -296,13 +296,13 @@ int main(int argc, char **argv) {
     // candidate rank's acceptance per depth from them.
     if (info.tree_nodes > 0) {
       measured += ",\n  \"tree\": {\n    \"parents\": [" +
-               formatIntegers(info.tree_parents, info.tree_nodes) +
-               "],\n    \"ranks\": [" +
-               formatIntegers(info.tree_ranks, info.tree_nodes) +
-               "],\n    \"rounds_by_final_node\": [" +
-               formatIntegers(speculative->roundsByFinalNode.data(),
-                              speculative->roundsByFinalNode.size()) +
-               "]\n  }";
+                  formatIntegers(info.tree_parents, info.tree_nodes) +
+                  "],\n    \"ranks\": [" +
+                  formatIntegers(info.tree_ranks, info.tree_nodes) +
+                  "],\n    \"rounds_by_final_node\": [" +
+                  formatIntegers(speculative->roundsByFinalNode.data(),
+                                 speculative->roundsByFinalNode.size()) +
+                  "]\n  }";
     }
     std::string path = o.profile + ".partial";
     FILE *f = std::fopen(path.c_str(), "w");

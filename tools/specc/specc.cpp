@@ -229,8 +229,8 @@ struct Profile {
 
 /// The per-(depth, rank) acceptance of Medusa heads in the profile `object`
 /// (of `path`), or an empty table when it measured another proposer.
-static FailureOr<TopKAcceptance> readTopKAcceptance(const llvm::json::Object &object,
-                                                    StringRef path) {
+static FailureOr<TopKAcceptance>
+readTopKAcceptance(const llvm::json::Object &object, StringRef path) {
   auto integers = [](const llvm::json::Array *array)
       -> std::optional<std::vector<int64_t>> {
     if (!array)
@@ -403,8 +403,8 @@ static std::string probeTree(size_t heads) {
   std::string paths, above;
   for (size_t depth = 1; depth <= heads; ++depth) {
     for (int rank = 0; rank < 10; ++rank)
-      paths += (paths.empty() ? "[" : ", [") + above + std::to_string(rank) +
-               "]";
+      paths +=
+          (paths.empty() ? "[" : ", [") + above + std::to_string(rank) + "]";
     above += "0, ";
   }
   return "[" + paths + "]";
@@ -580,9 +580,9 @@ int main(int argc, char **argv) {
     FailureOr<spec::VerificationRuleAttrInterface> rule = getVerificationRule(
         &context, [&] { return emitError(module->getLoc()); }, sampling,
         temperature, topK, topP);
-    auto role = module->lookupSymbol<func::FuncOp>(heads.front())
-                    ->getAttrOfType<spec::RoleAttr>(
-                        spec::SpecDialect::kRoleAttrName);
+    auto role =
+        module->lookupSymbol<func::FuncOp>(heads.front())
+            ->getAttrOfType<spec::RoleAttr>(spec::SpecDialect::kRoleAttrName);
     bool medusa = role && role.getKind() == spec::FunctionRole::MedusaHead;
     // With measurements of Medusa heads and no tree given, the cost model
     // picks the tree (or the chain).
@@ -604,8 +604,7 @@ int main(int argc, char **argv) {
     spec::TreeAttr tree;
     if (!treeShape.empty() && !chooseTree) {
       FailureOr<spec::TreeAttr> parsed = parseTree(
-          &context,
-          treeShape == "probe" ? probeTree(heads.size()) : treeShape);
+          &context, treeShape == "probe" ? probeTree(heads.size()) : treeShape);
       if (failed(parsed))
         return 1;
       tree = *parsed;
