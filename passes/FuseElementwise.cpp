@@ -3,11 +3,13 @@
 #include "passes/Passes.h"
 
 #include "mlir/Dialect/Affine/IR/AffineOps.h"
+#include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/Dialect/Linalg/IR/Linalg.h"
 #include "mlir/Dialect/Linalg/Transforms/Transforms.h"
 #include "mlir/Dialect/Tensor/IR/Tensor.h"
 #include "mlir/Dialect/Tensor/Transforms/Transforms.h"
+#include "mlir/IR/Matchers.h"
 #include "mlir/IR/PatternMatch.h"
 #include "mlir/Transforms/GreedyPatternRewriteDriver.h"
 
@@ -39,6 +41,33 @@ static bool fusesWithoutRecomputing(OpOperand *fusedOperand) {
 }
 
 namespace {
+/// A generic whose every element is the same constant is that constant: the
+/// importer computes shape arithmetic (a rotary embedding's half width) in
+/// generics whose bodies fold to constants, and reshapes, extracts and the
+/// slices they size fold only once the constant is one.
+struct FoldConstantGeneric : OpRewritePattern<linalg::GenericOp> {
+  using OpRewritePattern::OpRewritePattern;
+
+  LogicalResult matchAndRewrite(linalg::GenericOp op,
+                                PatternRewriter &rewriter) const override {
+    if (op.getNumResults() != 1 || !op.hasPureTensorSemantics())
+      return failure();
+    auto type = dyn_cast<RankedTensorType>(op.getResult(0).getType());
+    if (!type || !type.hasStaticShape())
+      return failure();
+    auto yield = cast<linalg::YieldOp>(op.getBody()->getTerminator());
+    Attribute value;
+    if (!matchPattern(yield.getValues()[0], m_Constant(&value)))
+      return failure();
+    auto element = dyn_cast<TypedAttr>(value);
+    if (!element || element.getType() != type.getElementType())
+      return failure();
+    rewriter.replaceOpWithNewOp<arith::ConstantOp>(
+        op, DenseElementsAttr::get(type, element));
+    return success();
+  }
+};
+
 struct FuseElementwisePass
     : public specula::impl::SpecFuseElementwiseBase<FuseElementwisePass> {
   void runOnOperation() override {
@@ -59,6 +88,7 @@ struct FuseElementwisePass
         ->getCanonicalizationPatterns(patterns);
     linalg::populateConstantFoldLinalgOperations(patterns,
                                                  fusesWithoutRecomputing);
+    patterns.add<FoldConstantGeneric>(context);
     if (failed(applyPatternsGreedily(
             getOperation(), std::move(patterns),
             GreedyRewriteConfig().setUseTopDownTraversal(true))))

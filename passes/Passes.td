@@ -536,7 +536,9 @@ def SpecFuseElementwise : Pass<"spec-fuse-elementwise"> {
     when the consumer's indexing map of the fused operand uses every loop of
     the consumer (each producer element is computed once); otherwise the
     producer stays a separate op. Reshape propagation and constant folding
-    follow the same rule.
+    follow the same rule. A generic that yields one constant everywhere
+    (the importer's shape arithmetic, such as a rotary embedding's half
+    width) becomes that constant, so the slices it sizes become static.
 
     Example: `spec-opt --spec-fuse-elementwise`
   }];

@@ -84,3 +84,48 @@ func.func @producer_of_a_broadcast(%x: tensor<4xf32>, %y: tensor<4x16xf32>) -> t
   } -> tensor<4x16xf32>
   return %1 : tensor<4x16xf32>
 }
+
+// -----
+
+// A generic that yields one constant everywhere is that constant, so the
+// shape arithmetic the importer computes with it (a rotary embedding's half
+// width, 32 / 2) folds, and canonicalization then sizes the slices
+// statically.
+// CHECK-LABEL: func.func @constant_generic
+// CHECK-NOT: linalg.generic
+// CHECK: %[[C16:.*]] = arith.constant 16 : index
+// CHECK-NOT: linalg.generic
+// CHECK: %[[SLICE:.*]] = tensor.extract_slice %{{.*}}[0, %[[C16]]] [%{{.*}}, %[[C16]]] [1, 1]
+// CHECK: return %[[SLICE]]
+func.func @constant_generic(%x: tensor<?x32xf32>) -> tensor<?x?xf32> {
+  %c0 = arith.constant 0 : index
+  %c16 = arith.constant 16 : i64
+  %e = tensor.empty() : tensor<i64>
+  %half = linalg.generic {indexing_maps = [affine_map<() -> ()>],
+                          iterator_types = []}
+      outs(%e : tensor<i64>) {
+  ^bb0(%o: i64):
+    linalg.yield %c16 : i64
+  } -> tensor<i64>
+  %h = tensor.extract %half[] : tensor<i64>
+  %offset = arith.index_cast %h : i64 to index
+  %rows = tensor.dim %x, %c0 : tensor<?x32xf32>
+  %slice = tensor.extract_slice %x[0, %offset] [%rows, %offset] [1, 1] : tensor<?x32xf32> to tensor<?x?xf32>
+  return %slice : tensor<?x?xf32>
+}
+
+// A generic whose elements differ is not folded.
+// CHECK-LABEL: func.func @index_generic
+// CHECK: linalg.generic
+func.func @index_generic() -> tensor<4xi64> {
+  %e = tensor.empty() : tensor<4xi64>
+  %0 = linalg.generic {indexing_maps = [affine_map<(i) -> (i)>],
+                       iterator_types = ["parallel"]}
+      outs(%e : tensor<4xi64>) {
+  ^bb0(%o: i64):
+    %i = linalg.index 0 : index
+    %v = arith.index_cast %i : index to i64
+    linalg.yield %v : i64
+  } -> tensor<4xi64>
+  return %0 : tensor<4xi64>
+}
