@@ -8,7 +8,6 @@
 #include "mlir/IR/BuiltinOps.h"
 #include "mlir/IR/SymbolTable.h"
 #include "mlir/Interfaces/FunctionInterfaces.h"
-#include "llvm/ADT/StringExtras.h"
 #include "llvm/Support/FormatVariadic.h"
 
 namespace specula {
@@ -19,23 +18,6 @@ namespace specula {
 using namespace mlir;
 using namespace specula;
 using namespace specula::spec;
-
-/// `tree` as Medusa's medusa_choices: the ranks along each node's path.
-static std::string formatPaths(const TreeShape &tree) {
-  std::vector<std::vector<int64_t>> paths(tree.getNumNodes() + 1);
-  std::string out = "[";
-  for (int64_t node = 1; node <= tree.getNumNodes(); ++node) {
-    paths[node] = paths[tree.parents[node - 1]];
-    paths[node].push_back(tree.ranks[node - 1]);
-    out += (node > 1 ? ", [" : "[") +
-           llvm::join(llvm::map_range(
-                          paths[node],
-                          [](int64_t rank) { return std::to_string(rank); }),
-                      ", ") +
-           "]";
-  }
-  return out + "]";
-}
 
 namespace {
 struct ChooseTreePass
@@ -139,7 +121,7 @@ LogicalResult ChooseTreePass::chooseFor(DecoderOp decoder,
                        << choice.tree.getNumNodes()
                        << (choice.tree.getNumNodes() == 1 ? " candidate "
                                                           : " candidates ")
-                       << formatPaths(choice.tree) << ": "
+                       << formatPaths(choice.tree.getPaths()) << ": "
                        << llvm::formatv("{0:F2}", choice.expectedTokens)
                        << " expected tokens per target forward, predicted "
                           "speedup "

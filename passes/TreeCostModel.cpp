@@ -24,6 +24,56 @@ bool TreeShape::isTopOneChain() const {
   return true;
 }
 
+std::optional<TreeShape> TreeShape::fromPaths(std::vector<Path> paths,
+                                              std::string &error) {
+  std::sort(paths.begin(), paths.end(), [](const Path &a, const Path &b) {
+    return std::make_pair(a.size(), a) < std::make_pair(b.size(), b);
+  });
+  std::map<Path, int64_t> rowOf{{{}, 0}};
+  TreeShape tree;
+  for (const Path &path : paths) {
+    assert(!path.empty() && "the root is not a candidate");
+    Path parent(path.begin(), path.end() - 1);
+    auto found = rowOf.find(parent);
+    if (found == rowOf.end()) {
+      error = "path " + formatPath(path) +
+              " has no parent: " + formatPath(parent) + " must be listed too";
+      return std::nullopt;
+    }
+    if (!rowOf.emplace(path, tree.getNumNodes() + 1).second) {
+      error = "path " + formatPath(path) + " is listed twice";
+      return std::nullopt;
+    }
+    tree.parents.push_back(found->second);
+    tree.ranks.push_back(path.back());
+  }
+  return tree;
+}
+
+std::vector<TreeShape::Path> TreeShape::getPaths() const {
+  std::vector<Path> paths(getNumNodes() + 1); // row 0: the root
+  for (int64_t node = 1; node <= getNumNodes(); ++node) {
+    paths[node] = paths[parents[node - 1]];
+    paths[node].push_back(ranks[node - 1]);
+  }
+  paths.erase(paths.begin());
+  return paths;
+}
+
+std::string specula::formatPath(const TreeShape::Path &path) {
+  std::string out = "[";
+  for (size_t i = 0; i < path.size(); ++i)
+    out += (i ? ", " : "") + std::to_string(path[i]);
+  return out + "]";
+}
+
+std::string specula::formatPaths(const std::vector<TreeShape::Path> &paths) {
+  std::string out = "[";
+  for (size_t i = 0; i < paths.size(); ++i)
+    out += (i ? ", " : "") + formatPath(paths[i]);
+  return out + "]";
+}
+
 /// The acceptance of rank `rank` at depth `depth` (from 1), 0 outside the
 /// table.
 static double accepts(const TopKAcceptance &acceptance, int64_t depth,
@@ -52,7 +102,7 @@ TreeChoice specula::chooseTree(const TopKAcceptance &acceptance,
   assert(verifyCost >= 0.0 && maxNodes >= 0 && "invalid arguments");
   // Nodes by falling path probability: a frontier of candidates whose
   // parents are taken, best first (ties: shallower, then the earlier path).
-  using Path = std::vector<int64_t>;
+  using Path = TreeShape::Path;
   using Candidate = std::pair<double, Path>;
   auto worse = [](const Candidate &a, const Candidate &b) {
     if (a.first != b.first)
@@ -96,16 +146,9 @@ TreeChoice specula::chooseTree(const TopKAcceptance &acceptance,
     }
   }
   taken.resize(bestSize);
-  // Rows in the order `specc --tree` gives Medusa's paths.
-  std::sort(taken.begin(), taken.end(), [](const Path &a, const Path &b) {
-    return std::make_pair(a.size(), a) < std::make_pair(b.size(), b);
-  });
-  std::map<Path, int64_t> rowOf{{{}, 0}};
-  for (const Path &path : taken) {
-    best.tree.parents.push_back(rowOf.at(Path(path.begin(), path.end() - 1)));
-    best.tree.ranks.push_back(path.back());
-    rowOf.emplace(path, best.tree.parents.size());
-  }
+  // Taken nodes are distinct and come after their parents: a tree.
+  std::string error;
+  best.tree = *TreeShape::fromPaths(std::move(taken), error);
   return best;
 }
 

@@ -11,6 +11,8 @@
 #define SPECULA_PASSES_TREECOSTMODEL_H
 
 #include <cstdint>
+#include <optional>
+#include <string>
 #include <vector>
 
 namespace specula {
@@ -25,7 +27,20 @@ using TopKAcceptance = std::vector<std::vector<double>>;
 /// parents[i - 1] (0: the root) and is the ranks[i - 1]-th most likely token
 /// of its depth; parents come before their children.
 struct TreeShape {
+  /// One candidate as Medusa's medusa_choices write it: the ranks along its
+  /// path from the root ([0, 1]: the second most likely token of head 2
+  /// under the most likely of head 1).
+  using Path = std::vector<int64_t>;
+
   std::vector<int64_t> parents, ranks;
+
+  /// The tree of `paths` (in any order), rows ordered by depth, then path;
+  /// nothing, and `error` set, when a path is listed twice or without its
+  /// parent.
+  static std::optional<TreeShape> fromPaths(std::vector<Path> paths,
+                                            std::string &error);
+  /// Each candidate's path, in row order (entry i - 1: node i's).
+  std::vector<Path> getPaths() const;
 
   int64_t getNumNodes() const { return parents.size(); }
   /// The depth of row `row` (0: the root).
@@ -34,6 +49,10 @@ struct TreeShape {
   /// depth, which a decoder verifies without a tree.
   bool isTopOneChain() const;
 };
+
+/// A path as `[0, 1]`, and a list of paths as `[[0], [0, 1]]`.
+std::string formatPath(const TreeShape::Path &path);
+std::string formatPaths(const std::vector<TreeShape::Path> &paths);
 
 /// Expected tokens per target forward of `tree`: 1 (the target's own) plus,
 /// for every node, the probability that its whole path is accepted.

@@ -399,21 +399,23 @@ static FailureOr<std::string> chooseTokenizer(ModuleOp module) {
 /// `--tree probe` for `heads` heads: each head's 10 most likely tokens under
 /// the path of most likely ones, so that one profile measures every rank
 /// `--tree auto` may use at every depth.
-static std::string probeTree(size_t heads) {
-  std::string paths, above;
+static std::vector<TreeShape::Path> probePaths(size_t heads) {
+  std::vector<TreeShape::Path> paths;
+  TreeShape::Path above;
   for (size_t depth = 1; depth <= heads; ++depth) {
-    for (int rank = 0; rank < 10; ++rank)
-      paths +=
-          (paths.empty() ? "[" : ", [") + above + std::to_string(rank) + "]";
-    above += "0, ";
+    for (int64_t rank = 0; rank < 10; ++rank) {
+      paths.push_back(above);
+      paths.back().push_back(rank);
+    }
+    above.push_back(0);
   }
-  return "[" + paths + "]";
+  return paths;
 }
 
-/// The tree `choices` (Medusa's medusa_choices: one path of ranks per
-/// candidate) describes, with candidates ordered by depth, then path.
-static FailureOr<spec::TreeAttr> parseTree(MLIRContext *context,
-                                           StringRef choices) {
+/// The paths of `--tree`'s Medusa medusa_choices (one path of ranks per
+/// candidate).
+static FailureOr<std::vector<TreeShape::Path>>
+parseTreePaths(StringRef choices) {
   auto fail = [&](const llvm::Twine &message) {
     llvm::errs() << "error: --tree: " << message << "\n";
     return failure();
@@ -425,12 +427,12 @@ static FailureOr<spec::TreeAttr> parseTree(MLIRContext *context,
   const llvm::json::Array *list = parsed->getAsArray();
   if (!list || list->empty())
     return fail("expected a non-empty list of paths such as [[0], [1], [0, 0]]");
-  std::vector<std::vector<int64_t>> paths;
+  std::vector<TreeShape::Path> paths;
   for (const llvm::json::Value &entry : *list) {
     const llvm::json::Array *path = entry.getAsArray();
     if (!path || path->empty())
       return fail("every path is a non-empty list of ranks, such as [0, 1]");
-    std::vector<int64_t> ranks;
+    TreeShape::Path ranks;
     for (const llvm::json::Value &rank : *path) {
       std::optional<int64_t> value = rank.getAsInteger();
       if (!value || *value < 0 || *value > 1024)
@@ -439,30 +441,19 @@ static FailureOr<spec::TreeAttr> parseTree(MLIRContext *context,
     }
     paths.push_back(std::move(ranks));
   }
-  llvm::sort(paths, [](const auto &a, const auto &b) {
-    return std::make_pair(a.size(), a) < std::make_pair(b.size(), b);
-  });
-  std::map<std::vector<int64_t>, int64_t> rowOf{{{}, 0}};
-  SmallVector<int64_t> parents, ranks;
-  for (const std::vector<int64_t> &path : paths) {
-    std::vector<int64_t> parent(path.begin(), path.end() - 1);
-    auto found = rowOf.find(parent);
-    auto show = [](llvm::ArrayRef<int64_t> ranks) {
-      return "[" + llvm::join(llvm::map_range(ranks, [](int64_t rank) {
-                                return std::to_string(rank);
-                              }),
-                              ", ") +
-             "]";
-    };
-    if (found == rowOf.end())
-      return fail("path " + show(path) + " has no parent: " + show(parent) +
-                  " must be listed too");
-    if (!rowOf.emplace(path, parents.size() + 1).second)
-      return fail("path " + show(path) + " is listed twice");
-    parents.push_back(found->second);
-    ranks.push_back(path.back());
+  return paths;
+}
+
+/// The tree `paths` describe, with candidates ordered by depth, then path.
+static FailureOr<spec::TreeAttr> buildTree(MLIRContext *context,
+                                           std::vector<TreeShape::Path> paths) {
+  std::string error;
+  std::optional<TreeShape> tree = TreeShape::fromPaths(std::move(paths), error);
+  if (!tree) {
+    llvm::errs() << "error: --tree: " << error << "\n";
+    return failure();
   }
-  return spec::TreeAttr::get(context, parents, ranks);
+  return spec::TreeAttr::get(context, tree->parents, tree->ranks);
 }
 
 int main(int argc, char **argv) {
@@ -603,11 +594,15 @@ int main(int argc, char **argv) {
     }
     spec::TreeAttr tree;
     if (!treeShape.empty() && !chooseTree) {
-      FailureOr<spec::TreeAttr> parsed = parseTree(
-          &context, treeShape == "probe" ? probeTree(heads.size()) : treeShape);
-      if (failed(parsed))
+      FailureOr<std::vector<TreeShape::Path>> paths =
+          treeShape == "probe" ? probePaths(heads.size())
+                               : parseTreePaths(treeShape);
+      FailureOr<spec::TreeAttr> built =
+          succeeded(paths) ? buildTree(&context, std::move(*paths))
+                           : FailureOr<spec::TreeAttr>(failure());
+      if (failed(built))
         return 1;
-      tree = *parsed;
+      tree = *built;
     }
     if (failed(rule) || failed(createMTPDecoder(*module, "decoder", "target",
                                                 heads, *rule, tree)))

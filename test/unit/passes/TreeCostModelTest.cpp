@@ -164,3 +164,17 @@ TEST(TreeCostModel, EstimatesRecoverTheAcceptanceOfSimulatedRounds) {
       EXPECT_NEAR(estimate[depth][rank], truth[depth][rank], 0.01)
           << "depth " << depth + 1 << " rank " << rank;
 }
+
+TEST(TreeCostModel, PathsMakeTreesOrderedByDepth) {
+  std::string error;
+  std::optional<TreeShape> tree =
+      TreeShape::fromPaths({{0, 0}, {1}, {0}, {1, 2}}, error);
+  ASSERT_TRUE(tree) << error;
+  EXPECT_EQ(tree->parents, (std::vector<int64_t>{0, 0, 1, 2}));
+  EXPECT_EQ(tree->ranks, (std::vector<int64_t>{0, 1, 0, 2}));
+  EXPECT_EQ(formatPaths(tree->getPaths()), "[[0], [1], [0, 0], [1, 2]]");
+  EXPECT_FALSE(TreeShape::fromPaths({{0}, {1, 0}}, error));
+  EXPECT_EQ(error, "path [1, 0] has no parent: [1] must be listed too");
+  EXPECT_FALSE(TreeShape::fromPaths({{0}, {0}}, error));
+  EXPECT_EQ(error, "path [0] is listed twice");
+}
