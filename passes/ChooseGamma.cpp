@@ -127,7 +127,9 @@ void ChooseGammaPass::runOnOperation() {
   SymbolTableCollection symbolTable;
   bool failedAny = false;
   module.walk([&](DecoderOp decoder) {
-    if (auto draft = dyn_cast<DraftProposerAttr>(decoder.getProposer()))
+    // A tree fixes a draft's gamma (its depth).
+    if (auto draft = dyn_cast<DraftProposerAttr>(decoder.getProposer());
+        draft && !decoder.getTreeAttr())
       failedAny |= failed(chooseFor(decoder, draft.getModel(), symbolTable));
     else if (FlatSymbolRefAttr chained =
                  getChainedModule(decoder, symbolTable))

@@ -463,6 +463,150 @@ Value DecodeLoopBuilder::argmax(Value row) {
   return tensor::ExtractOp::create(b, op.getTokens(), index(0));
 }
 
+SmallVector<Value> DecodeLoopBuilder::mostLikely(Value row, int64_t count) {
+  SmallVector<Value> tokens{argmax(row)};
+  if (count == 1)
+    return tokens;
+  auto floatType =
+      cast<FloatType>(cast<RankedTensorType>(row.getType()).getElementType());
+  Value negativeInfinity = arith::ConstantOp::create(
+      b,
+      FloatAttr::get(floatType, APFloat::getInf(floatType.getFloatSemantics(),
+                                                /*Negative=*/true)));
+  for (int64_t rank = 1; rank < count; ++rank) {
+    row = tensor::InsertOp::create(
+        b, negativeInfinity, row,
+        ValueRange{index(0), arith::IndexCastOp::create(b, b.getIndexType(),
+                                                        tokens.back())});
+    tokens.push_back(argmax(row));
+  }
+  return tokens;
+}
+
+std::pair<Value, Value> DecodeLoopBuilder::treeRows(TreeAttr tree,
+                                                    ArrayRef<int64_t> rows,
+                                                    Value length) {
+  Type i64Type = b.getI64Type();
+  int64_t count = rows.size();
+  SmallVector<int64_t> depths;
+  SmallVector<bool> visible;
+  for (int64_t row : rows) {
+    depths.push_back(tree.getDepth(row));
+    for (int64_t column : rows)
+      visible.push_back(tree.isAncestorOrSelf(column, row));
+  }
+  auto depthType = RankedTensorType::get({count}, i64Type);
+  Value depthOf = arith::ConstantOp::create(
+      b, DenseIntElementsAttr::get(depthType, depths));
+  Value start = arith::IndexCastOp::create(b, i64Type, length);
+  Value positions = tensor::GenerateOp::create(
+      b, depthType, ValueRange{},
+      [&](OpBuilder &nested, Location loc, ValueRange indices) {
+        ImplicitLocOpBuilder nb(loc, nested);
+        tensor::YieldOp::create(
+            nb,
+            arith::AddIOp::create(
+                nb, start, tensor::ExtractOp::create(nb, depthOf, indices[0])));
+      });
+  Value mask = arith::ConstantOp::create(
+      b, DenseIntElementsAttr::get(
+             RankedTensorType::get({count, count}, b.getI1Type()), visible));
+  return {positions, mask};
+}
+
+VerifiedTree DecodeLoopBuilder::verifyTree(const DecodeState &state,
+                                           TreeAttr tree, Value candidates) {
+  int64_t nodes = tree.getNumNodes(), rows = nodes + 1;
+  int64_t deepest = tree.getMaxDepth();
+  Type i64Type = b.getI64Type();
+  OpFoldResult one = b.getIndexAttr(1);
+  Value tokens = tensor::InsertSliceOp::create(
+      b, candidates,
+      tensor::FromElementsOp::create(b, RankedTensorType::get({rows}, i64Type),
+                                     SmallVector<Value>(rows, state.last)),
+      {one}, {b.getIndexAttr(nodes)}, {one});
+  auto [positions, mask] = treeRows(
+      tree, llvm::to_vector(llvm::seq<int64_t>(0, rows)), state.length);
+  auto verify =
+      VerifyOp::create(b, target.func.getResultTypes(),
+                       FlatSymbolRefAttr::get(target.func.getSymNameAttr()),
+                       operandsFor(target, {toRow(tokens, index(rows)),
+                                            toRow(positions, index(rows)),
+                                            state.cache, state.length, mask}),
+                       /*arg_attrs=*/nullptr, /*res_attrs=*/nullptr);
+  Value logits = tensor::ExtractSliceOp::create(
+      b, RankedTensorType::get({rows, target.vocab}, floatType),
+      verify.getResult(0), SmallVector<OpFoldResult>(3, b.getIndexAttr(0)),
+      {one, b.getIndexAttr(rows), b.getIndexAttr(target.vocab)},
+      SmallVector<OpFoldResult>(3, one));
+  // The target's pick at every row. Sampled, each row draws on its own, so
+  // the pick at a row on the accepted path is a draw from the target's
+  // distribution given that path: matching it against candidates fixed
+  // before the draw keeps sampling lossless (and accepts a child with
+  // probability p(child), what sequential rejection of deterministic
+  // candidates would).
+  Value picks =
+      pickRows(logits, rule.isSampling() ? roundKey(state.steps) : Value());
+
+  // Down the tree: at each depth, the child of the current row whose token
+  // is the target's pick there (siblings are distinct tokens: at most one).
+  Value current = index(0), accepted = index(0);
+  SmallVector<Value> path{current};
+  for (int64_t depth = 1; depth <= deepest; ++depth) {
+    Value wanted = tensor::ExtractOp::create(b, picks, current);
+    Value next = current;
+    Value found = arith::ConstantOp::create(b, b.getBoolAttr(false));
+    for (int64_t node = 1; node <= nodes; ++node) {
+      if (tree.getDepth(node) != depth)
+        continue;
+      Value isChild =
+          arith::CmpIOp::create(b, arith::CmpIPredicate::eq, current,
+                                index(tree.getParents()[node - 1]));
+      Value isWanted = arith::CmpIOp::create(
+          b, arith::CmpIPredicate::eq,
+          tensor::ExtractOp::create(b, candidates, index(node - 1)), wanted);
+      Value match = arith::AndIOp::create(b, isChild, isWanted);
+      next = arith::SelectOp::create(b, match, index(node), next);
+      found = arith::OrIOp::create(b, found, match);
+    }
+    accepted = arith::AddIOp::create(
+        b, accepted, arith::SelectOp::create(b, found, index(1), index(0)));
+    current = next;
+    path.push_back(current);
+  }
+
+  // Commit the path's tokens and the target's token after it. Entries past
+  // the accepted ones repeat the last row's token, inside the round's room,
+  // and are overwritten by later rounds.
+  Value seq = state.seq;
+  SmallVector<Value> sources;
+  for (auto [k, row] : llvm::enumerate(path)) {
+    Value token = tensor::ExtractOp::create(b, picks, row);
+    Value at = arith::AddIOp::create(b, state.length, index(k + 1));
+    seq = tensor::InsertOp::create(b, token, seq, at);
+    if (k > 0)
+      sources.push_back(arith::AddIOp::create(b, state.length, row));
+  }
+  Value next = tensor::ExtractOp::create(b, picks, current);
+  Value fromRows = tensor::ExtractSliceOp::create(
+      b,
+      tensor::FromElementsOp::create(
+          b, RankedTensorType::get({deepest}, b.getIndexType()), sources),
+      {b.getIndexAttr(0)}, {OpFoldResult(accepted)}, {one});
+  Value afterLast = arith::AddIOp::create(b, state.length, index(1));
+  Value cache =
+      CacheMoveOp::create(b, state.cache.getType(), verify.getResults().back(),
+                          fromRows, afterLast);
+  Value produced = arith::AddIOp::create(b, accepted, index(1));
+  DecodeState after{seq,
+                    cache,
+                    arith::AddIOp::create(b, state.length, produced),
+                    arith::AddIOp::create(b, state.generated, produced),
+                    arith::AddIOp::create(b, state.steps, index(1)),
+                    next};
+  return {verify, std::move(path), accepted, after};
+}
+
 VerifiedRound DecodeLoopBuilder::verifyAndCommit(const DecodeState &state,
                                                  Value proposals, Value probs,
                                                  Value roundKey) {

@@ -83,6 +83,20 @@ struct VerifiedRound {
   mlir::Value getCache() { return verify.getResults().back(); }
 };
 
+/// One forward's verification of a tree of candidates and the commit of its
+/// accepted path.
+struct VerifiedTree {
+  spec::VerifyOp verify;
+  /// index: the accepted path's row at each depth from 0 (the root); past
+  /// the accepted candidates, the last accepted row again.
+  llvm::SmallVector<mlir::Value> path;
+  mlir::Value accepted; ///< index: candidates accepted
+  DecodeState state;    ///< after the commit, the accepted rows moved
+
+  /// The row the round ended at: the accepted path's last.
+  mlir::Value getFinalRow() const { return path.back(); }
+};
+
 /// Builds one decode-loop function `@<decoder><suffix>(prompt, max_new_tokens,
 /// key, stop_tokens) -> (sequence, length, target forwards, histogram of
 /// the rounds' outcomes (accepted proposals, or a tree's final node), ns
@@ -153,6 +167,23 @@ public:
   /// The most likely token of a `1 x vocab` row (the first maximum),
   /// whatever the rule.
   mlir::Value argmax(mlir::Value row);
+  /// The `count` most likely tokens of a `1 x vocab` row, best first: the
+  /// argmax, then the argmax with the ones before masked out.
+  llvm::SmallVector<mlir::Value> mostLikely(mlir::Value row, int64_t count);
+  /// The positions (`tensor<n x i64>`: `length` + each row's depth) and the
+  /// mask (`n x n` i1: row j is row i or one of its ancestors) of the rows
+  /// `rows` of `tree` (0: the root), fed in that order.
+  std::pair<mlir::Value, mlir::Value> treeRows(spec::TreeAttr tree,
+                                               llvm::ArrayRef<int64_t> rows,
+                                               mlir::Value length);
+  /// Verifies `tree`'s `candidates` (`tensor<nodes x i64>`, in row order)
+  /// under `state.last` in one target forward: rows [last, candidates...]
+  /// at positions length + depth, each seeing the cache and its ancestors.
+  /// The target's pick at the root (greedy or sampled) selects the matching
+  /// child, and so on down; the path's tokens and the target's token after
+  /// it are committed and the path's cache rows move next to the prefix.
+  VerifiedTree verifyTree(const DecodeState &state, spec::TreeAttr tree,
+                          mlir::Value candidates);
   /// Verifies `proposals` (with their q in `probs` when sampling) after
   /// `state.last` in one target forward, accepts and commits.
   VerifiedRound verifyAndCommit(const DecodeState &state, mlir::Value proposals,

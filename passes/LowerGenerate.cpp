@@ -68,6 +68,19 @@ protected:
   CachedModel target;
 };
 
+/// Fails, saying what to run, when `decoder` verifies a tree and its target
+/// does not take the tree mask.
+static LogicalResult checkTakesTree(DecoderOp decoder,
+                                    const CachedModel &target) {
+  if (target.takesTree)
+    return success();
+  func::FuncOp func = target.func;
+  return decoder.emitError()
+         << "target @" << func.getSymName()
+         << " does not take a tree mask (#spec.io<tree_mask>) to verify "
+            "the decoder's tree; run spec-tree-attention first";
+}
+
 //===----------------------------------------------------------------------===//
 // Draft model
 //===----------------------------------------------------------------------===//
@@ -82,8 +95,18 @@ public:
         symbols.lookup<func::FuncOp>(proposer.getModel().getValue()), decoder);
     if (failed(draft))
       return failure();
+    TreeAttr tree = decoder.getTreeAttr();
+    if (tree && failed(checkTakesTree(decoder, target)))
+      return failure();
+    // Below the first depth, the draft proposes from the tree's candidates.
+    if (tree && tree.getMaxDepth() > 1 && !draft->takesTree)
+      return decoder.emitError()
+             << "draft @" << draft->func.getSymName()
+             << " does not take a tree mask (#spec.io<tree_mask>) to "
+                "propose the decoder's tree below its first depth; run "
+                "spec-tree-attention first";
     return std::unique_ptr<ProposerLowering>(
-        new DraftLowering(target, *draft, proposer.getGamma()));
+        new DraftLowering(target, *draft, proposer.getGamma(), tree));
   }
 
   int64_t getCapacity() const override {
@@ -94,8 +117,8 @@ public:
 
 private:
   DraftLowering(const CachedModel &target, const CachedModel &draft,
-                int64_t gamma)
-      : ProposerLowering(target), draft(draft), gamma(gamma) {}
+                int64_t gamma, TreeAttr tree)
+      : ProposerLowering(target), draft(draft), gamma(gamma), tree(tree) {}
 
   /// The draft's loop values: its cache and how many positions it holds.
   struct State {
@@ -109,9 +132,13 @@ private:
   std::pair<State, Proposals> propose(DecodeLoopBuilder &loop,
                                       const DecodeState &state,
                                       State draftState, Value roundKey);
+  RoundResult treeRound(DecodeLoopBuilder &loop, const DecodeState &state,
+                        State draftState);
 
   CachedModel draft;
   int64_t gamma;
+  /// The candidates each round verifies, or null for one chain.
+  TreeAttr tree;
 };
 
 void DraftLowering::build(DecodeLoopBuilder &loop) {
@@ -124,6 +151,11 @@ void DraftLowering::build(DecodeLoopBuilder &loop) {
                  .back(),
              loop.getPromptLength()};
   DecodeState start = loop.startAfterPrefill();
+  if (tree)
+    return loop.buildLoop(start, init.getValues(), tree.getNumNodes() + 1,
+                          [&](const DecodeState &state, ValueRange values) {
+                            return treeRound(loop, state, State::from(values));
+                          });
   loop.buildLoop(start, init.getValues(), gamma + 1,
                  [&](const DecodeState &state, ValueRange values) {
                    return round(loop, state, State::from(values));
@@ -187,6 +219,119 @@ DraftLowering::propose(DecodeLoopBuilder &loop, const DecodeState &state,
   return {State{results[0], results[1]}, Proposals{results[2], results[3]}};
 }
 
+/// The draft proposes the tree depth by depth (SpecInfer's token tree, of
+/// a static shape): the first forward feeds the committed tokens it has not
+/// cached, as a chain round does, and its last row gives the root's children
+/// (the ranks-th most likely tokens); the forward for depth d > 1 feeds every
+/// candidate above depth d after the root, each seeing the cache and its
+/// ancestors, and each parent's row gives its children. Candidates are fixed
+/// before the target draws, so sampling stays lossless (see verifyTree).
+/// After the verify, the accepted candidates the draft was fed move next to
+/// the root in its cache, as the target's rows do.
+RoundResult DraftLowering::treeRound(DecodeLoopBuilder &loop,
+                                     const DecodeState &state,
+                                     State draftState) {
+  ImplicitLocOpBuilder &b = loop.getBuilder();
+  int64_t nodes = tree.getNumNodes(), deepest = tree.getMaxDepth();
+  Value start = loop.readClock();
+  Value one = loop.index(1);
+  Value afterLast = arith::AddIOp::create(b, state.length, one);
+
+  // Row `row`'s token, as the forwards produce them.
+  SmallVector<Value> token(nodes + 1);
+  // Proposes the children of the rows at `depth - 1`, each parent's from
+  // row rowOf(parent) of `logits`.
+  auto proposeChildren = [&](int64_t depth, Value logits,
+                             function_ref<Value(int64_t)> rowOf) {
+    for (int64_t parent = 0; parent <= nodes; ++parent) {
+      int64_t count = 0;
+      for (int64_t node = 1; node <= nodes; ++node)
+        if (tree.getParents()[node - 1] == parent)
+          count = std::max(count, tree.getRanks()[node - 1] + 1);
+      if (count == 0 || tree.getDepth(parent) != depth - 1)
+        continue;
+      SmallVector<Value> best = loop.mostLikely(
+          loop.logitsRow(logits, rowOf(parent), draft.vocab), count);
+      for (int64_t node = 1; node <= nodes; ++node)
+        if (tree.getParents()[node - 1] == parent)
+          token[node] = best[tree.getRanks()[node - 1]];
+    }
+  };
+
+  Value count = arith::AddIOp::create(
+      b, arith::SubIOp::create(b, state.length, draftState.cached), one);
+  Value feed = loop.tokens(
+      tensor::InsertOp::create(b, state.last, state.seq, state.length),
+      draftState.cached, count);
+  func::CallOp forward =
+      loop.call(draft, {feed, loop.positions(draftState.cached, count),
+                        draftState.cache, draftState.cached});
+  Value lastRow = arith::SubIOp::create(b, count, one);
+  proposeChildren(1, forward.getResult(0), [&](int64_t) { return lastRow; });
+  Value cache = forward.getResults().back();
+
+  SmallVector<int64_t> fed;
+  for (int64_t depth = 2; depth <= deepest; ++depth) {
+    fed.clear();
+    for (int64_t node = 1; node <= nodes; ++node)
+      if (tree.getDepth(node) < depth)
+        fed.push_back(node);
+    SmallVector<Value> fedTokens;
+    for (int64_t node : fed)
+      fedTokens.push_back(token[node]);
+    Value fedCount = loop.index(fed.size());
+    Value tokens = tensor::FromElementsOp::create(
+        b,
+        RankedTensorType::get({static_cast<int64_t>(fed.size())},
+                              b.getI64Type()),
+        fedTokens);
+    auto [positions, mask] = loop.treeRows(tree, fed, state.length);
+    forward = loop.call(draft, {loop.toRow(tokens, fedCount),
+                                loop.toRow(positions, fedCount), cache,
+                                afterLast, mask});
+    cache = forward.getResults().back();
+    proposeChildren(depth, forward.getResult(0), [&](int64_t parent) {
+      return loop.index(llvm::find(fed, parent) - fed.begin());
+    });
+  }
+  Value proposingNs = loop.elapsedSince(start);
+
+  Value candidates = tensor::FromElementsOp::create(
+      b, RankedTensorType::get({nodes}, b.getI64Type()),
+      ArrayRef<Value>(token).drop_front());
+  VerifiedTree verified = loop.verifyTree(state, tree, candidates);
+
+  // The draft keeps the root and the accepted candidates it was fed: those
+  // above the deepest depth, in the cache at afterLast + their place in
+  // `fed`.
+  Value cached = afterLast;
+  int64_t kept = deepest - 1;
+  if (kept > 0) {
+    SmallVector<int64_t> slotOf(nodes + 1, 0);
+    for (auto [place, node] : llvm::enumerate(fed))
+      slotOf[node] = place;
+    Value slots = arith::ConstantOp::create(
+        b, DenseIntElementsAttr::get(
+               RankedTensorType::get({nodes + 1}, b.getIndexType()), slotOf));
+    SmallVector<Value> sources;
+    for (int64_t depth = 1; depth <= kept; ++depth)
+      sources.push_back(arith::AddIOp::create(
+          b, afterLast,
+          tensor::ExtractOp::create(b, slots, verified.path[depth])));
+    Value moved =
+        arith::MinUIOp::create(b, verified.accepted, loop.index(kept));
+    Value fromRows = tensor::ExtractSliceOp::create(
+        b,
+        tensor::FromElementsOp::create(
+            b, RankedTensorType::get({kept}, b.getIndexType()), sources),
+        {b.getIndexAttr(0)}, {OpFoldResult(moved)}, {b.getIndexAttr(1)});
+    cache = CacheMoveOp::create(b, cache.getType(), cache, fromRows, afterLast);
+    cached = arith::AddIOp::create(b, afterLast, moved);
+  }
+  return {verified.state, State{cache, cached}.getValues(), verified.accepted,
+          proposingNs, verified.getFinalRow()};
+}
+
 //===----------------------------------------------------------------------===//
 // Medusa heads
 //===----------------------------------------------------------------------===//
@@ -247,11 +392,8 @@ MedusaLowering::analyze(DecoderOp decoder, const CachedModel &target,
     headResults.push_back(*found);
   }
   TreeAttr tree = decoder.getTreeAttr();
-  if (tree && !target.takesTree)
-    return decoder.emitError()
-           << "target @" << func.getSymName()
-           << " does not take a tree mask (#spec.io<tree_mask>) to verify "
-              "the decoder's tree; run spec-tree-attention first";
+  if (tree && failed(checkTakesTree(decoder, target)))
+    return failure();
   return std::unique_ptr<ProposerLowering>(
       new MedusaLowering(target, std::move(headResults), tree));
 }
@@ -311,33 +453,17 @@ Value MedusaLowering::proposeTree(DecodeLoopBuilder &loop, ValueRange results,
                                   Value row) {
   ImplicitLocOpBuilder &b = loop.getBuilder();
   int64_t nodes = tree.getNumNodes();
-  // The most likely tokens each depth needs, best first: the argmax, then
-  // the argmax with the ones before masked out.
+  // The most likely tokens each depth's head needs, best first.
   SmallVector<int64_t> needed(tree.getMaxDepth() + 1, 0);
   for (int64_t node = 1; node <= nodes; ++node) {
     int64_t &count = needed[tree.getDepth(node)];
     count = std::max(count, tree.getRanks()[node - 1] + 1);
   }
-  auto floatType = cast<FloatType>(loop.getFloatType());
-  Value negativeInfinity = arith::ConstantOp::create(
-      b, FloatAttr::get(floatType,
-                        APFloat::getInf(floatType.getFloatSemantics(),
-                                        /*Negative=*/true)));
   SmallVector<SmallVector<Value>> best(needed.size());
-  for (int64_t depth = 1; depth < static_cast<int64_t>(needed.size());
-       ++depth) {
-    Value logits =
-        loop.logitsRow(results[headResults[depth - 1]], row, target.vocab);
-    for (int64_t rank = 0; rank < needed[depth]; ++rank) {
-      Value token = loop.argmax(logits);
-      best[depth].push_back(token);
-      if (rank + 1 < needed[depth])
-        logits = tensor::InsertOp::create(
-            b, negativeInfinity, logits,
-            ValueRange{loop.index(0),
-                       arith::IndexCastOp::create(b, b.getIndexType(), token)});
-    }
-  }
+  for (int64_t depth = 1; depth < static_cast<int64_t>(needed.size()); ++depth)
+    best[depth] = loop.mostLikely(
+        loop.logitsRow(results[headResults[depth - 1]], row, target.vocab),
+        needed[depth]);
   SmallVector<Value> candidates;
   for (int64_t node = 1; node <= nodes; ++node)
     candidates.push_back(
@@ -346,128 +472,19 @@ Value MedusaLowering::proposeTree(DecodeLoopBuilder &loop, ValueRange results,
       b, RankedTensorType::get({nodes}, b.getI64Type()), candidates);
 }
 
-/// One forward verifies the tree: rows [last, candidates...] at positions
-/// length + depth, each seeing the cache and its ancestors. The target's
-/// pick at the root (greedy or sampled) selects the matching child, and so
-/// on down; the accepted path's cache rows move next to the prefix.
+/// One forward verifies the tree; the heads' rows at the final accepted
+/// row propose the next one.
 RoundResult MedusaLowering::treeRound(DecodeLoopBuilder &loop,
                                       const DecodeState &state,
                                       Value candidates) {
-  ImplicitLocOpBuilder &b = loop.getBuilder();
-  int64_t nodes = tree.getNumNodes(), rows = nodes + 1;
-  int64_t deepest = tree.getMaxDepth();
-  Type i64Type = b.getI64Type();
-  OpFoldResult one = b.getIndexAttr(1);
-  Value tokens = tensor::InsertSliceOp::create(
-      b, candidates,
-      tensor::FromElementsOp::create(b, RankedTensorType::get({rows}, i64Type),
-                                     SmallVector<Value>(rows, state.last)),
-      {one}, {b.getIndexAttr(nodes)}, {one});
-  SmallVector<int64_t> depths;
-  SmallVector<bool> visible;
-  for (int64_t row = 0; row < rows; ++row) {
-    depths.push_back(tree.getDepth(row));
-    for (int64_t column = 0; column < rows; ++column)
-      visible.push_back(tree.isAncestorOrSelf(column, row));
-  }
-  auto depthType = RankedTensorType::get({rows}, i64Type);
-  Value depthOf = arith::ConstantOp::create(
-      b, DenseIntElementsAttr::get(depthType, depths));
-  Value length = arith::IndexCastOp::create(b, i64Type, state.length);
-  Value positions = tensor::GenerateOp::create(
-      b, depthType, ValueRange{},
-      [&](OpBuilder &nested, Location loc, ValueRange indices) {
-        ImplicitLocOpBuilder nb(loc, nested);
-        tensor::YieldOp::create(
-            nb, arith::AddIOp::create(
-                    nb, length,
-                    tensor::ExtractOp::create(nb, depthOf, indices[0])));
-      });
-  Value mask = arith::ConstantOp::create(
-      b, DenseIntElementsAttr::get(
-             RankedTensorType::get({rows, rows}, b.getI1Type()), visible));
-  auto verify = VerifyOp::create(
-      b, target.func.getResultTypes(),
-      FlatSymbolRefAttr::get(target.func.getSymNameAttr()),
-      loop.operandsFor(target,
-                       {loop.toRow(tokens, loop.index(rows)),
-                        loop.toRow(positions, loop.index(rows)), state.cache,
-                        state.length, mask}),
-      /*arg_attrs=*/nullptr, /*res_attrs=*/nullptr);
-  Value logits = tensor::ExtractSliceOp::create(
-      b, RankedTensorType::get({rows, target.vocab}, loop.getFloatType()),
-      verify.getResult(0),
-      SmallVector<OpFoldResult>(3, b.getIndexAttr(0)),
-      {one, b.getIndexAttr(rows), b.getIndexAttr(target.vocab)},
-      SmallVector<OpFoldResult>(3, one));
-  // The target's pick at every row. Sampled, each row draws on its own, so
-  // the pick at a row on the accepted path is a draw from the target's
-  // distribution given that path: matching it against fixed candidates
-  // keeps sampling lossless (and accepts a child with probability p(child),
-  // what sequential rejection of deterministic candidates would).
-  Value picks = loop.pickRows(
-      logits, loop.isSampling() ? loop.roundKey(state.steps) : Value());
-
-  // Down the tree: at each depth, the child of the current row whose token
-  // is the target's pick there (siblings are distinct tokens: at most one).
-  Value current = loop.index(0), accepted = loop.index(0);
-  SmallVector<Value> path{current};
-  for (int64_t depth = 1; depth <= deepest; ++depth) {
-    Value wanted = tensor::ExtractOp::create(b, picks, current);
-    Value next = current;
-    Value found = arith::ConstantOp::create(b, b.getBoolAttr(false));
-    for (int64_t node = 1; node <= nodes; ++node) {
-      if (tree.getDepth(node) != depth)
-        continue;
-      Value isChild = arith::CmpIOp::create(
-          b, arith::CmpIPredicate::eq, current,
-          loop.index(tree.getParents()[node - 1]));
-      Value isWanted = arith::CmpIOp::create(
-          b, arith::CmpIPredicate::eq,
-          tensor::ExtractOp::create(b, candidates, loop.index(node - 1)),
-          wanted);
-      Value match = arith::AndIOp::create(b, isChild, isWanted);
-      next = arith::SelectOp::create(b, match, loop.index(node), next);
-      found = arith::OrIOp::create(b, found, match);
-    }
-    Value oneMore = loop.index(1), noMore = loop.index(0);
-    accepted = arith::AddIOp::create(
-        b, accepted, arith::SelectOp::create(b, found, oneMore, noMore));
-    current = next;
-    path.push_back(current);
-  }
-
-  // Commit the path's tokens and the target's token after it. Entries past
-  // the accepted ones repeat the last row's token, inside the round's room,
-  // and are overwritten by later rounds.
-  Value seq = state.seq;
-  SmallVector<Value> sources;
-  for (auto [k, row] : llvm::enumerate(path)) {
-    Value token = tensor::ExtractOp::create(b, picks, row);
-    Value at = arith::AddIOp::create(b, state.length, loop.index(k + 1));
-    seq = tensor::InsertOp::create(b, token, seq, at);
-    if (k > 0)
-      sources.push_back(arith::AddIOp::create(b, state.length, row));
-  }
-  Value next = tensor::ExtractOp::create(b, picks, current);
-  Value fromRows = tensor::ExtractSliceOp::create(
-      b,
-      tensor::FromElementsOp::create(
-          b, RankedTensorType::get({deepest}, b.getIndexType()), sources),
-      {b.getIndexAttr(0)}, {OpFoldResult(accepted)}, {one});
-  Value afterLast = arith::AddIOp::create(b, state.length, loop.index(1));
-  Value cache = CacheMoveOp::create(b, state.cache.getType(),
-                                    verify.getResults().back(), fromRows,
-                                    afterLast);
-  Value produced = arith::AddIOp::create(b, accepted, loop.index(1));
-  DecodeState after{seq,
-                    cache,
-                    arith::AddIOp::create(b, state.length, produced),
-                    arith::AddIOp::create(b, state.generated, produced),
-                    arith::AddIOp::create(b, state.steps, loop.index(1)),
-                    next};
-  Value nextCandidates = proposeTree(loop, verify.getResults(), current);
-  return {after, {nextCandidates}, accepted, loop.i64(0), current};
+  VerifiedTree verified = loop.verifyTree(state, tree, candidates);
+  Value next =
+      proposeTree(loop, verified.verify.getResults(), verified.getFinalRow());
+  return {verified.state,
+          {next},
+          verified.accepted,
+          loop.i64(0),
+          verified.getFinalRow()};
 }
 
 //===----------------------------------------------------------------------===//

@@ -59,6 +59,8 @@ struct PairDraftPass
 private:
   /// The rule the options ask for, checked once.
   VerificationRuleAttrInterface rule;
+  /// The tree the options ask for, or null for a chain.
+  TreeAttr tree;
 
   FailureOr<ModelInfo> findModel(ModuleOp module, StringRef name,
                                  FunctionRole role);
@@ -277,6 +279,14 @@ LogicalResult PairDraftPass::initialize(MLIRContext *context) {
   if (failed(checked))
     return failure();
   rule = *checked;
+  tree = {};
+  if (!treeParents.empty() || !treeRanks.empty()) {
+    tree = TreeAttr::getChecked([&] { return emit() << "spec-pair-draft: "; },
+                                context, ArrayRef<int64_t>(treeParents),
+                                ArrayRef<int64_t>(treeRanks));
+    if (!tree)
+      return failure();
+  }
   return success();
 }
 
@@ -296,11 +306,11 @@ void PairDraftPass::runOnOperation() {
                        << " exists already; choose another decoder-name";
     return signalPassFailure();
   }
-  DecoderOp::create(
-      b, target->func.getLoc(), b.getStringAttr(decoderName),
-      FlatSymbolRefAttr::get(target->func.getSymNameAttr()),
-      DraftProposerAttr::get(&getContext(),
-                             FlatSymbolRefAttr::get(draft->func.getSymNameAttr()),
-                             gamma),
-      rule, /*acceptance_rate=*/FloatAttr(), /*tree=*/TreeAttr());
+  DecoderOp::create(b, target->func.getLoc(), b.getStringAttr(decoderName),
+                    FlatSymbolRefAttr::get(target->func.getSymNameAttr()),
+                    DraftProposerAttr::get(
+                        &getContext(),
+                        FlatSymbolRefAttr::get(draft->func.getSymNameAttr()),
+                        tree ? tree.getMaxDepth() : int64_t(gamma)),
+                    rule, /*acceptance_rate=*/FloatAttr(), tree);
 }

@@ -39,7 +39,8 @@ def SpecChooseGamma : Pass<"spec-choose-gamma", "::mlir::ModuleOp"> {
     draft does, with `c` the module's cost relative to the target's; the
     chosen depth is written as the module listed that many times. Medusa
     heads and chains of distinct modules are skipped: their count is fixed by
-    training.
+    training; so is a draft that proposes a tree: the tree's depth is its
+    gamma.
 
     Example: `spec-opt --spec-choose-gamma='acceptance-rate=0.8 max-gamma=6'`
   }];
@@ -129,6 +130,11 @@ def SpecPairDraft : Pass<"spec-pair-draft", "::mlir::ModuleOp"> {
     * either model lacks the key/value cache inputs of the model contract
       (`#spec.io<past_key, index = 0>`, from `past_key_values.0.key`)
       (error).
+
+    With `tree-parents` and `tree-ranks`, each round verifies a static tree
+    of the draft's candidates (`#spec.tree`; SpecInfer's token trees)
+    instead of a chain, and gamma is the tree's depth: the draft runs one
+    forward per depth (spec-tree-attention lets it run over the tree).
   }];
   let options = [
     Option<"targetName", "target", "std::string", "\"\"",
@@ -149,7 +155,14 @@ def SpecPairDraft : Pass<"spec-pair-draft", "::mlir::ModuleOp"> {
            "off)">,
     Option<"topP", "top-p", "double", "1.0",
            "Sample among the smallest set of most likely tokens holding this "
-           "probability mass (with sampling; 1: off)">
+           "probability mass (with sampling; 1: off)">,
+    ListOption<"treeParents", "tree-parents", "int64_t",
+               "Verify a tree of the draft's candidates per round: each "
+               "candidate's parent (#spec.tree's parents; gamma becomes the "
+               "tree's depth)">,
+    ListOption<"treeRanks", "tree-ranks", "int64_t",
+               "With tree-parents: each candidate's rank among the draft's "
+               "most likely tokens after its parent">
   ];
   let dependentDialects = ["::specula::spec::SpecDialect",
                            "::mlir::tensor::TensorDialect"];
@@ -250,8 +263,10 @@ def SpecTreeAttention : Pass<"spec-tree-attention", "::mlir::ModuleOp"> {
     mask, which is what the decode loops pass for prefill and one-token
     steps. The rows' sizes are checked at run time (`cf.assert`).
 
-    It rewrites the target of every decoder with a `tree`, or the function
-    named by `function`. Refused, naming the function: no causal mask of
+    It rewrites the target of every decoder with a `tree` and, when that
+    decoder's draft proposes the tree (deeper than one: its forwards below
+    the first depth run over the tree's candidates), the draft; or the
+    function named by `function`. Refused, naming the function: no causal mask of
     that form (`Where(key_pos > query_pos, -inf, scores)`), or a function
     that already takes a tree mask.
 
@@ -259,8 +274,8 @@ def SpecTreeAttention : Pass<"spec-tree-attention", "::mlir::ModuleOp"> {
   }];
   let options = [
     Option<"function", "function", "std::string", "\"\"",
-           "Rewrite this function (default: the target of every decoder "
-           "with a tree)">
+           "Rewrite this function (default: the target, and a draft that "
+           "proposes the tree, of every decoder with a tree)">
   ];
   let dependentDialects = ["::mlir::arith::ArithDialect",
                            "::mlir::cf::ControlFlowDialect",

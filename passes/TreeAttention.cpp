@@ -1,8 +1,9 @@
 //===- TreeAttention.cpp - verify a tree of candidates in one forward -----===//
 //
-// Rewrites a target's causal mask `key_pos > query_pos` into a tree mask the
-// target takes as an argument, so that one forward verifies a tree of
-// candidates: each row attends to the cache and to its ancestors.
+// Rewrites a model's causal mask `key_pos > query_pos` into a tree mask the
+// model takes as an argument, so that one forward verifies (target) or
+// extends (draft) a tree of candidates: each row attends to the cache and
+// to its ancestors.
 //
 //===----------------------------------------------------------------------===//
 
@@ -214,10 +215,19 @@ void TreeAttentionPass::runOnOperation() {
     }
     functions.insert(named);
   }
-  for (auto decoder : module.getOps<DecoderOp>())
-    if (function.empty() && decoder.getTreeAttr())
-      if (auto target = symbols.lookup<func::FuncOp>(decoder.getTarget()))
-        functions.insert(target);
+  for (auto decoder : module.getOps<DecoderOp>()) {
+    TreeAttr tree = decoder.getTreeAttr();
+    if (!function.empty() || !tree)
+      continue;
+    if (auto target = symbols.lookup<func::FuncOp>(decoder.getTarget()))
+      functions.insert(target);
+    // A draft proposes below the first depth from forwards over the tree.
+    if (auto draft = dyn_cast<DraftProposerAttr>(decoder.getProposer());
+        draft && tree.getMaxDepth() > 1)
+      if (auto model =
+              symbols.lookup<func::FuncOp>(draft.getModel().getValue()))
+        functions.insert(model);
+  }
   for (func::FuncOp func : functions)
     if (failed(rewrite(func)))
       return signalPassFailure();

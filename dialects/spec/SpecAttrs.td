@@ -165,7 +165,8 @@ def Spec_TreeAttr : Spec_Attr<"Tree", "tree"> {
     1) has parent `parents[i - 1]` (0 is the root; parents come before their
     children) and is the `ranks[i - 1]`-th most likely token (0: the most
     likely) of the proposer's distribution at its depth: for Medusa heads,
-    head `d` at depth `d`. Medusa's `medusa_choices` `[[0], [1], [0, 0]]`
+    head `d` at depth `d`; for a draft, the draft's next-token distribution
+    after the node's parent. Medusa's `medusa_choices` `[[0], [1], [0, 0]]`
     is `#spec.tree<parents = [0, 0, 1], ranks = [0, 1, 0]>`. Siblings have
     distinct ranks.
 

@@ -168,14 +168,19 @@ LogicalResult DecoderOp::verify() {
                            << detail::formatShortestDouble(
                                   rate.getValueAsDouble());
   if (TreeAttr tree = getTreeAttr()) {
-    auto mtp = dyn_cast<MTPProposerAttr>(getProposer());
-    if (!mtp)
-      return emitOpError() << "trees of candidates come from MTP heads; a "
-                              "draft proposes one chain";
-    if (tree.getMaxDepth() > static_cast<int64_t>(mtp.getHeads().size()))
+    if (auto mtp = dyn_cast<MTPProposerAttr>(getProposer());
+        mtp && tree.getMaxDepth() > static_cast<int64_t>(mtp.getHeads().size()))
       return emitOpError() << "the tree is " << tree.getMaxDepth()
                            << " candidates deep but the proposer has "
                            << mtp.getHeads().size() << " heads";
+    // A draft runs one forward per depth: gamma is the tree's depth.
+    if (auto draft = dyn_cast<DraftProposerAttr>(getProposer());
+        draft && tree.getMaxDepth() != draft.getGamma())
+      return emitOpError() << "the tree is " << tree.getMaxDepth()
+                           << " candidates deep but the draft proposes gamma "
+                              "= "
+                           << draft.getGamma()
+                           << " per round; a draft's tree is gamma deep";
   }
   return success();
 }
@@ -208,9 +213,9 @@ DecoderOp::verifySymbolUses(SymbolTableCollection &symbolTable) {
       return failure();
     roles.push_back(function->role);
   }
-  if (getTreeAttr() && roles.front().getKind() != FunctionRole::MedusaHead)
+  if (getTreeAttr() && roles.front().getKind() == FunctionRole::MTPModule)
     return emitOpError() << "trees of candidates are verified for Medusa "
-                            "heads only; MTP modules propose one chain";
+                            "heads and drafts; MTP modules propose one chain";
   return proposer.verifyRoles(op, roles);
 }
 

@@ -40,8 +40,9 @@ def Spec_DecoderOp : Spec_Op<"decoder", [
     that one proposal is accepted (in `[0, 1]`); `spec-choose-gamma` reads it.
 
     `tree`, when present, makes each round verify a tree of candidates
-    (`#spec.tree`) in one forward instead of one chain: Medusa heads only,
-    no deeper than there are heads. Greedy or sampling: every row's token
+    (`#spec.tree`) in one forward instead of one chain: Medusa heads (no
+    deeper than there are heads) or a draft (gamma deep: one draft forward
+    per depth); not MTP modules. Greedy or sampling: every row's token
     is the rule's pick from the target's logits there (sampled rows draw
     independently), and the round walks down the candidates that match,
     so the committed tokens are the target's own picks.

@@ -428,3 +428,67 @@ spec.decoder @tree_sampled target(@fused) proposer(#spec.mtp<[@head1, @head2]>) 
 // CHECK: spec.cache.move %[[V]]#3
 // The next round's candidates: the heads' best tokens, greedy.
 // CHECK: spec.propose %{{.*}} rule(#spec.greedy) : tensor<1x16xf32>
+
+// -----
+
+// A draft proposing the tree [[0], [1], [0, 0]] (gamma = its depth), target
+// and draft taking tree masks (spec-tree-attention).
+func.func private @target(tensor<?x?xi64> {spec.io = #spec.io<token_ids>},
+                          tensor<?x?xi64> {spec.io = #spec.io<position_ids>},
+                          !spec.kv_cache<2x2x64x8xf32> {spec.io = #spec.io<kv_cache>},
+                          index {spec.io = #spec.io<past_length>},
+                          tensor<?x?xi1> {spec.io = #spec.io<tree_mask>})
+    -> (tensor<?x?x16xf32> {spec.io = #spec.io<logits>},
+        !spec.kv_cache<2x2x64x8xf32> {spec.io = #spec.io<kv_cache>})
+    attributes {spec.role = #spec.role<target>}
+func.func private @draft(tensor<?x?xi64> {spec.io = #spec.io<token_ids>},
+                         tensor<?x?xi64> {spec.io = #spec.io<position_ids>},
+                         !spec.kv_cache<1x2x64x8xf32> {spec.io = #spec.io<kv_cache>},
+                         index {spec.io = #spec.io<past_length>},
+                         tensor<?x?xi1> {spec.io = #spec.io<tree_mask>})
+    -> (tensor<?x?x16xf32> {spec.io = #spec.io<logits>},
+        !spec.kv_cache<1x2x64x8xf32> {spec.io = #spec.io<kv_cache>})
+    attributes {spec.role = #spec.role<draft>}
+spec.decoder @draft_tree target(@target) proposer(#spec.draft<@draft, gamma = 2>) verify(#spec.greedy) tree(#spec.tree<parents = [0, 0, 1], ranks = [0, 1, 0]>)
+
+// A round: the draft's first forward feeds what it has not cached (a chain:
+// the causal tree) and its last row gives the root's children, its best two
+// tokens; the second feeds those two after the root (positions length + 1,
+// each seeing only itself among them) and the first one's row gives its
+// child. The target verifies the whole tree; the draft keeps the accepted
+// candidate it was fed (at most one: the deepest depth was never fed),
+// moved next to the root.
+// CHECK-LABEL: func.func @draft_tree_generate(
+// CHECK-SAME: -> (tensor<64xi64>, index, index, tensor<4xi64>, i64, i64)
+// CHECK: scf.while
+// CHECK: } do {
+// CHECK-NEXT: ^bb0(%{{[^:]*}}: tensor<64xi64>, %{{[^:]*}}: !spec.kv_cache<2x2x64x8xf32>, %[[LEN:[^:]*]]: index, %{{[^:]*}}: index, %{{[^:]*}}: index, %{{[^:]*}}: i64, %[[DCACHE:[^:]*]]: !spec.kv_cache<1x2x64x8xf32>, %[[CACHED:[^:]*]]: index,
+// CHECK: %[[AFTER:.*]] = arith.addi %[[LEN]], %c1{{.*}} : index
+// CHECK: %[[UNSEEN:.*]] = arith.subi %[[LEN]], %[[CACHED]] : index
+// CHECK: %[[CAUSAL:.*]] = tensor.generate %{{.*}}, %{{.*}} {
+// CHECK: arith.cmpi ule
+// CHECK: %[[D1:.*]]:2 = func.call @draft(%{{.*}}, %{{.*}}, %[[DCACHE]], %[[CACHED]], %[[CAUSAL]])
+// CHECK: %[[LASTROW:.*]] = tensor.extract_slice %[[D1]]#0[0, %{{.*}}, 0] [1, 1, 16]
+// CHECK-NEXT: %[[BEST:.*]], %{{.*}} = spec.propose %[[LASTROW]] rule(#spec.greedy)
+// CHECK: %[[FIRST:.*]] = tensor.extract %[[BEST]]
+// CHECK: tensor.insert %{{.*}} into %[[LASTROW]]
+// CHECK-NEXT: %[[NEXTBEST:.*]], %{{.*}} = spec.propose
+// CHECK: %[[SECOND:.*]] = tensor.extract %[[NEXTBEST]]
+// CHECK: %[[FED:.*]] = tensor.from_elements %[[FIRST]], %[[SECOND]] : tensor<2xi64>
+// CHECK: arith.constant dense<1> : tensor<2xi64>
+// CHECK: %[[MASK:.*]] = arith.constant dense<{{\[}}[true, false], [false, true]]> : tensor<2x2xi1>
+// CHECK: %[[MASKARG:.*]] = tensor.cast %[[MASK]] : tensor<2x2xi1> to tensor<?x?xi1>
+// CHECK: %[[D2:.*]]:2 = func.call @draft(%{{.*}}, %{{.*}}, %[[D1]]#1, %[[AFTER]], %[[MASKARG]])
+// CHECK: tensor.extract_slice %[[D2]]#0[0, %c0{{.*}}, 0] [1, 1, 16]
+// CHECK-NEXT: %[[CHILD:.*]], %{{.*}} = spec.propose
+// CHECK: %[[THIRD:.*]] = tensor.extract %[[CHILD]]
+// CHECK: %[[CANDIDATES:.*]] = tensor.from_elements %[[FIRST]], %[[SECOND]], %[[THIRD]] : tensor<3xi64>
+// CHECK: constant dense<{{\[}}[true, false, false, false], [true, true, false, false], [true, false, true, false], [true, true, false, true]]> : tensor<4x4xi1>
+// CHECK: %[[V:.*]]:2 = spec.verify @target(
+// CHECK: spec.cache.move %[[V]]#1
+// CHECK: %[[SLOTS:.*]] = arith.constant dense<[0, 0, 1, 0]> : tensor<4xindex>
+// CHECK: %[[SLOT:.*]] = tensor.extract %[[SLOTS]]
+// CHECK: %[[KEPT:.*]] = arith.minui
+// CHECK: %[[DMOVED:.*]] = spec.cache.move %[[D2]]#1 from %{{.*}} to %[[AFTER]] : !spec.kv_cache<1x2x64x8xf32>, tensor<?xindex>
+// CHECK: %[[DCACHED:.*]] = arith.addi %[[AFTER]], %[[KEPT]] : index
+// CHECK: scf.yield %{{.*}}, %[[DMOVED]], %[[DCACHED]],

@@ -5,6 +5,10 @@
 // TOPP: error: top_p must lie in (0, 1], got 1.5
 // RUN: not spec-opt %s --spec-pair-draft='sampling=true top-k=-1' -split-input-file 2>&1 | FileCheck %s --check-prefix=TOPK
 // TOPK: error: top_k must be non-negative (0 disables it), got -1
+// RUN: not spec-opt %s --spec-pair-draft='tree-parents=0,0 tree-ranks=0' -split-input-file 2>&1 | FileCheck %s --check-prefix=TREE
+// TREE: error: spec-pair-draft: a tree has one parent and one rank per candidate, got 2 parents and 1 ranks
+// RUN: not spec-opt %s --spec-pair-draft='tree-parents=0,0 tree-ranks=1,1' -split-input-file 2>&1 | FileCheck %s --check-prefix=SAME
+// SAME: error: spec-pair-draft: candidates 1 and 2 are the same token (rank 1 under parent 0)
 
 // One incompatibility per split, naming both models, with how to fix it;
 // test/tools/specc shows several reported at once.

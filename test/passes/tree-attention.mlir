@@ -108,3 +108,4 @@ func.func private @head2(tensor<?x?x4xf32>) -> tensor<?x?x16xf32>
 // CHECK: spec.decoder @decoder target(@target) proposer(#spec.mtp<[@head1, @head2]>) verify(#spec.greedy) tree(#spec.tree<parents = [0, 0, 1], ranks = [0, 1, 0]>)
 spec.decoder @decoder target(@target) proposer(#spec.mtp<[@head1, @head2]>)
     verify(#spec.greedy) tree(#spec.tree<parents = [0, 0, 1], ranks = [0, 1, 0]>)
+

@@ -396,9 +396,10 @@ static FailureOr<std::string> chooseTokenizer(ModuleOp module) {
   return path;
 }
 
-/// `--tree probe` for `heads` heads: each head's 10 most likely tokens under
-/// the path of most likely ones, so that one profile measures every rank
-/// `--tree auto` may use at every depth.
+/// `--tree probe` `heads` deep (Medusa heads, or a draft's gamma): each
+/// depth's 10 most likely tokens under the path of most likely ones, so
+/// that one profile measures every rank `--tree auto` may use at every
+/// depth.
 static std::vector<TreeShape::Path> probePaths(size_t heads) {
   std::vector<TreeShape::Path> paths;
   TreeShape::Path above;
@@ -465,9 +466,10 @@ int main(int argc, char **argv) {
     llvm::errs() << "error: give either --draft or --mtp-head (see --help)\n";
     return 1;
   }
-  if (!treeShape.empty() && headPaths.empty()) {
-    llvm::errs() << "error: --tree verifies candidates of Medusa heads; give "
-                    "them with --mtp-head\n";
+  if (!draftPath.empty() && !treeShape.empty() && treeShape != "probe" &&
+      treeShape != "auto" && proposalCount.getNumOccurrences()) {
+    llvm::errs() << "error: --gamma and --tree: a draft's tree is gamma "
+                    "deep, so the tree's paths give gamma\n";
     return 1;
   }
   if (maxTreeNodes.getNumOccurrences() && treeShape != "auto") {
@@ -536,6 +538,23 @@ int main(int argc, char **argv) {
     pairOptions.temperature = temperature;
     pairOptions.topK = topK;
     pairOptions.topP = topP;
+    if (treeShape == "auto") {
+      llvm::errs() << "error: --tree auto chooses a tree of Medusa heads' "
+                      "candidates; give a draft's tree as paths\n";
+      return 1;
+    }
+    if (!treeShape.empty()) {
+      FailureOr<std::vector<TreeShape::Path>> paths =
+          treeShape == "probe" ? probePaths(proposalCount)
+                               : parseTreePaths(treeShape);
+      FailureOr<spec::TreeAttr> tree =
+          succeeded(paths) ? buildTree(&context, std::move(*paths))
+                           : FailureOr<spec::TreeAttr>(failure());
+      if (failed(tree))
+        return 1;
+      llvm::append_range(pairOptions.treeParents, tree->getParents());
+      llvm::append_range(pairOptions.treeRanks, tree->getRanks());
+    }
     pm.addPass(createSpecPairDraft(pairOptions));
     if (acceptanceRate >= 0) {
       SpecChooseGammaOptions gammaOptions;

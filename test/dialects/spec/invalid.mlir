@@ -641,14 +641,14 @@ spec.decoder @d target(@target) proposer(#spec.mtp<[@h1]>) verify(#spec.greedy) 
 
 func.func private @target(tensor<?xi64>) -> tensor<?x8xf32> attributes {spec.role = #spec.role<target>}
 func.func private @draft(tensor<?xi64>) -> tensor<?x8xf32> attributes {spec.role = #spec.role<draft>}
-// expected-error @below {{'spec.decoder' op trees of candidates come from MTP heads; a draft proposes one chain}}
+// expected-error @below {{'spec.decoder' op the tree is 1 candidates deep but the draft proposes gamma = 2 per round; a draft's tree is gamma deep}}
 spec.decoder @d target(@target) proposer(#spec.draft<@draft, gamma = 2>) verify(#spec.greedy) tree(#spec.tree<parents = [0], ranks = [0]>)
 
 // -----
 
 func.func private @target(tensor<?xi64>) -> tensor<?x8xf32> attributes {spec.role = #spec.role<target>}
 func.func private @m1(tensor<?x4xf32>) -> tensor<?x8xf32> attributes {spec.role = #spec.role<mtp_module, depth = 1>}
-// expected-error @below {{'spec.decoder' op trees of candidates are verified for Medusa heads only; MTP modules propose one chain}}
+// expected-error @below {{'spec.decoder' op trees of candidates are verified for Medusa heads and drafts; MTP modules propose one chain}}
 spec.decoder @d target(@target) proposer(#spec.mtp<[@m1]>) verify(#spec.greedy) tree(#spec.tree<parents = [0], ranks = [0]>)
 
 // -----

@@ -76,6 +76,11 @@ spec.decoder @medusa_tree target(@target) proposer(#spec.mtp<[@head1, @head2]>)
 spec.decoder @medusa_tree_sampling target(@target) proposer(#spec.mtp<[@head1, @head2]>)
     verify(#spec.rejection<temperature = 0.8>) tree(#spec.tree<parents = [0, 0, 1], ranks = [0, 1, 0]>)
 
+// A draft proposing a tree gamma deep: [[0], [1], [0, 0]].
+// CHECK: spec.decoder @draft_tree target(@target) proposer(#spec.draft<@draft, gamma = 2>) verify(#spec.greedy) tree(#spec.tree<parents = [0, 0, 1], ranks = [0, 1, 0]>)
+spec.decoder @draft_tree target(@target) proposer(#spec.draft<@draft, gamma = 2>)
+    verify(#spec.greedy) tree(#spec.tree<parents = [0, 0, 1], ranks = [0, 1, 0]>)
+
 // A module chained: it runs again at depths 2 and 3.
 // CHECK: spec.decoder @deepseek_chain target(@target) proposer(#spec.mtp<[@mtp1, @mtp1, @mtp1]>) verify(#spec.greedy)
 spec.decoder @deepseek_chain target(@target)

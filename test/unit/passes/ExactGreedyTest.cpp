@@ -93,14 +93,21 @@ protected:
     return heads;
   }
 
-  /// The example target paired with its draft, gamma 4.
-  void pairDraft(ModuleOp module, PassManager &pm) {
+  /// The example target paired with its draft, gamma 4 (or proposing the
+  /// tree `parents`/`ranks`, as #spec.tree holds it).
+  void pairDraft(ModuleOp module, PassManager &pm,
+                 ArrayRef<int64_t> parents = {}, ArrayRef<int64_t> ranks = {}) {
     import(module, "target.onnx", "target");
     import(module, "draft.onnx", "draft");
     SpecPairDraftOptions options;
     options.gamma = 4;
+    options.treeParents.assign(parents.begin(), parents.end());
+    options.treeRanks.assign(ranks.begin(), ranks.end());
     pm.addPass(createSpecPairDraft(options));
   }
+
+  /// The draft proposing a tree of 8 candidates, 4 deep, per round.
+  void expectExactDraftTree(const ArtifactOptions &options);
 
   /// Compiles the decoder built by `build` into an artifact and opens it.
   specrt_model *compile(llvm::function_ref<void(ModuleOp, PassManager &)> build,
@@ -296,6 +303,21 @@ void ExactGreedyTest::expectExactMedusaTree(const ArtifactOptions &options) {
 
 TEST_F(ExactGreedyTest, MedusaTreeDecoder) { expectExactMedusaTree({}); }
 
+// [[0], [1], [0, 0], [0, 1], [1, 0], [0, 0, 0], [0, 0, 1], [0, 0, 0, 0]]:
+// spec-tree-attention gives the target and the draft tree masks; the draft
+// proposes each depth from a forward over the depths above it, and keeps
+// the accepted candidates' cache rows.
+void ExactGreedyTest::expectExactDraftTree(const ArtifactOptions &options) {
+  expectExact(
+      [&](ModuleOp module, PassManager &pm) {
+        pairDraft(module, pm, {0, 0, 1, 1, 2, 3, 3, 6},
+                  {0, 1, 0, 1, 0, 0, 1, 0});
+      },
+      3.0, options);
+}
+
+TEST_F(ExactGreedyTest, DraftTreeDecoder) { expectExactDraftTree({}); }
+
 // The module chained with itself: depth d runs on depth d - 1's hidden
 // states, with its own cache rolled back with the target's.
 TEST_F(ExactGreedyTest, MTPModuleChainDecoder) {
@@ -332,4 +354,12 @@ TEST_F(ExactGreedyTest, MedusaTreeDecoderOnTheGPUSchedule) {
   ArtifactOptions options;
   options.gpuScheduleThreads = 128;
   expectExactMedusaTree(options);
+}
+
+// The draft's tree forwards and both caches' moves on the CUDA schedule's
+// loops.
+TEST_F(ExactGreedyTest, DraftTreeDecoderOnTheGPUSchedule) {
+  ArtifactOptions options;
+  options.gpuScheduleThreads = 128;
+  expectExactDraftTree(options);
 }

@@ -38,6 +38,9 @@ constexpr std::array<double, 4> kTargetLogits{1.0, 0.0, 2.0, -1.0};
 constexpr std::array<double, 4> kDraftLogits{0.0, 1.5, 1.0, 0.5};
 // How an MTP module's logits move per depth of a chain (see mtpFunctions).
 constexpr std::array<double, 4> kMTPSlope{1.0, -1.0, 0.0, 0.5};
+// How the tree tests' target logits move with a row's token (see
+// treeTargetFunctions).
+constexpr std::array<double, 4> kTreeSlope{1.0, -1.0, 0.0, 0.5};
 
 /// `v` as a `tensor<4xf32>` constant's value.
 std::string dense(const std::array<double, 4> &v) {
@@ -71,11 +74,17 @@ constexpr const char *kModelInputs =
     "%cache: !spec.kv_cache<1x1x64x1xf32> {spec.io = #spec.io<kv_cache>}, "
     "%past: index {spec.io = #spec.io<past_length>}";
 
+/// A model whose logits are `logits` at every row; with `takesTree`, it
+/// also takes a tree mask (which constant logits ignore).
 std::string modelFunction(StringRef name, StringRef role,
-                          const std::array<double, 4> &logits) {
+                          const std::array<double, 4> &logits,
+                          bool takesTree = false) {
   std::string text;
   llvm::raw_string_ostream os(text);
   os << "func.func @" << name << "(" << kModelInputs
+     << (takesTree ? ", %tree: tensor<?x?xi1> {spec.io = "
+                     "#spec.io<tree_mask>}"
+                   : "")
      << ") -> "
         "(tensor<1x?x4xf32> {spec.io = #spec.io<logits>}, "
         "!spec.kv_cache<1x1x64x1xf32> {spec.io = #spec.io<kv_cache>}) "
@@ -148,21 +157,22 @@ std::string mtpFunctions(const std::array<double, 4> &target,
   return text;
 }
 
-/// A target fused with two Medusa heads that takes a tree mask: its logits
-/// at a row are `base + token * slope` (the row's own token: p depends on
-/// the previous token, so a pick drawn from another row's logits shows),
-/// and head d's logits are `heads[d - 1]` at every row.
-std::string medusaTreeFunctions(const std::array<double, 4> &base,
+/// A target that takes a tree mask, fused with `heads.size()` Medusa heads:
+/// its logits at a row are `base + token * slope` (the row's own token: p
+/// depends on the previous token, so a pick drawn from another row's logits
+/// shows), and head d's logits are `heads[d - 1]` at every row.
+std::string treeTargetFunctions(const std::array<double, 4> &base,
                                 const std::array<double, 4> &slope,
-                                const std::array<std::array<double, 4>, 2> &heads) {
+                                ArrayRef<std::array<double, 4>> heads = {}) {
   std::string text;
   llvm::raw_string_ostream os(text);
   os << "func.func @target(" << kModelInputs
      << ", %tree: tensor<?x?xi1> {spec.io = #spec.io<tree_mask>}) -> "
-        "(tensor<1x?x4xf32> {spec.io = #spec.io<logits>}, "
-        "tensor<1x?x4xf32> {spec.io = #spec.io<head_logits, index = 1>}, "
-        "tensor<1x?x4xf32> {spec.io = #spec.io<head_logits, index = 2>}, "
-        "!spec.kv_cache<1x1x64x1xf32> {spec.io = #spec.io<kv_cache>}) "
+        "(tensor<1x?x4xf32> {spec.io = #spec.io<logits>}, ";
+  for (size_t d = 1; d <= heads.size(); ++d)
+    os << "tensor<1x?x4xf32> {spec.io = #spec.io<head_logits, index = " << d
+       << ">}, ";
+  os << "!spec.kv_cache<1x1x64x1xf32> {spec.io = #spec.io<kv_cache>}) "
         "attributes {spec.role = #spec.role<target>} {\n"
      << "  %c1 = arith.constant 1 : index\n"
      << "  %n = tensor.dim %ids, %c1 : tensor<?x?xi64>\n"
@@ -182,7 +192,8 @@ std::string medusaTreeFunctions(const std::array<double, 4> &base,
      << "    %a = arith.addf %r, %m : f32\n"
      << "    linalg.yield %a : f32\n"
      << "  } -> tensor<1x?x4xf32>\n";
-  for (int d = 0; d < 2; ++d)
+  std::string values = "%logits", types = "tensor<1x?x4xf32>";
+  for (size_t d = 0; d < heads.size(); ++d) {
     os << "  %hrow" << d << " = arith.constant " << dense(heads[d]) << "\n"
        << "  %head" << d << " = linalg.generic {indexing_maps = ["
           "affine_map<(b, s, v) -> (v)>, affine_map<(b, s, v) -> (b, s, v)>], "
@@ -191,10 +202,12 @@ std::string medusaTreeFunctions(const std::array<double, 4> &base,
           "tensor<1x?x4xf32>) {\n"
        << "  ^bb0(%x: f32, %o: f32):\n    linalg.yield %x : f32\n"
        << "  } -> tensor<1x?x4xf32>\n";
-  os << "  return %logits, %head0, %head1, %cache : tensor<1x?x4xf32>, "
-        "tensor<1x?x4xf32>, tensor<1x?x4xf32>, "
-        "!spec.kv_cache<1x1x64x1xf32>\n}\n";
-  for (int d = 1; d <= 2; ++d)
+    values += ", %head" + std::to_string(d);
+    types += ", tensor<1x?x4xf32>";
+  }
+  os << "  return " << values << ", %cache : " << types
+     << ", !spec.kv_cache<1x1x64x1xf32>\n}\n";
+  for (size_t d = 1; d <= heads.size(); ++d)
     os << "func.func private @head" << d
        << "(tensor<1x?x1xf32>) -> tensor<1x?x4xf32> attributes {spec.role = "
           "#spec.role<medusa_head, depth = " << d << ">}\n";
@@ -368,12 +381,14 @@ protected:
                 statistic, bound, control);
   }
 
-  /// Medusa heads verifying a tree of candidates, sampling: each committed
+  /// A decoder in `source` (over treeTargetFunctions(kTargetLogits,
+  /// kTreeSlope)) verifying a tree of candidates, sampling: each committed
   /// token must follow the target's distribution given the token before
   /// it, whichever of the tree's rows it was drawn at. The bound is the
   /// 99.9th percentile with 12 degrees of freedom (3 for each previous
   /// token); a sampler that ignores the previous token must fail it.
-  void expectTreeSamplesFollowTheTarget(int64_t gpuScheduleThreads);
+  void expectTreeSamplesFollowTheTarget(StringRef source,
+                                        int64_t gpuScheduleThreads = 0);
 
   MLIRContext context;
   std::vector<OwningOpRef<ModuleOp>> modules;
@@ -411,18 +426,7 @@ TEST_F(LosslessSamplingTest, MTPChainSamplesFollowTheTargetDistribution) {
 }
 
 void LosslessSamplingTest::expectTreeSamplesFollowTheTarget(
-    int64_t gpuScheduleThreads) {
-  constexpr std::array<double, 4> kSlope{1.0, -1.0, 0.0, 0.5};
-  // Head 1's best two are tokens 2 and 0, p's most likely after token 0;
-  // head 2's best is token 0, p's most likely after token 2.
-  constexpr std::array<std::array<double, 4>, 2> kHeads{
-      {{1.0, 0.0, 2.0, -1.0}, {2.0, 0.5, 1.0, -1.0}}};
-  // [[0], [1], [0, 0], [1, 0]]: two candidates at each depth.
-  std::string source =
-      medusaTreeFunctions(kTargetLogits, kSlope, kHeads) +
-      "spec.decoder @decoder target(@target) proposer(#spec.mtp<[@head1, "
-      "@head2]>) verify(#spec.rejection<temperature = 1.0>) "
-      "tree(#spec.tree<parents = [0, 0, 1, 2], ranks = [0, 1, 0, 0]>)\n";
+    StringRef source, int64_t gpuScheduleThreads) {
   std::unique_ptr<GraphExecutor> speculative =
       compileSource(source, "decoder_generate", gpuScheduleThreads);
   // The biased control draws every token from p after token 0.
@@ -451,7 +455,7 @@ void LosslessSamplingTest::expectTreeSamplesFollowTheTarget(
   for (int t = 0; t < 4; ++t) {
     std::array<double, 4> logits;
     for (int v = 0; v < 4; ++v)
-      logits[v] = kTargetLogits[v] + t * kSlope[v];
+      logits[v] = kTargetLogits[v] + t * kTreeSlope[v];
     statistic += chiSquare(counts[t], softmax(logits));
     control += chiSquare(controlCounts[t], softmax(logits));
   }
@@ -470,13 +474,37 @@ void LosslessSamplingTest::expectTreeSamplesFollowTheTarget(
               statistic, kBound, control, perForward);
 }
 
+/// Medusa heads verifying [[0], [1], [0, 0], [1, 0]]: two candidates at
+/// each depth. Head 1's best two are tokens 2 and 0, p's most likely after
+/// token 0; head 2's best is token 0, p's most likely after token 2.
+std::string medusaTreeDecoder() {
+  constexpr std::array<double, 4> kHeads[] = {{1.0, 0.0, 2.0, -1.0},
+                                              {2.0, 0.5, 1.0, -1.0}};
+  return treeTargetFunctions(kTargetLogits, kTreeSlope, kHeads) +
+         "spec.decoder @decoder target(@target) proposer(#spec.mtp<[@head1, "
+         "@head2]>) verify(#spec.rejection<temperature = 1.0>) "
+         "tree(#spec.tree<parents = [0, 0, 1, 2], ranks = [0, 1, 0, 0]>)\n";
+}
+
 TEST_F(LosslessSamplingTest, TreeSamplesFollowTheTargetDistribution) {
-  expectTreeSamplesFollowTheTarget(0);
+  expectTreeSamplesFollowTheTarget(medusaTreeDecoder());
 }
 
 // The same on the loops of the CUDA schedule (spec-gpu-schedule).
 TEST_F(LosslessSamplingTest, TreeSamplesOnTheGPUScheduleFollowTheTarget) {
-  expectTreeSamplesFollowTheTarget(128);
+  expectTreeSamplesFollowTheTarget(medusaTreeDecoder(), 128);
+}
+
+// A draft proposing the tree [[0], [1], [0, 0], [1, 0]] (its best two,
+// tokens 1 and 2, then its best, token 1, under each), its second depth
+// from a forward over the tree's first.
+TEST_F(LosslessSamplingTest, DraftTreeSamplesFollowTheTargetDistribution) {
+  expectTreeSamplesFollowTheTarget(
+      treeTargetFunctions(kTargetLogits, kTreeSlope) +
+      modelFunction("draft", "draft", kDraftLogits, /*takesTree=*/true) +
+      "spec.decoder @decoder target(@target) proposer(#spec.draft<@draft, "
+      "gamma = 2>) verify(#spec.rejection<temperature = 1.0>) "
+      "tree(#spec.tree<parents = [0, 0, 1, 2], ranks = [0, 1, 0, 0]>)\n");
 }
 
 TEST_F(LosslessSamplingTest, SeededRunsReproduce) {
