@@ -1,4 +1,4 @@
-//===- ChooseTree.cpp - pick the tree a Medusa decoder verifies -----------===//
+//===- ChooseTree.cpp - pick the tree a decoder verifies -------------------===//
 
 #include "passes/Passes.h"
 #include "passes/TreeCostModel.h"
@@ -28,8 +28,8 @@ struct ChooseTreePass
   void runOnOperation() override;
 
 private:
-  /// Chooses the tree of one decoder with Medusa heads; fails after a
-  /// diagnostic.
+  /// Chooses the tree of one decoder with Medusa heads (`heads`) or a draft
+  /// (`heads` null); fails after a diagnostic.
   LogicalResult chooseFor(DecoderOp decoder, MTPProposerAttr heads);
 
   TopKAcceptance table;
@@ -57,6 +57,9 @@ LogicalResult ChooseTreePass::initialize(MLIRContext *context) {
   if (verifyCost < 0.0)
     return emit() << "verify-cost must not be negative, got "
                   << static_cast<double>(verifyCost);
+  if (draftCost < 0.0)
+    return emit() << "draft-cost must not be negative, got "
+                  << static_cast<double>(draftCost);
   if (maxNodes < 1)
     return emit() << "max-nodes must be at least 1, got "
                   << static_cast<int64_t>(maxNodes);
@@ -71,8 +74,14 @@ void ChooseTreePass::runOnOperation() {
   SymbolTableCollection symbolTable;
   bool failedAny = false;
   getOperation().walk([&](DecoderOp decoder) {
+    if (decoder.getTreeAttr())
+      return;
+    if (isa<DraftProposerAttr>(decoder.getProposer())) {
+      failedAny |= failed(chooseFor(decoder, MTPProposerAttr()));
+      return;
+    }
     auto mtp = dyn_cast<MTPProposerAttr>(decoder.getProposer());
-    if (!mtp || decoder.getTreeAttr())
+    if (!mtp)
       return;
     auto head = symbolTable.lookupNearestSymbolFrom<FunctionOpInterface>(
         decoder, mtp.getHeads().front());
@@ -87,23 +96,28 @@ void ChooseTreePass::runOnOperation() {
 
 LogicalResult ChooseTreePass::chooseFor(DecoderOp decoder,
                                         MTPProposerAttr heads) {
-  int64_t headCount = heads.getHeads().size();
-  if (static_cast<int64_t>(table.size()) > headCount)
+  if (heads && table.size() > heads.getHeads().size())
     return decoder.emitError()
            << "the acceptance covers " << table.size()
            << " depths but decoder @" << decoder.getSymName() << " has "
-           << headCount << " Medusa heads";
+           << heads.getHeads().size() << " Medusa heads";
 
-  TreeChoice choice = chooseTree(table, verifyCost, maxNodes);
+  // Medusa heads propose inside the target's forward: no cost per depth.
+  double depthCost = heads ? 0.0 : static_cast<double>(draftCost);
+  TreeChoice choice = chooseTree(table, verifyCost, maxNodes, depthCost);
   std::string costs =
-      llvm::formatv("verify cost {0:F3} per extra row, at most {1} "
-                    "candidates",
-                    static_cast<double>(verifyCost),
-                    static_cast<int64_t>(maxNodes))
+      llvm::formatv("verify cost {0:F3} per extra row, ",
+                    static_cast<double>(verifyCost))
           .str();
+  if (!heads)
+    costs += llvm::formatv("draft cost {0:F3} per depth, ", depthCost).str();
+  costs += llvm::formatv("at most {0} candidates",
+                         static_cast<int64_t>(maxNodes))
+               .str();
+  StringRef proposer = heads ? "the Medusa heads'" : "the draft's";
   if (choice.tree.getNumNodes() == 0) {
-    decoder.emitWarning() << "no tree of the Medusa heads' candidates "
-                             "predicts a speedup above 1x ("
+    decoder.emitWarning() << "no tree of " << proposer
+                          << " candidates predicts a speedup above 1x ("
                           << costs << "); decoder left unchanged";
     return success();
   }
@@ -111,8 +125,13 @@ LogicalResult ChooseTreePass::chooseFor(DecoderOp decoder,
   int64_t depth = 0;
   for (int64_t node = 1; node <= choice.tree.getNumNodes(); ++node)
     depth = std::max(depth, choice.tree.getDepth(node));
-  decoder.setProposerAttr(MTPProposerAttr::get(
-      decoder.getContext(), heads.getHeads().take_front(depth)));
+  if (heads)
+    decoder.setProposerAttr(MTPProposerAttr::get(
+        decoder.getContext(), heads.getHeads().take_front(depth)));
+  else
+    decoder.setProposerAttr(DraftProposerAttr::get(
+        decoder.getContext(),
+        cast<DraftProposerAttr>(decoder.getProposer()).getModel(), depth));
   bool chain = choice.tree.isTopOneChain();
   if (!chain)
     decoder.setTreeAttr(TreeAttr::get(decoder.getContext(), choice.tree.parents,

@@ -60,34 +60,38 @@ def SpecChooseGamma : Pass<"spec-choose-gamma", "::mlir::ModuleOp"> {
 
 def SpecChooseTree : Pass<"spec-choose-tree", "::mlir::ModuleOp"> {
   let summary = "Choose the tree of candidates a decoder with Medusa heads "
-                "verifies per round";
+                "or a draft verifies per round";
   let description = [{
-    For every `spec.decoder` whose proposer is Medusa heads and that has no
-    tree yet, builds the tree of candidates with the highest predicted
-    speedup over running the target alone, as Medusa builds its
+    For every `spec.decoder` whose proposer is Medusa heads or a draft and
+    that has no tree yet, builds the tree of candidates with the highest
+    predicted speedup over running the target alone, as Medusa builds its
     `medusa_choices`:
 
       E[tokens per target forward] = 1 + sum over nodes of P(path accepted)
       P(path accepted)             = product of a[d][r] along the path
-      speedup(tree)                = E / (1 + nodes * v)
+      speedup(tree)                = E / (1 + nodes * v + depth * c)
 
     where `a[d][r]` is the probability that the r-th most likely token of
-    head d + 1 is the target's token given that the path to it was accepted
+    the proposer at depth d + 1 (head d + 1, or the draft's d + 1-th
+    forward) is the target's token given that the path to it was accepted
     (`acceptance`, depth by depth, `ranks` entries per depth; `specc --tree
-    auto` estimates it from a tree decoder's `spec-run --profile`) and `v`
+    auto` estimates it from a tree decoder's `spec-run --profile`), `v`
     what verifying one more row adds to a target step (`verify-cost`; 0 for
-    a memory-bound target, which reads its weights once for all rows). For
-    each size, the best tree holds the nodes with the highest path
-    probabilities; the pass keeps the size that pays most, up to
-    `max-nodes`.
+    a memory-bound target, which reads its weights once for all rows) and
+    `c` what a draft forward costs, in target steps (`draft-cost`; a draft
+    runs one forward per depth; Medusa heads propose inside the target's
+    forward, so it does not apply to them). For each size and depth, the
+    best tree holds the nodes with the highest path probabilities; the pass
+    keeps the tree that pays most, up to `max-nodes`.
 
-    The tree is written as the decoder's `tree` and the heads beyond its
-    depth are dropped; a tree that is one most-likely candidate per depth
-    becomes a plain chain of that many heads (no tree: the chain's sampling
-    verification also draws from the heads' distributions). A remark gives
-    the choice with Medusa's paths; when no tree predicts a speedup above 1,
-    a warning says so and the decoder is left unchanged. Decoders with a
-    draft, an MTP module or a tree already are skipped.
+    The tree is written as the decoder's `tree`; Medusa heads beyond its
+    depth are dropped, and a draft's gamma becomes its depth. A tree that
+    is one most-likely candidate per depth becomes a plain chain of that
+    many heads or draft tokens (no tree: the chain's sampling verification
+    also draws from the proposer's distributions). A remark gives the
+    choice with Medusa's paths; when no tree predicts a speedup above 1, a
+    warning says so and the decoder is left unchanged. Decoders with an MTP
+    module or a tree already are skipped.
 
     Example:
     `spec-opt --spec-choose-tree='acceptance=0.6,0.2,0.4,0.1 ranks=2 verify-cost=0.05'`
@@ -100,6 +104,8 @@ def SpecChooseTree : Pass<"spec-choose-tree", "::mlir::ModuleOp"> {
            "Entries of `acceptance` per depth (>= 1)">,
     Option<"verifyCost", "verify-cost", "double", "0.0",
            "Cost of verifying one more row, in target steps (>= 0)">,
+    Option<"draftCost", "draft-cost", "double", "0.0",
+           "Cost of a draft's forward, in target steps (>= 0; drafts only)">,
     Option<"maxNodes", "max-nodes", "int64_t", "63",
            "Most candidates in the tree (>= 1; Medusa's largest default "
            "tree has 63)">

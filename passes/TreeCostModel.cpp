@@ -97,9 +97,12 @@ double specula::expectedTreeTokens(const TreeShape &tree,
   return expected;
 }
 
-TreeChoice specula::chooseTree(const TopKAcceptance &acceptance,
-                               double verifyCost, int64_t maxNodes) {
-  assert(verifyCost >= 0.0 && maxNodes >= 0 && "invalid arguments");
+/// chooseTree among the trees no deeper than `depthLimit`: for each size,
+/// the nodes of highest path probability (Medusa's construction), which
+/// always form a tree because a child is never more likely than its parent.
+static TreeChoice chooseTreeUpTo(const TopKAcceptance &acceptance,
+                                 int64_t depthLimit, double verifyCost,
+                                 double depthCost, int64_t maxNodes) {
   // Nodes by falling path probability: a frontier of candidates whose
   // parents are taken, best first (ties: shallower, then the earlier path).
   using Path = TreeShape::Path;
@@ -114,7 +117,7 @@ TreeChoice specula::chooseTree(const TopKAcceptance &acceptance,
       frontier(worse);
   auto pushChildren = [&](const Path &parent, double probability) {
     int64_t depth = parent.size() + 1;
-    if (depth > static_cast<int64_t>(acceptance.size()))
+    if (depth > depthLimit)
       return;
     for (int64_t rank = 0;
          rank < static_cast<int64_t>(acceptance[depth - 1].size()); ++rank) {
@@ -129,16 +132,18 @@ TreeChoice specula::chooseTree(const TopKAcceptance &acceptance,
   pushChildren({}, 1.0);
   std::vector<Path> taken;
   double expected = 1.0;
-  size_t bestSize = 0;
+  size_t bestSize = 0, depth = 0;
   TreeChoice best;
   while (static_cast<int64_t>(taken.size()) < maxNodes && !frontier.empty()) {
     Candidate next = frontier.top();
     frontier.pop();
     expected += next.first;
+    depth = std::max(depth, next.second.size());
     taken.push_back(next.second);
     pushChildren(next.second, next.first);
     double speedup =
-        expected / (1.0 + static_cast<double>(taken.size()) * verifyCost);
+        expected / (1.0 + static_cast<double>(taken.size()) * verifyCost +
+                    static_cast<double>(depth) * depthCost);
     if (speedup > best.speedup) {
       best.speedup = speedup;
       best.expectedTokens = expected;
@@ -149,6 +154,24 @@ TreeChoice specula::chooseTree(const TopKAcceptance &acceptance,
   // Taken nodes are distinct and come after their parents: a tree.
   std::string error;
   best.tree = *TreeShape::fromPaths(std::move(taken), error);
+  return best;
+}
+
+TreeChoice specula::chooseTree(const TopKAcceptance &acceptance,
+                               double verifyCost, int64_t maxNodes,
+                               double depthCost) {
+  assert(verifyCost >= 0.0 && depthCost >= 0.0 && maxNodes >= 0 &&
+         "invalid arguments");
+  // The best tree of each depth limit: the best tree of depth D is among
+  // the candidates of limit D, whose own depth costs no more. The deepest
+  // limit first, so that without a depth cost its choice stands.
+  TreeChoice best;
+  for (int64_t limit = acceptance.size(); limit >= 1; --limit) {
+    TreeChoice choice =
+        chooseTreeUpTo(acceptance, limit, verifyCost, depthCost, maxNodes);
+    if (choice.speedup > best.speedup)
+      best = std::move(choice);
+  }
   return best;
 }
 

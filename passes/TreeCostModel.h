@@ -64,18 +64,21 @@ struct TreeChoice {
   /// orders Medusa's paths). Empty when no tree predicts a speedup above 1.
   TreeShape tree;
   double expectedTokens = 1.0;
-  /// Over target-only decoding, when verifying n candidates costs
-  /// 1 + n * verifyCost target steps.
+  /// Over target-only decoding, under chooseTree's round cost.
   double speedup = 1.0;
 };
 
 /// The tree of at most `maxNodes` candidates with the highest predicted
-/// speedup. For each size, the best tree takes the nodes with the highest
-/// path probabilities (the product of acceptance along the path; Medusa's
-/// construction), which always form a tree because a child is never more
-/// likely than its parent; ties go to the smaller tree.
+/// speedup, when a round that verifies n candidates D deep costs
+/// 1 + n * verifyCost + D * depthCost target steps (`depthCost`: a draft's
+/// forward per depth; 0 for Medusa heads, which propose inside the
+/// target's forward). For each size and depth limit, the best tree takes
+/// the nodes with the highest path probabilities (the product of
+/// acceptance along the path; Medusa's construction), which always form a
+/// tree because a child is never more likely than its parent; ties go to
+/// the smaller tree.
 TreeChoice chooseTree(const TopKAcceptance &acceptance, double verifyCost,
-                      int64_t maxNodes);
+                      int64_t maxNodes, double depthCost = 0.0);
 
 /// Estimates each (depth, rank)'s acceptance from the verify rounds of a
 /// decoder that verified `tree`, counted by the node they ended at

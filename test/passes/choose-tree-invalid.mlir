@@ -5,6 +5,7 @@
 // RUN: not spec-opt %s --spec-choose-tree='acceptance=0.6,1.5' -split-input-file 2>&1 | FileCheck %s --check-prefix=RANGE
 // RUN: not spec-opt %s --spec-choose-tree='acceptance=0.6 verify-cost=-1' -split-input-file 2>&1 | FileCheck %s --check-prefix=VERIFY
 // RUN: not spec-opt %s --spec-choose-tree='acceptance=0.6 max-nodes=0' -split-input-file 2>&1 | FileCheck %s --check-prefix=NODES
+// RUN: not spec-opt %s --spec-choose-tree='acceptance=0.6 draft-cost=-0.5' -split-input-file 2>&1 | FileCheck %s --check-prefix=DRAFT
 
 // NONE: error: spec-choose-tree: no acceptance given; pass acceptance=<a[1][0],...> (per depth, `ranks` entries: the acceptance of each rank of that depth's head)
 // SHAPE: error: spec-choose-tree: acceptance has 3 entries, not a whole number of depths of 2 ranks
@@ -12,6 +13,7 @@
 // RANGE: error: spec-choose-tree: acceptance entries must lie in [0, 1], got 1.5
 // VERIFY: error: spec-choose-tree: verify-cost must not be negative, got -1
 // NODES: error: spec-choose-tree: max-nodes must be at least 1, got 0
+// DRAFT: error: spec-choose-tree: draft-cost must not be negative, got -5.000000e-01
 
 // Three depths of acceptance for two heads: the third depth has no head to
 // propose it.

@@ -3,6 +3,7 @@
 // RUN: spec-opt %s --spec-choose-tree='acceptance=0.6,0.2,0.5,0.1 ranks=2 verify-cost=0.3' -split-input-file 2>&1 | FileCheck %s --check-prefix=CHAIN
 // RUN: spec-opt %s --spec-choose-tree='acceptance=0.6,0.2,0.5,0.1 ranks=2 verify-cost=1' -split-input-file 2>&1 | FileCheck %s --check-prefix=NOPAY
 // RUN: spec-opt %s --spec-choose-tree='acceptance=0.9,0.5 verify-cost=0.01' -split-input-file 2>&1 | FileCheck %s --check-prefix=DEEP
+// RUN: spec-opt %s --spec-choose-tree='acceptance=0.6,0.2,0.5,0.1 ranks=2 draft-cost=0.5' -split-input-file 2>&1 | FileCheck %s --check-prefix=DRAFT
 
 func.func private @target(tensor<?xi64>) -> tensor<?x8xf32>
     attributes {spec.role = #spec.role<target>}
@@ -39,11 +40,9 @@ spec.decoder @decoder target(@target) proposer(#spec.mtp<[@head1, @head2, @head3
 
 // -----
 
-// Only decoders with Medusa heads and no tree are chosen for.
+// Decoders with an MTP module or a tree already are skipped.
 func.func private @target(tensor<?xi64>) -> tensor<?x8xf32>
     attributes {spec.role = #spec.role<target>}
-func.func private @draft(tensor<?xi64>) -> tensor<?x8xf32>
-    attributes {spec.role = #spec.role<draft>}
 func.func private @module(tensor<?x4xf32>, tensor<?xi64>) -> (tensor<?x8xf32>, tensor<?x4xf32>)
     attributes {spec.role = #spec.role<mtp_module, depth = 1>}
 func.func private @head1(tensor<?x4xf32>) -> tensor<?x8xf32>
@@ -51,9 +50,23 @@ func.func private @head1(tensor<?x4xf32>) -> tensor<?x8xf32>
 func.func private @head2(tensor<?x4xf32>) -> tensor<?x8xf32>
     attributes {spec.role = #spec.role<medusa_head, depth = 2>}
 
-// CHECK: spec.decoder @draft_decoder target(@target) proposer(#spec.draft<@draft, gamma = 2>) verify(#spec.greedy){{$}}
-spec.decoder @draft_decoder target(@target) proposer(#spec.draft<@draft, gamma = 2>) verify(#spec.greedy)
 // CHECK: spec.decoder @mtp_decoder target(@target) proposer(#spec.mtp<[@module]>) verify(#spec.greedy){{$}}
 spec.decoder @mtp_decoder target(@target) proposer(#spec.mtp<[@module]>) verify(#spec.greedy)
 // CHECK: spec.decoder @tree_decoder target(@target) proposer(#spec.mtp<[@head1, @head2]>) verify(#spec.greedy) tree(#spec.tree<parents = [0, 0], ranks = [0, 1]>)
 spec.decoder @tree_decoder target(@target) proposer(#spec.mtp<[@head1, @head2]>) verify(#spec.greedy) tree(#spec.tree<parents = [0, 0], ranks = [0, 1]>)
+
+// -----
+
+// A draft's tree: gamma becomes its depth. Each depth costs a draft
+// forward: at 0.5 target steps each, the two candidates of depth 1 (1.8 /
+// 1.5) beat the six of depth 2 (2.28 / 2.0) and the chain of one (1.6 /
+// 1.5).
+func.func private @target(tensor<?xi64>) -> tensor<?x8xf32>
+    attributes {spec.role = #spec.role<target>}
+func.func private @draft(tensor<?xi64>) -> tensor<?x8xf32>
+    attributes {spec.role = #spec.role<draft>}
+// expected-remark @below {{a tree of 3 candidates [[0], [1], [0, 0]]: 2.10 expected tokens per target forward, predicted speedup 2.10x (verify cost 0.000 per extra row, draft cost 0.000 per depth, at most 3 candidates)}}
+spec.decoder @draft_decoder target(@target) proposer(#spec.draft<@draft, gamma = 5>) verify(#spec.greedy)
+// CHECK: spec.decoder @draft_decoder target(@target) proposer(#spec.draft<@draft, gamma = 2>) verify(#spec.greedy) tree(#spec.tree<parents = [0, 0, 1], ranks = [0, 1, 0]>)
+// DRAFT: remark: a tree of 2 candidates {{\[}}[0], [1]]: 1.80 expected tokens per target forward, predicted speedup 1.20x (verify cost 0.000 per extra row, draft cost 0.500 per depth, at most 63 candidates)
+// DRAFT: spec.decoder @draft_decoder target(@target) proposer(#spec.draft<@draft, gamma = 1>) verify(#spec.greedy) tree(#spec.tree<parents = [0, 0], ranks = [0, 1]>)

@@ -82,14 +82,16 @@ static cl::opt<int64_t> mtpDepth(
     cl::init(0), cl::cat(category));
 static cl::opt<std::string> treeShape(
     "tree",
-    cl::desc("With Medusa heads: verify a tree of candidates per round, "
-             "given as Medusa's medusa_choices, e.g. [[0], [1], [0, 0]] (a "
-             "path of ranks per candidate: [0, 1] is the second most likely "
-             "token of head 2 after the most likely of head 1); 'auto': the "
-             "tree the cost model picks from a --profile (the default when "
-             "a profile is given); 'probe': the 10 most likely tokens of "
-             "each head under the most likely path, whose `spec-run "
-             "--compare --profile` measures every rank for 'auto'"),
+    cl::desc("With Medusa heads or a draft: verify a tree of candidates "
+             "per round, given as Medusa's medusa_choices, e.g. [[0], [1], "
+             "[0, 0]] (a path of ranks per candidate: [0, 1] is the second "
+             "most likely token at depth 2 after the most likely at depth "
+             "1; a draft's tree sets gamma to its depth); 'auto': the tree "
+             "the cost model picks from a --profile (the default when a "
+             "Medusa profile is given); 'probe': the 10 most likely tokens "
+             "at each depth (each head, or --gamma draft forwards) under "
+             "the most likely path, whose `spec-run --compare --profile` "
+             "measures every rank for 'auto'"),
     cl::value_desc("paths|auto|probe"), cl::cat(category));
 static cl::opt<int64_t> maxTreeNodes(
     "max-tree-nodes",
@@ -227,8 +229,9 @@ struct Profile {
   TopKAcceptance topK;
 };
 
-/// The per-(depth, rank) acceptance of Medusa heads in the profile `object`
-/// (of `path`), or an empty table when it measured another proposer.
+/// The per-(depth, rank) acceptance of Medusa heads or a draft in the
+/// profile `object` (of `path`), or an empty table when it measured another
+/// proposer.
 static FailureOr<TopKAcceptance>
 readTopKAcceptance(const llvm::json::Object &object, StringRef path) {
   auto integers = [](const llvm::json::Array *array)
@@ -244,7 +247,8 @@ readTopKAcceptance(const llvm::json::Object &object, StringRef path) {
     }
     return values;
   };
-  if (object.getString("proposer") != "medusa")
+  if (object.getString("proposer") != "medusa" &&
+      object.getString("proposer") != "draft")
     return TopKAcceptance();
   if (const llvm::json::Object *tree = object.getObject("tree")) {
     auto parents = integers(tree->getArray("parents"));
@@ -413,6 +417,29 @@ static std::vector<TreeShape::Path> probePaths(size_t heads) {
   return paths;
 }
 
+static constexpr const char *kAutoNeedsProfile =
+    "error: --tree auto chooses the tree from measured acceptance; give "
+    "--profile, written by `spec-run --compare --profile` on a decoder built "
+    "with --tree probe (which measures every rank the tree may use)\n";
+
+/// spec-choose-tree's options for the measured acceptance `topK` (as rows
+/// of equal width) and verify cost, and `--max-tree-nodes`.
+static SpecChooseTreeOptions
+getChooseTreeOptions(TopKAcceptance topK, std::optional<double> verifyCost) {
+  size_t width = 1;
+  for (const std::vector<double> &ranks : topK)
+    width = std::max(width, ranks.size());
+  SpecChooseTreeOptions options;
+  for (std::vector<double> &ranks : topK) {
+    ranks.resize(width, 0.0);
+    llvm::append_range(options.acceptance, ranks);
+  }
+  options.ranks = width;
+  options.verifyCost = verifyCost.value_or(0.0);
+  options.maxNodes = maxTreeNodes;
+  return options;
+}
+
 /// The paths of `--tree`'s Medusa medusa_choices (one path of ranks per
 /// candidate).
 static FailureOr<std::vector<TreeShape::Path>>
@@ -538,12 +565,12 @@ int main(int argc, char **argv) {
     pairOptions.temperature = temperature;
     pairOptions.topK = topK;
     pairOptions.topP = topP;
-    if (treeShape == "auto") {
-      llvm::errs() << "error: --tree auto chooses a tree of Medusa heads' "
-                      "candidates; give a draft's tree as paths\n";
+    bool chooseTree = treeShape == "auto";
+    if (chooseTree && measuredTopK.empty()) {
+      llvm::errs() << kAutoNeedsProfile;
       return 1;
     }
-    if (!treeShape.empty()) {
+    if (!treeShape.empty() && !chooseTree) {
       FailureOr<std::vector<TreeShape::Path>> paths =
           treeShape == "probe" ? probePaths(proposalCount)
                                : parseTreePaths(treeShape);
@@ -556,7 +583,13 @@ int main(int argc, char **argv) {
       llvm::append_range(pairOptions.treeRanks, tree->getRanks());
     }
     pm.addPass(createSpecPairDraft(pairOptions));
-    if (acceptanceRate >= 0) {
+    if (chooseTree) {
+      // A draft's forward per depth costs what the profile measured.
+      SpecChooseTreeOptions treeOptions =
+          getChooseTreeOptions(std::move(measuredTopK), measuredVerifyCost);
+      treeOptions.draftCost = measuredCostRatio.value_or(0.0);
+      pm.addPass(createSpecChooseTree(treeOptions));
+    } else if (acceptanceRate >= 0) {
       SpecChooseGammaOptions gammaOptions;
       gammaOptions.acceptanceRate = acceptanceRate;
       if (measuredCostRatio)
@@ -605,10 +638,7 @@ int main(int argc, char **argv) {
       return 1;
     }
     if (chooseTree && measuredTopK.empty()) {
-      llvm::errs() << "error: --tree auto chooses the tree from measured "
-                      "acceptance; give --profile, written by `spec-run "
-                      "--compare --profile` on a decoder built with --tree "
-                      "probe (which measures every rank the tree may use)\n";
+      llvm::errs() << kAutoNeedsProfile;
       return 1;
     }
     spec::TreeAttr tree;
@@ -627,20 +657,10 @@ int main(int argc, char **argv) {
                                                 heads, *rule, tree)))
       return 1;
     if (chooseTree) {
-      // The table as rows of equal width, no deeper than the heads given.
+      // No deeper than the heads given.
       measuredTopK.resize(std::min(measuredTopK.size(), heads.size()));
-      size_t width = 1;
-      for (const std::vector<double> &ranks : measuredTopK)
-        width = std::max(width, ranks.size());
-      SpecChooseTreeOptions treeOptions;
-      for (std::vector<double> &ranks : measuredTopK) {
-        ranks.resize(width, 0.0);
-        llvm::append_range(treeOptions.acceptance, ranks);
-      }
-      treeOptions.ranks = width;
-      treeOptions.verifyCost = measuredVerifyCost.value_or(0.0);
-      treeOptions.maxNodes = maxTreeNodes;
-      pm.addPass(createSpecChooseTree(treeOptions));
+      pm.addPass(createSpecChooseTree(
+          getChooseTreeOptions(std::move(measuredTopK), measuredVerifyCost)));
     }
     if (acceptanceRate >= 0 && !mtpDepth.getNumOccurrences() &&
         headPaths.size() == 1 && role &&

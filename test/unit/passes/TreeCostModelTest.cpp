@@ -73,7 +73,7 @@ TEST(TreeCostModel, ExpectedTokensSumPathProbabilities) {
 
 TEST(TreeCostModel, ChoosesTheBestSubtreeOfEverySize) {
   // Against every subtree of the full tree of 3 depths x 2 ranks (14 nodes,
-  // 2^14 subsets), for random tables and verify costs.
+  // 2^14 subsets), for random tables, verify costs and costs per depth.
   std::mt19937_64 random(7);
   std::uniform_real_distribution<double> uniform(0.0, 1.0);
   TreeShape full = fullTree(3, 2);
@@ -84,16 +84,22 @@ TEST(TreeCostModel, ChoosesTheBestSubtreeOfEverySize) {
       ranks[1] = uniform(random) * (1.0 - ranks[0]);
     }
     double verifyCost = trial % 4 == 0 ? 0.0 : 0.3 * uniform(random);
+    // A draft's forward per depth, or none (Medusa heads).
+    double depthCost = trial % 3 == 0 ? 0.0 : 0.5 * uniform(random);
     int64_t maxNodes = 1 + trial % 14;
     double best = 1.0;
     for (uint64_t mask = 1; mask < (1u << full.getNumNodes()); ++mask) {
       std::optional<TreeShape> tree = subtree(full, mask);
       if (!tree || tree->getNumNodes() > maxNodes)
         continue;
+      int64_t depth = 0;
+      for (int64_t node = 1; node <= tree->getNumNodes(); ++node)
+        depth = std::max(depth, tree->getDepth(node));
       best = std::max(best, expectedTreeTokens(*tree, table) /
-                                (1.0 + tree->getNumNodes() * verifyCost));
+                                (1.0 + tree->getNumNodes() * verifyCost +
+                                 depth * depthCost));
     }
-    TreeChoice choice = chooseTree(table, verifyCost, maxNodes);
+    TreeChoice choice = chooseTree(table, verifyCost, maxNodes, depthCost);
     EXPECT_NEAR(choice.speedup, best, 1e-12) << "trial " << trial;
     EXPECT_LE(choice.tree.getNumNodes(), maxNodes);
     // The choice is what it claims, and a tree: parents first, rows by
