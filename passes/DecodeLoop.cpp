@@ -485,6 +485,7 @@ SmallVector<Value> DecodeLoopBuilder::mostLikely(Value row, int64_t count) {
 
 std::pair<Value, Value> DecodeLoopBuilder::treeRows(TreeAttr tree,
                                                     ArrayRef<int64_t> rows,
+                                                    ArrayRef<int64_t> columns,
                                                     Value length) {
   Type i64Type = b.getI64Type();
   int64_t count = rows.size();
@@ -492,7 +493,7 @@ std::pair<Value, Value> DecodeLoopBuilder::treeRows(TreeAttr tree,
   SmallVector<bool> visible;
   for (int64_t row : rows) {
     depths.push_back(tree.getDepth(row));
-    for (int64_t column : rows)
+    for (int64_t column : columns)
       visible.push_back(tree.isAncestorOrSelf(column, row));
   }
   auto depthType = RankedTensorType::get({count}, i64Type);
@@ -510,7 +511,9 @@ std::pair<Value, Value> DecodeLoopBuilder::treeRows(TreeAttr tree,
       });
   Value mask = arith::ConstantOp::create(
       b, DenseIntElementsAttr::get(
-             RankedTensorType::get({count, count}, b.getI1Type()), visible));
+             RankedTensorType::get(
+                 {count, static_cast<int64_t>(columns.size())}, b.getI1Type()),
+             visible));
   return {positions, mask};
 }
 
@@ -525,8 +528,8 @@ VerifiedTree DecodeLoopBuilder::verifyTree(const DecodeState &state,
       tensor::FromElementsOp::create(b, RankedTensorType::get({rows}, i64Type),
                                      SmallVector<Value>(rows, state.last)),
       {one}, {b.getIndexAttr(nodes)}, {one});
-  auto [positions, mask] = treeRows(
-      tree, llvm::to_vector(llvm::seq<int64_t>(0, rows)), state.length);
+  SmallVector<int64_t> all = llvm::to_vector(llvm::seq<int64_t>(0, rows));
+  auto [positions, mask] = treeRows(tree, all, all, state.length);
   auto verify =
       VerifyOp::create(b, target.func.getResultTypes(),
                        FlatSymbolRefAttr::get(target.func.getSymNameAttr()),

@@ -170,11 +170,13 @@ public:
   /// The `count` most likely tokens of a `1 x vocab` row, best first: the
   /// argmax, then the argmax with the ones before masked out.
   llvm::SmallVector<mlir::Value> mostLikely(mlir::Value row, int64_t count);
-  /// The positions (`tensor<n x i64>`: `length` + each row's depth) and the
-  /// mask (`n x n` i1: row j is row i or one of its ancestors) of the rows
-  /// `rows` of `tree` (0: the root), fed in that order.
+  /// The positions (`tensor<n x i64>`: `length` + each row's depth) of the
+  /// rows `rows` of `tree` (0: the root), fed in that order, and their mask
+  /// over the keys `columns` (`n x m` i1: key j is row i or one of its
+  /// ancestors; see spec-tree-attention).
   std::pair<mlir::Value, mlir::Value> treeRows(spec::TreeAttr tree,
                                                llvm::ArrayRef<int64_t> rows,
+                                               llvm::ArrayRef<int64_t> columns,
                                                mlir::Value length);
   /// Verifies `tree`'s `candidates` (`tensor<nodes x i64>`, in row order)
   /// under `state.last` in one target forward: rows [last, candidates...]

@@ -220,14 +220,15 @@ DraftLowering::propose(DecodeLoopBuilder &loop, const DecodeState &state,
 }
 
 /// The draft proposes the tree depth by depth (SpecInfer's token tree, of
-/// a static shape): the first forward feeds the committed tokens it has not
-/// cached, as a chain round does, and its last row gives the root's children
-/// (the ranks-th most likely tokens); the forward for depth d > 1 feeds every
-/// candidate above depth d after the root, each seeing the cache and its
-/// ancestors, and each parent's row gives its children. Candidates are fixed
-/// before the target draws, so sampling stays lossless (see verifyTree).
-/// After the verify, the accepted candidates the draft was fed move next to
-/// the root in its cache, as the target's rows do.
+/// a static shape), one forward per depth. The first feeds the committed
+/// tokens it has not cached, as a chain round does, and its last row gives
+/// the root's children (the ranks-th most likely tokens). The forward for
+/// depth d > 1 feeds the candidates of depth d - 1 that have children, after
+/// those fed before them in the cache; a tree mask lets each see its
+/// ancestors there and not their siblings. Candidates are fixed before the
+/// target draws, so sampling stays lossless (see verifyTree). After the
+/// verify, the accepted candidates the draft was fed move next to the root
+/// in its cache, as the target's rows do.
 RoundResult DraftLowering::treeRound(DecodeLoopBuilder &loop,
                                      const DecodeState &state,
                                      State draftState) {
@@ -237,21 +238,22 @@ RoundResult DraftLowering::treeRound(DecodeLoopBuilder &loop,
   Value one = loop.index(1);
   Value afterLast = arith::AddIOp::create(b, state.length, one);
 
+  SmallVector<int64_t> children(nodes + 1, 0);
+  for (int64_t parent : tree.getParents())
+    ++children[parent];
   // Row `row`'s token, as the forwards produce them.
   SmallVector<Value> token(nodes + 1);
-  // Proposes the children of the rows at `depth - 1`, each parent's from
-  // row rowOf(parent) of `logits`.
-  auto proposeChildren = [&](int64_t depth, Value logits,
+  // Proposes the children of each of `parents` from row `rowOf(place)` of
+  // `logits`, `place` being the parent's place in `parents`.
+  auto proposeChildren = [&](ArrayRef<int64_t> parents, Value logits,
                              function_ref<Value(int64_t)> rowOf) {
-    for (int64_t parent = 0; parent <= nodes; ++parent) {
+    for (auto [place, parent] : llvm::enumerate(parents)) {
       int64_t count = 0;
       for (int64_t node = 1; node <= nodes; ++node)
         if (tree.getParents()[node - 1] == parent)
           count = std::max(count, tree.getRanks()[node - 1] + 1);
-      if (count == 0 || tree.getDepth(parent) != depth - 1)
-        continue;
       SmallVector<Value> best = loop.mostLikely(
-          loop.logitsRow(logits, rowOf(parent), draft.vocab), count);
+          loop.logitsRow(logits, rowOf(place), draft.vocab), count);
       for (int64_t node = 1; node <= nodes; ++node)
         if (tree.getParents()[node - 1] == parent)
           token[node] = best[tree.getRanks()[node - 1]];
@@ -267,32 +269,36 @@ RoundResult DraftLowering::treeRound(DecodeLoopBuilder &loop,
       loop.call(draft, {feed, loop.positions(draftState.cached, count),
                         draftState.cache, draftState.cached});
   Value lastRow = arith::SubIOp::create(b, count, one);
-  proposeChildren(1, forward.getResult(0), [&](int64_t) { return lastRow; });
+  proposeChildren({0}, forward.getResult(0), [&](int64_t) { return lastRow; });
   Value cache = forward.getResults().back();
 
+  // The candidates fed so far, in the order they sit in the cache after
+  // the root.
   SmallVector<int64_t> fed;
   for (int64_t depth = 2; depth <= deepest; ++depth) {
-    fed.clear();
-    for (int64_t node = 1; node <= nodes; ++node)
-      if (tree.getDepth(node) < depth)
-        fed.push_back(node);
-    SmallVector<Value> fedTokens;
-    for (int64_t node : fed)
-      fedTokens.push_back(token[node]);
-    Value fedCount = loop.index(fed.size());
+    SmallVector<int64_t> parents;
+    SmallVector<Value> parentTokens;
+    for (int64_t node = 1; node <= nodes; ++node) {
+      if (tree.getDepth(node) != depth - 1 || children[node] == 0)
+        continue;
+      parents.push_back(node);
+      parentTokens.push_back(token[node]);
+    }
+    SmallVector<int64_t> columns(fed);
+    llvm::append_range(columns, parents);
+    int64_t rows = parents.size();
     Value tokens = tensor::FromElementsOp::create(
-        b,
-        RankedTensorType::get({static_cast<int64_t>(fed.size())},
-                              b.getI64Type()),
-        fedTokens);
-    auto [positions, mask] = loop.treeRows(tree, fed, state.length);
-    forward = loop.call(draft, {loop.toRow(tokens, fedCount),
-                                loop.toRow(positions, fedCount), cache,
-                                afterLast, mask});
+        b, RankedTensorType::get({rows}, b.getI64Type()), parentTokens);
+    auto [positions, mask] =
+        loop.treeRows(tree, parents, columns, state.length);
+    Value past = arith::AddIOp::create(b, afterLast, loop.index(fed.size()));
+    forward = loop.call(draft, {loop.toRow(tokens, loop.index(rows)),
+                                loop.toRow(positions, loop.index(rows)), cache,
+                                past, mask});
     cache = forward.getResults().back();
-    proposeChildren(depth, forward.getResult(0), [&](int64_t parent) {
-      return loop.index(llvm::find(fed, parent) - fed.begin());
-    });
+    proposeChildren(parents, forward.getResult(0),
+                    [&](int64_t place) { return loop.index(place); });
+    fed = std::move(columns);
   }
   Value proposingNs = loop.elapsedSince(start);
 
@@ -301,29 +307,40 @@ RoundResult DraftLowering::treeRound(DecodeLoopBuilder &loop,
       ArrayRef<Value>(token).drop_front());
   VerifiedTree verified = loop.verifyTree(state, tree, candidates);
 
-  // The draft keeps the root and the accepted candidates it was fed: those
-  // above the deepest depth, in the cache at afterLast + their place in
-  // `fed`.
+  // The draft keeps the root and the accepted candidates it was fed: a
+  // prefix of the path (a fed node's parent was fed), at afterLast + their
+  // place in `fed`.
   Value cached = afterLast;
-  int64_t kept = deepest - 1;
-  if (kept > 0) {
-    SmallVector<int64_t> slotOf(nodes + 1, 0);
-    for (auto [place, node] : llvm::enumerate(fed))
+  if (!fed.empty()) {
+    SmallVector<int64_t> slotOf(nodes + 1, 0), wasFed(nodes + 1, 0);
+    for (auto [place, node] : llvm::enumerate(fed)) {
       slotOf[node] = place;
+      wasFed[node] = 1;
+    }
+    auto tableType = RankedTensorType::get({nodes + 1}, b.getIndexType());
     Value slots = arith::ConstantOp::create(
-        b, DenseIntElementsAttr::get(
-               RankedTensorType::get({nodes + 1}, b.getIndexType()), slotOf));
+        b, DenseIntElementsAttr::get(tableType, slotOf));
+    Value fedFlags = arith::ConstantOp::create(
+        b, DenseIntElementsAttr::get(tableType, wasFed));
+    int64_t deepestFed = deepest - 1;
     SmallVector<Value> sources;
-    for (int64_t depth = 1; depth <= kept; ++depth)
+    Value moved = loop.index(0);
+    for (int64_t depth = 1; depth <= deepestFed; ++depth) {
+      Value row = verified.path[depth];
       sources.push_back(arith::AddIOp::create(
-          b, afterLast,
-          tensor::ExtractOp::create(b, slots, verified.path[depth])));
-    Value moved =
-        arith::MinUIOp::create(b, verified.accepted, loop.index(kept));
+          b, afterLast, tensor::ExtractOp::create(b, slots, row)));
+      Value accepted = arith::CmpIOp::create(
+          b, arith::CmpIPredicate::ule, loop.index(depth), verified.accepted);
+      moved = arith::AddIOp::create(
+          b, moved,
+          arith::SelectOp::create(b, accepted,
+                                  tensor::ExtractOp::create(b, fedFlags, row),
+                                  loop.index(0)));
+    }
     Value fromRows = tensor::ExtractSliceOp::create(
         b,
         tensor::FromElementsOp::create(
-            b, RankedTensorType::get({kept}, b.getIndexType()), sources),
+            b, RankedTensorType::get({deepestFed}, b.getIndexType()), sources),
         {b.getIndexAttr(0)}, {OpFoldResult(moved)}, {b.getIndexAttr(1)});
     cache = CacheMoveOp::create(b, cache.getType(), cache, fromRows, afterLast);
     cached = arith::AddIOp::create(b, afterLast, moved);

@@ -261,20 +261,24 @@ def SpecTreeAttention : Pass<"spec-tree-attention", "::mlir::ModuleOp"> {
     `linalg.generic` of one `arith.cmpi sgt`, or `slt` the other way round,
     between a per-query and a per-key operand) feeding the `Where(future,
     -inf, scores)` of every attention layer. It appends an argument `tree`,
-    `tensor<?x?xi1>` (`#spec.io<tree_mask>`, n x n for the forward's n rows:
-    `tree[i][j]` says that row `j` is row `i` or one of its ancestors), and
-    makes the mask, for the keys among the forward's own rows (key index
-    `k >= past = keys - n`), `not tree[i][k - past]`; cached keys keep the
-    original comparison. A lower-triangular `tree` gives back the causal
-    mask, which is what the decode loops pass for prefill and one-token
-    steps. The rows' sizes are checked at run time (`cf.assert`).
+    `tensor<?x?xi1>` (`#spec.io<tree_mask>`, n x m for the forward's n rows:
+    its m columns are the last m keys, the forward's own n rows and the
+    m - n rows cached just before them; `tree[i][j]` says that key `j` is
+    row `i` or one of its ancestors), and makes the mask, for those keys
+    (key index `k >= past = keys - m`), `not tree[i][k - past]`; earlier
+    keys keep the original comparison. m = n verifies a tree in one
+    forward; m > n lets a draft extend a tree depth by depth, each forward
+    feeding one depth and seeing the depths before it in its cache. A
+    lower-triangular n x n `tree` gives back the causal mask, which is what
+    the decode loops pass for prefill and one-token steps. The sizes are
+    checked at run time (`cf.assert`: n rows, n <= m <= keys).
 
     It rewrites the target of every decoder with a `tree` and, when that
     decoder's draft proposes the tree (deeper than one: its forwards below
     the first depth run over the tree's candidates), the draft; or the
-    function named by `function`. Refused, naming the function: no causal mask of
-    that form (`Where(key_pos > query_pos, -inf, scores)`), or a function
-    that already takes a tree mask.
+    function named by `function`. Refused, naming the function: no causal
+    mask of that form (`Where(key_pos > query_pos, -inf, scores)`), or a
+    function that already takes a tree mask.
 
     Example: `spec-opt --spec-kv-cache-inplace --spec-tree-attention`
   }];

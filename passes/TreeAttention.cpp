@@ -125,8 +125,10 @@ static bool masksScores(Value mask) {
   return selects;
 }
 
-/// Makes `mask` `not tree[q][k - past]` for the keys among the forward's
-/// rows (k >= past = keys - rows); cached keys keep the comparison.
+/// Makes `mask` `not tree[q][k - past]` for the keys the tree covers: its
+/// m columns are the last m keys (k >= past = keys - m), the forward's own
+/// n rows and the m - n rows cached just before them; earlier keys keep the
+/// comparison.
 static void rewriteMask(linalg::GenericOp mask, Value tree) {
   ImplicitLocOpBuilder b(mask.getLoc(), mask);
   Value zero = arith::ConstantIndexOp::create(b, 0);
@@ -134,17 +136,23 @@ static void rewriteMask(linalg::GenericOp mask, Value tree) {
   Value init = mask.getDpsInitOperand(0)->get();
   Value rows = tensor::DimOp::create(b, init, zero);
   Value keys = tensor::DimOp::create(b, init, one);
-  Value past = arith::SubIOp::create(b, keys, rows);
-  // tree must be rows x rows for the reads below to stay inside it.
+  // tree must be rows x m, rows <= m <= keys, for the reads below to stay
+  // inside it and the forward's own rows to be among its columns.
   Value treeRows = tensor::DimOp::create(b, tree, zero);
   Value treeColumns = tensor::DimOp::create(b, tree, one);
+  Value past = arith::SubIOp::create(b, keys, treeColumns);
   Value rowsMatch =
       arith::CmpIOp::create(b, arith::CmpIPredicate::eq, treeRows, rows);
-  Value columnsMatch =
-      arith::CmpIOp::create(b, arith::CmpIPredicate::eq, treeColumns, rows);
+  Value coversRows =
+      arith::CmpIOp::create(b, arith::CmpIPredicate::sle, rows, treeColumns);
+  Value withinKeys =
+      arith::CmpIOp::create(b, arith::CmpIPredicate::sle, treeColumns, keys);
   cf::AssertOp::create(
-      b, arith::AndIOp::create(b, rowsMatch, columnsMatch),
-      "the tree mask is not rows x rows of the forward (spec-tree-attention)");
+      b,
+      arith::AndIOp::create(b, rowsMatch,
+                            arith::AndIOp::create(b, coversRows, withinKeys)),
+      "the tree mask is not rows x m of the forward, rows <= m <= keys "
+      "(spec-tree-attention)");
   Value trueValue = arith::ConstantOp::create(b, b.getBoolAttr(true));
 
   Block *body = mask.getBody();
@@ -153,14 +161,14 @@ static void rewriteMask(linalg::GenericOp mask, Value tree) {
   Value causal = yield->getOperand(0);
   Value query = linalg::IndexOp::create(b, 0);
   Value key = linalg::IndexOp::create(b, 1);
-  Value ownRow =
+  Value covered =
       arith::CmpIOp::create(b, arith::CmpIPredicate::sge, key, past);
   Value relative = arith::SubIOp::create(b, key, past);
-  Value column = arith::SelectOp::create(b, ownRow, relative, zero);
+  Value column = arith::SelectOp::create(b, covered, relative, zero);
   Value visible =
       tensor::ExtractOp::create(b, tree, ValueRange{query, column});
   Value hidden = arith::XOrIOp::create(b, visible, trueValue);
-  Value future = arith::SelectOp::create(b, ownRow, hidden, causal);
+  Value future = arith::SelectOp::create(b, covered, hidden, causal);
   yield->setOperand(0, future);
 }
 

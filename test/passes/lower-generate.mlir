@@ -431,8 +431,8 @@ spec.decoder @tree_sampled target(@fused) proposer(#spec.mtp<[@head1, @head2]>) 
 
 // -----
 
-// A draft proposing the tree [[0], [1], [0, 0]] (gamma = its depth), target
-// and draft taking tree masks (spec-tree-attention).
+// A draft proposing the tree [[0], [1], [0, 0], [1, 0], [0, 0, 0]] (gamma
+// = its depth), target and draft taking tree masks (spec-tree-attention).
 func.func private @target(tensor<?x?xi64> {spec.io = #spec.io<token_ids>},
                           tensor<?x?xi64> {spec.io = #spec.io<position_ids>},
                           !spec.kv_cache<2x2x64x8xf32> {spec.io = #spec.io<kv_cache>},
@@ -449,46 +449,58 @@ func.func private @draft(tensor<?x?xi64> {spec.io = #spec.io<token_ids>},
     -> (tensor<?x?x16xf32> {spec.io = #spec.io<logits>},
         !spec.kv_cache<1x2x64x8xf32> {spec.io = #spec.io<kv_cache>})
     attributes {spec.role = #spec.role<draft>}
-spec.decoder @draft_tree target(@target) proposer(#spec.draft<@draft, gamma = 2>) verify(#spec.greedy) tree(#spec.tree<parents = [0, 0, 1], ranks = [0, 1, 0]>)
+spec.decoder @draft_tree target(@target) proposer(#spec.draft<@draft, gamma = 3>) verify(#spec.greedy) tree(#spec.tree<parents = [0, 0, 1, 2, 3], ranks = [0, 1, 0, 0, 0]>)
 
-// A round: the draft's first forward feeds what it has not cached (a chain:
-// the causal tree) and its last row gives the root's children, its best two
-// tokens; the second feeds those two after the root (positions length + 1,
-// each seeing only itself among them) and the first one's row gives its
-// child. The target verifies the whole tree; the draft keeps the accepted
-// candidate it was fed (at most one: the deepest depth was never fed),
+// A round, one draft forward per depth. The first feeds what the draft has
+// not cached (a chain: the causal tree) and its last row gives the root's
+// children, its best two tokens. The second feeds both (they have
+// children) after the root, at positions length + 1, each seeing only
+// itself among the tree's rows; each row gives its child. The third feeds
+// the one candidate of depth 2 with a child after those two (past: the
+// root + 2), seeing its ancestor among them. The target verifies the whole
+// tree; the draft keeps the accepted candidates it was fed (a prefix of
+// the path: nodes 1, 2 and 3 sit at slots 0, 1 and 2 after the root),
 // moved next to the root.
 // CHECK-LABEL: func.func @draft_tree_generate(
-// CHECK-SAME: -> (tensor<64xi64>, index, index, tensor<4xi64>, i64, i64)
+// CHECK-SAME: -> (tensor<64xi64>, index, index, tensor<6xi64>, i64, i64)
 // CHECK: scf.while
 // CHECK: } do {
 // CHECK-NEXT: ^bb0(%{{[^:]*}}: tensor<64xi64>, %{{[^:]*}}: !spec.kv_cache<2x2x64x8xf32>, %[[LEN:[^:]*]]: index, %{{[^:]*}}: index, %{{[^:]*}}: index, %{{[^:]*}}: i64, %[[DCACHE:[^:]*]]: !spec.kv_cache<1x2x64x8xf32>, %[[CACHED:[^:]*]]: index,
 // CHECK: %[[AFTER:.*]] = arith.addi %[[LEN]], %c1{{.*}} : index
-// CHECK: %[[UNSEEN:.*]] = arith.subi %[[LEN]], %[[CACHED]] : index
 // CHECK: %[[CAUSAL:.*]] = tensor.generate %{{.*}}, %{{.*}} {
 // CHECK: arith.cmpi ule
 // CHECK: %[[D1:.*]]:2 = func.call @draft(%{{.*}}, %{{.*}}, %[[DCACHE]], %[[CACHED]], %[[CAUSAL]])
 // CHECK: %[[LASTROW:.*]] = tensor.extract_slice %[[D1]]#0[0, %{{.*}}, 0] [1, 1, 16]
 // CHECK-NEXT: %[[BEST:.*]], %{{.*}} = spec.propose %[[LASTROW]] rule(#spec.greedy)
-// CHECK: %[[FIRST:.*]] = tensor.extract %[[BEST]]
+// CHECK: %[[N1:.*]] = tensor.extract %[[BEST]]
 // CHECK: tensor.insert %{{.*}} into %[[LASTROW]]
 // CHECK-NEXT: %[[NEXTBEST:.*]], %{{.*}} = spec.propose
-// CHECK: %[[SECOND:.*]] = tensor.extract %[[NEXTBEST]]
-// CHECK: %[[FED:.*]] = tensor.from_elements %[[FIRST]], %[[SECOND]] : tensor<2xi64>
+// CHECK: %[[N2:.*]] = tensor.extract %[[NEXTBEST]]
+// CHECK: tensor.from_elements %[[N1]], %[[N2]] : tensor<2xi64>
 // CHECK: arith.constant dense<1> : tensor<2xi64>
-// CHECK: %[[MASK:.*]] = arith.constant dense<{{\[}}[true, false], [false, true]]> : tensor<2x2xi1>
-// CHECK: %[[MASKARG:.*]] = tensor.cast %[[MASK]] : tensor<2x2xi1> to tensor<?x?xi1>
-// CHECK: %[[D2:.*]]:2 = func.call @draft(%{{.*}}, %{{.*}}, %[[D1]]#1, %[[AFTER]], %[[MASKARG]])
+// CHECK: %[[MASK2:.*]] = arith.constant dense<{{\[}}[true, false], [false, true]]> : tensor<2x2xi1>
+// CHECK: %[[PAST2:.*]] = arith.addi %[[AFTER]], %c0{{.*}} : index
+// CHECK: %[[MASK2ARG:.*]] = tensor.cast %[[MASK2]] : tensor<2x2xi1> to tensor<?x?xi1>
+// CHECK: %[[D2:.*]]:2 = func.call @draft(%{{.*}}, %{{.*}}, %[[D1]]#1, %[[PAST2]], %[[MASK2ARG]])
 // CHECK: tensor.extract_slice %[[D2]]#0[0, %c0{{.*}}, 0] [1, 1, 16]
-// CHECK-NEXT: %[[CHILD:.*]], %{{.*}} = spec.propose
-// CHECK: %[[THIRD:.*]] = tensor.extract %[[CHILD]]
-// CHECK: %[[CANDIDATES:.*]] = tensor.from_elements %[[FIRST]], %[[SECOND]], %[[THIRD]] : tensor<3xi64>
-// CHECK: constant dense<{{\[}}[true, false, false, false], [true, true, false, false], [true, false, true, false], [true, true, false, true]]> : tensor<4x4xi1>
+// CHECK-NEXT: %[[P3:.*]], %{{.*}} = spec.propose
+// CHECK: %[[N3:.*]] = tensor.extract %[[P3]]
+// CHECK: tensor.extract_slice %[[D2]]#0[0, %c1{{.*}}, 0] [1, 1, 16]
+// CHECK-NEXT: %[[P4:.*]], %{{.*}} = spec.propose
+// CHECK: %[[N4:.*]] = tensor.extract %[[P4]]
+// CHECK: tensor.from_elements %[[N3]] : tensor<1xi64>
+// CHECK: arith.constant dense<2> : tensor<1xi64>
+// CHECK: %[[MASK3:.*]] = arith.constant dense<{{\[}}[true, false, true]]> : tensor<1x3xi1>
+// CHECK: %[[PAST3:.*]] = arith.addi %[[AFTER]], %c2{{.*}} : index
+// CHECK: %[[MASK3ARG:.*]] = tensor.cast %[[MASK3]] : tensor<1x3xi1> to tensor<?x?xi1>
+// CHECK: %[[D3:.*]]:2 = func.call @draft(%{{.*}}, %{{.*}}, %[[D2]]#1, %[[PAST3]], %[[MASK3ARG]])
+// CHECK: %[[P5:.*]], %{{.*}} = spec.propose
+// CHECK: %[[N5:.*]] = tensor.extract %[[P5]]
+// CHECK: tensor.from_elements %[[N1]], %[[N2]], %[[N3]], %[[N4]], %[[N5]] : tensor<5xi64>
 // CHECK: %[[V:.*]]:2 = spec.verify @target(
 // CHECK: spec.cache.move %[[V]]#1
-// CHECK: %[[SLOTS:.*]] = arith.constant dense<[0, 0, 1, 0]> : tensor<4xindex>
-// CHECK: %[[SLOT:.*]] = tensor.extract %[[SLOTS]]
-// CHECK: %[[KEPT:.*]] = arith.minui
-// CHECK: %[[DMOVED:.*]] = spec.cache.move %[[D2]]#1 from %{{.*}} to %[[AFTER]] : !spec.kv_cache<1x2x64x8xf32>, tensor<?xindex>
-// CHECK: %[[DCACHED:.*]] = arith.addi %[[AFTER]], %[[KEPT]] : index
+// CHECK: %[[SLOTS:.*]] = arith.constant dense<[0, 0, 1, 2, 0, 0]> : tensor<6xindex>
+// CHECK: %[[FED:.*]] = arith.constant dense<[0, 1, 1, 1, 0, 0]> : tensor<6xindex>
+// CHECK: %[[DMOVED:.*]] = spec.cache.move %[[D3]]#1 from %{{.*}} to %[[AFTER]] : !spec.kv_cache<1x2x64x8xf32>, tensor<?xindex>
+// CHECK: %[[DCACHED:.*]] = arith.addi %[[AFTER]], %{{.*}} : index
 // CHECK: scf.yield %{{.*}}, %[[DMOVED]], %[[DCACHED]],

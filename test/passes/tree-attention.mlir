@@ -6,7 +6,8 @@
 // `Where(key_pos > query_pos, -inf, scores)`: a [queries x keys] comparison
 // of a per-query and a per-key operand, selecting -inf in the scores. The
 // decoder's target gets a tree mask argument, and the mask reads it for the
-// keys among the forward's own rows.
+// last keys, as many as it has columns (the forward's own rows, and for a
+// draft extending a tree the rows cached just before them).
 #query = affine_map<(d0, d1) -> (d0, 0)>
 #key = affine_map<(d0, d1) -> (0, d1)>
 #rows = affine_map<(d0, d1) -> (d0, d1)>
@@ -19,8 +20,13 @@
 // CHECK: %[[INIT:.*]] = tensor.empty(%{{.*}}, %{{.*}}) : tensor<?x?xi1>
 // CHECK: %[[ROWS:.*]] = tensor.dim %[[INIT]], %c0
 // CHECK: %[[KEYS:.*]] = tensor.dim %[[INIT]], %c1
-// CHECK: %[[PAST:.*]] = arith.subi %[[KEYS]], %[[ROWS]] : index
-// CHECK: cf.assert %{{.*}}, "the tree mask is not rows x rows of the forward (spec-tree-attention)"
+// CHECK: %[[TREEROWS:.*]] = tensor.dim %[[TREE]], %c0
+// CHECK: %[[COLUMNS:.*]] = tensor.dim %[[TREE]], %c1
+// CHECK: %[[PAST:.*]] = arith.subi %[[KEYS]], %[[COLUMNS]] : index
+// CHECK: arith.cmpi eq, %[[TREEROWS]], %[[ROWS]] : index
+// CHECK: arith.cmpi sle, %[[ROWS]], %[[COLUMNS]] : index
+// CHECK: arith.cmpi sle, %[[COLUMNS]], %[[KEYS]] : index
+// CHECK: cf.assert %{{.*}}, "the tree mask is not rows x m of the forward, rows <= m <= keys (spec-tree-attention)"
 // CHECK: linalg.generic
 // CHECK-NEXT: ^bb0(%[[K:[^:]*]]: i64, %[[Q:[^:]*]]: i64, %{{.*}}: i1):
 // CHECK-NEXT: %[[CAUSAL:.*]] = arith.cmpi sgt, %[[K]], %[[Q]] : i64
