@@ -1,9 +1,10 @@
 #!/usr/bin/env python3
-"""Medusa heads verifying trees of candidates: tokens per target forward and
-speed against the tree's size.
+"""Medusa heads or a draft proposing trees of candidates: tokens per target
+forward and speed against the tree's size.
 
-Compiles the example target with its three Medusa heads once per tree
-(`specc --tree <medusa_choices>`, the chain of top-1 proposals first), runs
+Compiles the example target with its three Medusa heads (or, with --draft,
+its draft model) once per tree (`specc --tree <medusa_choices>`, the chain
+of top-1 proposals first; with --draft, the gamma = 5 chain first), runs
 every prompt with `spec-run --compare --json` and prints, per tree, the
 candidates it verifies per round, new tokens per target forward, whether the
 text equals target-only decoding, and the speedup within each `--compare`
@@ -11,7 +12,8 @@ run, with a text plot of tokens per forward against tree size.
 
     python3 bench/trees.py [--build build] [--prompts 8]
         [--max-new-tokens 128] [--reference] [--trees 1,6,16]
-        [--sampling TEMPERATURE] [--auto] [--distilled] [--json out.json]
+        [--sampling TEMPERATURE] [--auto] [--distilled] [--draft]
+        [--json out.json]
 
 --reference runs the 20 held-out prompts the torch reference was measured on
 (models/metrics.json; needs torch, like bench/acceptance.py) instead of the
@@ -32,6 +34,12 @@ would choose). The profile comes from the prompts it is then measured on.
 
 --distilled runs the self-distilled heads (models/medusa_distilled_head_*.onnx)
 instead of the heads trained on the text.
+
+--draft runs the draft model (models/draft.onnx) instead: the draft proposes
+the tree depth by depth, one forward per depth over the candidates that have
+children, and --trees picks from the draft's trees (up to 5 deep). --auto's
+probe is then 5 deep, and the cost model also counts the draft's forward per
+depth (its cost measured by the profile).
 
 Not a test: nothing here asserts on time.
 """
@@ -64,6 +72,19 @@ TREES = {
          [2, 0, 0]],
 }
 
+# A draft's trees: the gamma = 5 chain with the second (and third) most
+# likely tokens beside it, and their likeliest continuations.
+DRAFT_TREES = {
+    8: [[0], [1], [0, 0], [0, 1], [0, 0, 0], [0, 0, 1], [0, 0, 0, 0],
+        [0, 0, 0, 0, 0]],
+    12: [[0], [1], [2], [0, 0], [0, 1], [1, 0], [0, 0, 0], [0, 0, 1],
+         [0, 0, 0, 0], [0, 0, 0, 1], [0, 0, 0, 0, 0], [0, 0, 0, 0, 1]],
+    20: [[0], [1], [2], [0, 0], [0, 1], [0, 2], [1, 0], [1, 1], [2, 0],
+         [0, 0, 0], [0, 0, 1], [0, 1, 0], [0, 1, 1], [1, 0, 0],
+         [0, 0, 0, 0], [0, 0, 0, 1], [0, 0, 1, 0], [0, 0, 0, 0, 0],
+         [0, 0, 0, 0, 1], [0, 0, 0, 1, 0]],
+}
+
 
 def reference_prompts():
     """The 20 held-out prompts of models/metrics.json, as token ids."""
@@ -84,9 +105,11 @@ def main():
     parser.add_argument("--prompts", type=int, default=len(PROMPTS))
     parser.add_argument("--max-new-tokens", type=int, default=128)
     parser.add_argument("--reference", action="store_true")
-    parser.add_argument("--trees", default=",".join(map(str, TREES)),
+    parser.add_argument("--trees",
                         help="tree sizes to run, from "
-                             + ", ".join(map(str, TREES)))
+                             + ", ".join(map(str, TREES)) + " (--draft: "
+                             + ", ".join(map(str, DRAFT_TREES))
+                             + "; default: all)")
     parser.add_argument("--sampling", type=float, metavar="TEMPERATURE",
                         help="verify by sampling at this temperature")
     parser.add_argument("--auto", action="store_true",
@@ -94,19 +117,26 @@ def main():
                              "profile of --tree probe")
     parser.add_argument("--distilled", action="store_true",
                         help="the self-distilled Medusa heads")
+    parser.add_argument("--draft", action="store_true",
+                        help="the draft model's trees instead of Medusa "
+                             "heads'")
     parser.add_argument("--json", help="also write the results here")
     args = parser.parse_args()
     if args.sampling is not None and not args.sampling > 0:
         sys.exit("error: --sampling takes a temperature above 0")
     sampling = ([] if args.sampling is None else
                 ["--sampling", f"--temperature={args.sampling}"])
+    if args.draft and args.distilled:
+        sys.exit("error: --distilled picks Medusa heads; drop --draft")
+    trees = DRAFT_TREES if args.draft else TREES
     try:
-        sizes = [int(size) for size in args.trees.split(",")]
+        sizes = ([int(size) for size in args.trees.split(",")] if args.trees
+                 else list(trees))
     except ValueError:
         sizes = []
-    if not sizes or any(size not in TREES for size in sizes):
+    if not sizes or any(size not in trees for size in sizes):
         sys.exit("error: --trees takes sizes from "
-                 + ", ".join(map(str, TREES)))
+                 + ", ".join(map(str, trees)))
     prompts = (reference_prompts() if args.reference
                else [[f"--prompt={p}"] for p in PROMPTS])
     if not 1 <= args.prompts <= len(prompts):
@@ -114,7 +144,8 @@ def main():
     prompts = prompts[:args.prompts]
     specc, spec_run = find_tools(args.build)
     kind = "medusa_distilled_head" if args.distilled else "medusa_head"
-    heads = [f"--mtp-head={MODELS}/{kind}_{i}.onnx" for i in (1, 2, 3)]
+    proposer = ([f"--draft={MODELS}/draft.onnx"] if args.draft else
+                [f"--mtp-head={MODELS}/{kind}_{i}.onnx" for i in (1, 2, 3)])
 
     def measure(artifact, label):
         """Runs every prompt on `artifact`; its row of the table."""
@@ -146,10 +177,12 @@ def main():
     def profile_probe(tmp):
         """The probe tree's profile, merged over the prompts."""
         probe = os.path.join(tmp, "probe.spec")
-        run([specc, f"{MODELS}/target.onnx", *heads, "--tree=probe",
-             *sampling, "-o", probe])
+        run([specc, f"{MODELS}/target.onnx", *proposer, "--tree=probe",
+             *(["--gamma=5"] if args.draft else []), *sampling, "-o", probe])
         merged, weighted = None, {"verify_cost": 0.0,
                                   "per_token_acceptance": 0.0}
+        if args.draft:
+            weighted["cost_ratio"] = 0.0
         for i, prompt in enumerate(prompts):
             path = os.path.join(tmp, f"probe{i}.json")
             run([spec_run, probe, *prompt,
@@ -175,10 +208,15 @@ def main():
 
     results = []
     with tempfile.TemporaryDirectory() as tmp:
+        if args.draft:
+            artifact = os.path.join(tmp, "chain.spec")
+            run([specc, f"{MODELS}/target.onnx", *proposer, "--gamma=5",
+                 *sampling, "-o", artifact])
+            results.append(measure(artifact, "chain"))
         for size in sizes:
             artifact = os.path.join(tmp, f"tree{size}.spec")
-            run([specc, f"{MODELS}/target.onnx", *heads,
-                 "--tree=" + json.dumps(TREES[size]), *sampling,
+            run([specc, f"{MODELS}/target.onnx", *proposer,
+                 "--tree=" + json.dumps(trees[size]), *sampling,
                  "-o", artifact])
             results.append(measure(artifact, str(size)))
         if args.auto:
@@ -190,17 +228,19 @@ def main():
                     json.dump({**profile, "verify_cost": cost}, f)
                 artifact = os.path.join(tmp, "auto.spec")
                 run(["rm", "-rf", artifact])
-                run([specc, f"{MODELS}/target.onnx", *heads, "--tree=auto",
+                run([specc, f"{MODELS}/target.onnx", *proposer, "--tree=auto",
                      f"--profile={path}", *sampling, "-o", artifact])
                 results.append(measure(artifact, label))
                 results[-1]["verify_cost"] = cost
+                if args.draft:
+                    results[-1]["draft_cost"] = profile["cost_ratio"]
 
     print(f"{len(prompts)} {'held-out ' if args.reference else ''}prompts x "
           f"{args.max_new_tokens} new tokens, "
           + (f"sampling at temperature {args.sampling}" if sampling
              else "greedy")
           + (", self-distilled" if args.distilled else "")
-          + ", Medusa heads (3)")
+          + (", draft" if args.draft else ", Medusa heads (3)"))
     print(f"{'tree':>15} {'candidates':>10} {'same text':>9} {'tok/fwd':>8} "
           f"{'speedup':>8}  tokens per target forward")
     for r in results:
@@ -210,14 +250,18 @@ def main():
               f"{r['tokens_per_target_forward']:>8.2f} "
               f"{r['speedup']:>7.2f}x  {bar}")
     print("candidates: tokens each round verifies after the last one; "
-          "3 is the chain of top-1 proposals")
+          + ("'chain' is gamma = 5 without a tree" if args.draft
+             else "3 is the chain of top-1 proposals"))
     for r in results:
         if "verify_cost" in r:
             print(f"{r['tree']}: verify cost {r['verify_cost']:.3f} target "
-                  f"steps per extra row")
+                  f"steps per extra row"
+                  + (f", draft cost {r['draft_cost']:.3f} per depth"
+                     if "draft_cost" in r else ""))
     if args.json:
         with open(args.json, "w") as f:
             json.dump({"prompts": len(prompts),
+                       "proposer": "draft" if args.draft else "medusa",
                        "distilled_heads": args.distilled,
                        "max_new_tokens": args.max_new_tokens,
                        "reference_prompts": args.reference,

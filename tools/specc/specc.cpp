@@ -633,7 +633,8 @@ int main(int argc, char **argv) {
                       (treeShape.empty() && medusa && !measuredTopK.empty());
     if ((chooseTree || treeShape == "probe") && !medusa) {
       llvm::errs() << "error: --tree " << treeShape
-                   << " builds a tree of Medusa heads' candidates; '"
+                   << " builds a tree of Medusa heads' (or a draft's) "
+                      "candidates; '"
                    << headPaths.front() << "' is not a Medusa head\n";
       return 1;
     }
