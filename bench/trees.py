@@ -167,6 +167,7 @@ def main():
         print(f"  {label} done", file=sys.stderr)
         return {
             "tree": label,
+            "chain": "tree" not in decoder,
             "candidates": len(decoder["tree"]["parents"]) if "tree" in decoder
                           else decoder["proposals"],
             "identical": None if sampling else identical,
@@ -254,8 +255,9 @@ def main():
              else "3 is the chain of top-1 proposals"))
     for r in results:
         if "verify_cost" in r:
-            print(f"{r['tree']}: verify cost {r['verify_cost']:.3f} target "
-                  f"steps per extra row"
+            print(f"{r['tree']}: {'a chain' if r['chain'] else 'a tree'} "
+                  f"of {r['candidates']}; verify cost {r['verify_cost']:.3f} "
+                  f"target steps per extra row"
                   + (f", draft cost {r['draft_cost']:.3f} per depth"
                      if "draft_cost" in r else ""))
     if args.json:
