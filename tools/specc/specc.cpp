@@ -88,7 +88,8 @@ static cl::opt<std::string> treeShape(
              "most likely token at depth 2 after the most likely at depth "
              "1; a draft's tree sets gamma to its depth); 'auto': the tree "
              "the cost model picks from a --profile (the default when a "
-             "Medusa profile is given); 'probe': the 10 most likely tokens "
+             "profile of Medusa heads or of a draft's tree is given); "
+             "'probe': the 10 most likely tokens "
              "at each depth (each head, or --gamma draft forwards) under "
              "the most likely path, whose `spec-run --compare --profile` "
              "measures every rank for 'auto'"),
@@ -227,6 +228,8 @@ struct Profile {
   /// Each depth's acceptance by rank: from a tree decoder's rounds by final
   /// node, or a chain's accepted positions (rank 0 only).
   TopKAcceptance topK;
+  /// Whether a tree decoder was measured (`--tree probe`, say).
+  bool ofTree = false;
 };
 
 /// The per-(depth, rank) acceptance of Medusa heads or a draft in the
@@ -325,7 +328,8 @@ static FailureOr<Profile> readProfile(StringRef path) {
       readTopKAcceptance(*json->getAsObject(), path);
   if (failed(topK))
     return failure();
-  return Profile{*rate, cost, verify, std::move(*topK)};
+  return Profile{*rate, cost, verify, std::move(*topK),
+                 json->getAsObject()->getObject("tree") != nullptr};
 }
 
 /// The target's export-folder metadata (empty for a plain ONNX file).
@@ -524,6 +528,7 @@ int main(int argc, char **argv) {
   }
   std::optional<double> measuredCostRatio, measuredVerifyCost;
   TopKAcceptance measuredTopK;
+  bool measuredTree = false;
   if (!profilePath.empty()) {
     if (acceptanceRate.getNumOccurrences()) {
       llvm::errs() << "error: give --acceptance-rate or --profile, not both\n";
@@ -536,6 +541,7 @@ int main(int argc, char **argv) {
     measuredCostRatio = profile->costRatio;
     measuredVerifyCost = profile->verifyCost;
     measuredTopK = std::move(profile->topK);
+    measuredTree = profile->ofTree;
   }
 
   DialectRegistry registry;
@@ -565,7 +571,10 @@ int main(int argc, char **argv) {
     pairOptions.temperature = temperature;
     pairOptions.topK = topK;
     pairOptions.topP = topP;
-    bool chooseTree = treeShape == "auto";
+    // A profile of a draft's tree (`--tree probe`) without --tree: the
+    // cost model picks the tree (or the chain); a chain's picks gamma.
+    bool chooseTree =
+        treeShape == "auto" || (treeShape.empty() && measuredTree);
     if (chooseTree && measuredTopK.empty()) {
       llvm::errs() << kAutoNeedsProfile;
       return 1;
