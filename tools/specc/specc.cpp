@@ -488,6 +488,17 @@ static FailureOr<spec::TreeAttr> buildTree(MLIRContext *context,
   return spec::TreeAttr::get(context, tree->parents, tree->ranks);
 }
 
+/// The tree `--tree` gives: its paths, or the probe `probeDepth` deep; a
+/// failure after the error.
+static FailureOr<spec::TreeAttr> getTreeOption(MLIRContext *context,
+                                               size_t probeDepth) {
+  FailureOr<std::vector<TreeShape::Path>> paths =
+      treeShape == "probe" ? probePaths(probeDepth) : parseTreePaths(treeShape);
+  if (failed(paths))
+    return failure();
+  return buildTree(context, std::move(*paths));
+}
+
 int main(int argc, char **argv) {
   llvm::InitLLVM init(argc, argv);
   cl::HideUnrelatedOptions(category);
@@ -580,12 +591,7 @@ int main(int argc, char **argv) {
       return 1;
     }
     if (!treeShape.empty() && !chooseTree) {
-      FailureOr<std::vector<TreeShape::Path>> paths =
-          treeShape == "probe" ? probePaths(proposalCount)
-                               : parseTreePaths(treeShape);
-      FailureOr<spec::TreeAttr> tree =
-          succeeded(paths) ? buildTree(&context, std::move(*paths))
-                           : FailureOr<spec::TreeAttr>(failure());
+      FailureOr<spec::TreeAttr> tree = getTreeOption(&context, proposalCount);
       if (failed(tree))
         return 1;
       llvm::append_range(pairOptions.treeParents, tree->getParents());
@@ -653,12 +659,7 @@ int main(int argc, char **argv) {
     }
     spec::TreeAttr tree;
     if (!treeShape.empty() && !chooseTree) {
-      FailureOr<std::vector<TreeShape::Path>> paths =
-          treeShape == "probe" ? probePaths(heads.size())
-                               : parseTreePaths(treeShape);
-      FailureOr<spec::TreeAttr> built =
-          succeeded(paths) ? buildTree(&context, std::move(*paths))
-                           : FailureOr<spec::TreeAttr>(failure());
+      FailureOr<spec::TreeAttr> built = getTreeOption(&context, heads.size());
       if (failed(built))
         return 1;
       tree = *built;
