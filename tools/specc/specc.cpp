@@ -230,6 +230,8 @@ struct Profile {
   TopKAcceptance topK;
   /// Whether a tree decoder was measured (`--tree probe`, say).
   bool ofTree = false;
+  /// What proposed: the profile's `proposer`.
+  std::string proposer;
 };
 
 /// The per-(depth, rank) acceptance of Medusa heads or a draft in the
@@ -328,8 +330,13 @@ static FailureOr<Profile> readProfile(StringRef path) {
       readTopKAcceptance(*json->getAsObject(), path);
   if (failed(topK))
     return failure();
-  return Profile{*rate, cost, verify, std::move(*topK),
-                 json->getAsObject()->getObject("tree") != nullptr};
+  const llvm::json::Object &object = *json->getAsObject();
+  return Profile{*rate,
+                 cost,
+                 verify,
+                 std::move(*topK),
+                 object.getObject("tree") != nullptr,
+                 object.getString("proposer").value_or("").str()};
 }
 
 /// The target's export-folder metadata (empty for a plain ONNX file).
@@ -551,8 +558,11 @@ int main(int argc, char **argv) {
     acceptanceRate = profile->acceptanceRate;
     measuredCostRatio = profile->costRatio;
     measuredVerifyCost = profile->verifyCost;
-    measuredTopK = std::move(profile->topK);
-    measuredTree = profile->ofTree;
+    // Acceptance by rank only from the same kind of proposer.
+    if (profile->proposer == (draftPath.empty() ? "medusa" : "draft")) {
+      measuredTopK = std::move(profile->topK);
+      measuredTree = profile->ofTree;
+    }
   }
 
   DialectRegistry registry;
