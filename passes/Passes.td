@@ -448,15 +448,17 @@ def SpecBlockContractions
     `n` of the product with the keys and `k` of the product with the
     values) are tiled, the partial last tile peeled off
     (`peelForLoopAndSimplifyBounds`) and tiled again: rows by `rows / 2`, and
-    so on down to one row, so that a six-row verify is one four-row and one
-    two-row tile; columns and reductions by 8, then by one. Every tile has
-    static sizes and vectorizes without masks. Static remainders are peeled
-    into tiles of their own. The column tiles are the outer loop and the row
-    tiles (marked `spec.row_tiles`) run inside each: the row tiles of a
-    forward read the same column tile of `w` one after the other, from
-    cache, so `w` comes from memory once per forward whatever its row count
-    (a six-row verify of a 407 MiB model: 2.73 one-row steps with rows
-    outside, 2.20 with columns outside, bench/forward_cost.py).
+    so on down to one row (with a tile of 6 between 8 and 4, so that a
+    six-row verify, gamma = 5 proposals, is one tile: one pass over `w`
+    rather than a four-row and a two-row tile); columns and reductions by 8,
+    then by one. Every tile has static sizes and vectorizes without masks.
+    Static remainders are peeled into tiles of their own. The column tiles
+    are the outer loop and the row tiles (marked `spec.row_tiles`) run
+    inside each: the row tiles of a forward read the same column tile of `w`
+    one after the other, from cache, so `w` comes from memory once per
+    forward whatever its row count (a six-row verify of a 407 MiB model:
+    2.73 one-row steps with rows outside, 2.20 with columns outside, and
+    about 1.05 as one six-row tile, bench/forward_cost.py).
 
     Batch invariance (what exact greedy speculation relies on): every output
     element is still one multiply-add chain over `k` in ascending order
@@ -475,7 +477,7 @@ def SpecBlockContractions
   let options = [
     Option<"rows", "rows", "int64_t", "8",
            "Rows per tile (a power of two, at most 16); partial tiles are "
-           "split into halves">,
+           "split into halves (and 6 rows)">,
     Option<"columns", "columns", "int64_t", "32",
            "Output columns per tile (a power of two, at most 128)">,
     Option<"depth", "depth", "int64_t", "8",

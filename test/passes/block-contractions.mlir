@@ -4,8 +4,9 @@
 
 // A projection of a dynamic number of rows by a 40x48 weight. 48 columns
 // are a 32-column tile and a 16-column remainder; within each, full tiles
-// of 8 rows, then the partial last tile in halves (4, 2, 1 rows), each with
-// a static row count (the row tiles of a column tile read the same weights
+// of 8 rows, then the partial last tile as at most one tile of 6 rows (a
+// verify of gamma = 5 proposals, in one pass) and halves (4, 2, 1 rows),
+// each with a static row count (the row tiles of a column tile read the same weights
 // one after the other); the reduction steps by 8. Each tile's accumulators are read
 // before the reduction loop, carried through it as vectors, and written
 // after it.
@@ -20,10 +21,12 @@
 // CHECK: vector.transfer_write %[[SUM]], {{.*}} : vector<8x32xf32>, tensor<8x32xf32>
 // The row tiles are marked: spec-parallelize-columns counts work per row.
 // CHECK: } {spec.row_tiles}
+// CHECK: vector.contract {{.*}} : vector<6x8xf32>, vector<8x32xf32> into vector<6x32xf32>
 // CHECK: vector.contract {{.*}} : vector<4x8xf32>, vector<8x32xf32> into vector<4x32xf32>
 // CHECK: vector.contract {{.*}} : vector<2x8xf32>, vector<8x32xf32> into vector<2x32xf32>
 // CHECK: vector.contract {{.*}} : vector<8xf32>, vector<8x32xf32> into vector<32xf32>
 // CHECK: vector.contract {{.*}} : vector<8x8xf32>, vector<8x16xf32> into vector<8x16xf32>
+// CHECK: vector.contract {{.*}} : vector<6x8xf32>, vector<8x16xf32> into vector<6x16xf32>
 // CHECK: vector.contract {{.*}} : vector<4x8xf32>, vector<8x16xf32> into vector<4x16xf32>
 // CHECK: vector.contract {{.*}} : vector<2x8xf32>, vector<8x16xf32> into vector<2x16xf32>
 // CHECK: vector.contract {{.*}} : vector<8xf32>, vector<8x16xf32> into vector<16xf32>
