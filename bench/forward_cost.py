@@ -12,11 +12,16 @@ slow spell of a shared machine falls on every width) and each figure is
 the median. It then times prefills of growing prompts
 (`spec-run --no-speculation --max-new-tokens 1`) for the cost per prompt row,
 measures this machine's memory bandwidth with a 256 MiB copy (numpy), and
-reports the one-row step's weight bytes per second as a fraction of it.
+reports the one-row step's weight bytes per second as a fraction of it, and
+of a copy of the weights' size that stays in cache (a model whose weights
+fit the last-level cache is not bound by memory bandwidth). --plot draws
+verify(k)/step(1) against k (with --plot-with, next to earlier runs'
+--json results).
 
     /usr/bin/python3 bench/forward_cost.py [--build build] [--max-rows 8]
         [--rows 2,6] [--target T.onnx --draft D.onnx]
         [--max-new-tokens 96] [--repeats 3] [--json results.json]
+        [--plot out.png [--label NAME] [--plot-with LABEL=earlier.json]]
 
 --target/--draft measure another pair, e.g. bench/make_large_model.py's
 bandwidth-bound one (default: the example models); --rows picks the verify
@@ -68,6 +73,46 @@ def copy_bandwidth():
     return 2 * source.nbytes / best
 
 
+def cached_copy_bandwidth(nbytes):
+    """Bytes per second a copy of `nbytes` moves (read + write) when source
+    and destination stay in the caches: the rate a model whose weights fit
+    the last-level cache could read them at. Best of 200 copies."""
+    import numpy as np
+    source = np.ones(max(nbytes // 8, 1 << 16), dtype=np.float32)
+    target = np.empty_like(source)
+    best = float("inf")
+    for _ in range(200):
+        start = time.perf_counter()
+        np.copyto(target, source)
+        best = min(best, time.perf_counter() - start)
+    return 2 * source.nbytes / best
+
+
+def plot(path, runs):
+    """verify(k)/step(1) against k, one line per (label, verify list)."""
+    try:
+        import matplotlib
+        matplotlib.use("Agg")
+        import matplotlib.pyplot as plt
+    except ImportError:
+        sys.exit("error: --plot needs matplotlib (Debian's "
+                 "python3-matplotlib)")
+    figure, axes = plt.subplots(figsize=(6, 4), dpi=120)
+    for label, verify in runs:
+        rows = [1] + [v["rows"] for v in verify]
+        ratios = [1.0] + [v["ratio"] for v in verify]
+        axes.plot(rows, ratios, marker="o", label=label)
+    axes.plot([1, 8], [1, 8], linestyle=":", color="gray",
+              label="k separate one-row steps")
+    axes.set_xlabel("rows k in one target forward")
+    axes.set_ylabel("verify(k) / step(1)")
+    axes.set_ylim(0, 4)
+    axes.grid(True, alpha=0.3)
+    axes.legend()
+    figure.tight_layout()
+    figure.savefig(path)
+
+
 def weight_bytes(model):
     import onnx
     from onnx import numpy_helper
@@ -90,7 +135,23 @@ def main():
     parser.add_argument("--repeats", type=int, default=3,
                         help="runs per verify width; medians are reported")
     parser.add_argument("--json", help="also write the results here")
+    parser.add_argument("--plot", help="draw verify(k)/step(1) against k "
+                        "into this PNG (needs matplotlib)")
+    parser.add_argument("--plot-with", action="append", default=[],
+                        metavar="LABEL=RESULTS.json",
+                        help="also draw an earlier run's --json results; "
+                        "repeat")
+    parser.add_argument("--label", default="this run",
+                        help="this run's name in the plot")
     args = parser.parse_args()
+    earlier = []
+    for entry in args.plot_with:
+        label, sep, path = entry.partition("=")
+        if not sep or not os.path.isfile(path):
+            sys.exit(f"error: --plot-with wants LABEL=RESULTS.json of an "
+                     f"existing file, got '{entry}'")
+        with open(path) as f:
+            earlier.append((label, json.load(f)["verify"]))
     if not 1 <= args.repeats <= 100:
         sys.exit("error: --repeats must be between 1 and 100")
     if not 2 <= args.max_rows <= 16:
@@ -156,6 +217,7 @@ def main():
 
     bandwidth = copy_bandwidth()
     weights = weight_bytes(args.target)
+    cached = cached_copy_bandwidth(weights)
     step = min(v["step_seconds"] for v in verify)
     example = os.path.join(MODELS, "target.onnx")
     name = ("example target"
@@ -176,11 +238,18 @@ def main():
     print(f"copy bandwidth {bandwidth / 1e9:.1f} GB/s; one-row step reads "
           f"weights at {weights / step / 1e9:.1f} GB/s "
           f"({weights / step / bandwidth:.0%} of it)")
+    print(f"a copy of the weights' size, in cache: {cached / 1e9:.1f} GB/s "
+          f"(the step's weight reads are {weights / step / cached:.0%} of "
+          f"it)")
     if args.json:
         with open(args.json, "w") as f:
             json.dump({"weight_bytes": weights,
                        "copy_bytes_per_second": bandwidth,
+                       "cached_copy_bytes_per_second": cached,
                        "verify": verify, "prefill": prefill}, f, indent=2)
+    if args.plot:
+        plot(args.plot, earlier + [(args.label, verify)])
+        print(f"plot: {args.plot}")
     return 0
 
 
