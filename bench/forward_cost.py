@@ -89,7 +89,8 @@ def cached_copy_bandwidth(nbytes):
 
 
 def plot(path, runs):
-    """verify(k)/step(1) against k, one line per (label, verify list)."""
+    """verify(k)/step(1) against k, one line per (label, verify list), and
+    beside it the times in microseconds of the runs that recorded them."""
     try:
         import matplotlib
         matplotlib.use("Agg")
@@ -97,18 +98,27 @@ def plot(path, runs):
     except ImportError:
         sys.exit("error: --plot needs matplotlib (Debian's "
                  "python3-matplotlib)")
-    figure, axes = plt.subplots(figsize=(6, 4), dpi=120)
-    for label, verify in runs:
+    figure, (ratios, times) = plt.subplots(1, 2, figsize=(11, 4), dpi=110)
+    for index, (label, verify) in enumerate(runs):
+        color = f"C{index}"  # the same run in the same color in both
         rows = [1] + [v["rows"] for v in verify]
-        ratios = [1.0] + [v["ratio"] for v in verify]
-        axes.plot(rows, ratios, marker="o", label=label)
-    axes.plot([1, 8], [1, 8], linestyle=":", color="gray",
-              label="k separate one-row steps")
-    axes.set_xlabel("rows k in one target forward")
-    axes.set_ylabel("verify(k) / step(1)")
-    axes.set_ylim(0, 4)
-    axes.grid(True, alpha=0.3)
-    axes.legend()
+        ratios.plot(rows, [1.0] + [v["ratio"] for v in verify], marker="o",
+                    color=color, label=label)
+        if all("verify_seconds" in v for v in verify):
+            step = median(v["step_seconds"] for v in verify)
+            times.plot(rows, [step * 1e6] + [v["verify_seconds"] * 1e6
+                                             for v in verify],
+                       marker="o", color=color, label=label)
+    ratios.plot([1, 8], [1, 8], linestyle=":", color="gray",
+                label="k separate one-row steps")
+    ratios.set_ylabel("verify(k) / step(1)")
+    ratios.set_ylim(0, 4)
+    times.set_ylabel("forward time (us; k = 1: the one-row step)")
+    times.set_ylim(bottom=0)
+    for axes in (ratios, times):
+        axes.set_xlabel("rows k in one target forward")
+        axes.grid(True, alpha=0.3)
+        axes.legend(fontsize=8)
     figure.tight_layout()
     figure.savefig(path)
 

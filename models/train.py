@@ -23,8 +23,9 @@ Models (byte-level vocabulary: 256 bytes + BOS 256, EOS 257, PAD 258):
 
 Corpus: the Python 3.11 standard library sources that Debian's
 libpython3.11-minimal and libpython3.11-stdlib install under
-/usr/lib/python3.11 (excluding test/ and site-packages), one document per
-file, split train/validation by a hash of the file path.
+/usr/lib/python3.11 (excluding test/ and site-packages, and tkinter/, which
+python3-tk adds when installed, e.g. with python3-matplotlib), one document
+per file, split train/validation by a hash of the file path.
 
 Outputs: the ONNX files, models/metrics.json (losses, timings, acceptance
 measured in torch) and the tables in models/README.md are written from it.
@@ -68,7 +69,9 @@ def load_corpus():
         f for f in glob.glob(os.path.join(CORPUS_ROOT, "**", "*.py"),
                              recursive=True)
         if "/test/" not in f and "/tests/" not in f
-        and "-packages/" not in f)
+        and "-packages/" not in f
+        # Not in libpython3.11-stdlib: python3-tk's, present or not.
+        and not os.path.relpath(f, CORPUS_ROOT).startswith("tkinter/"))
     train, val = [], []
     digest = hashlib.sha256()
     for path in files:

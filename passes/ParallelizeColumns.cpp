@@ -29,33 +29,44 @@ static std::optional<int64_t> staticTripCount(scf::ForOp loop) {
 
 /// Multiply-adds per row that the tiles in `loop` do, or nothing when a
 /// loop inside has no static trip count (a reduction over the cached
-/// positions, whose length is known only at run time).
+/// positions, whose length is known only at run time). A forward's rows go
+/// through one of several row tiles (8, 6, 4, 2, 1 rows, each with its own
+/// contractions), so a row does the work of one of them: contractions are
+/// summed per innermost row-tile loop, and the largest sum counts.
 static std::optional<int64_t> workPerRow(scf::ForOp loop) {
-  std::optional<int64_t> perIteration = 0;
+  llvm::SmallDenseMap<Operation *, int64_t> workByRowTile;
+  bool known = true;
   loop.getBody()->walk([&](vector::ContractionOp contract) {
-    if (!perIteration)
+    if (!known)
       return;
     // The rhs is the tile of the shared operand: depth x columns.
     int64_t work = contract.getRhsType().getNumElements();
+    Operation *rowTile = nullptr;
     for (Operation *parent = contract->getParentOp(); parent != loop;
          parent = parent->getParentOp())
       if (auto inner = dyn_cast<scf::ForOp>(parent)) {
         // Row tiles repeat the work per row; they do not add to it.
-        if (inner->hasAttr(SpecDialect::kRowTilesAttrName))
+        if (inner->hasAttr(SpecDialect::kRowTilesAttrName)) {
+          if (!rowTile)
+            rowTile = inner;
           continue;
+        }
         std::optional<int64_t> trips = staticTripCount(inner);
         if (!trips) {
-          perIteration = std::nullopt;
+          known = false;
           return;
         }
         work *= *trips;
       }
-    *perIteration += work;
+    workByRowTile[rowTile] += work;
   });
   std::optional<int64_t> trips = staticTripCount(loop);
-  if (!perIteration || !trips)
+  if (!known || !trips)
     return std::nullopt;
-  return *perIteration * *trips;
+  int64_t perIteration = 0;
+  for (auto [rowTile, work] : workByRowTile)
+    perIteration = std::max(perIteration, work);
+  return perIteration * *trips;
 }
 
 /// Whether every iteration of `loop` may run on another thread: nothing in

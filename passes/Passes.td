@@ -507,8 +507,10 @@ def SpecParallelizeColumns
     threads: work is split by output columns, never inside a reduction.
 
     A loop is worth it when it has at least two iterations and its
-    contraction does at least `min-work` multiply-adds per row; smaller ones
-    cost less than waking the threads (on the example models, whose largest
+    contraction does at least `min-work` multiply-adds per row (a row goes
+    through one of the row tiles, each with its own copy of the
+    contraction: the work of the largest one counts, not their sum);
+    smaller ones cost less than waking the threads (on the example models, whose largest
     projection is 128 x 512, threads gained nothing; on a 1024-wide model
     two threads give 1.85x, bench/README.md). Reductions over a run-time
     length (attention over the cached positions) and bodies that allocate
