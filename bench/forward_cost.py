@@ -60,28 +60,14 @@ def per_round(mode):
     return mode["verify_seconds"] / rounds
 
 
-def copy_bandwidth():
-    """Bytes per second a 256 MiB copy moves (read + write), best of 5."""
+def copy_bandwidth(source_bytes, repeats):
+    """Bytes per second a copy of `source_bytes` moves (read + write), best
+    of `repeats`."""
     import numpy as np
-    source = np.ones(64 << 20, dtype=np.float32)
+    source = np.ones(max(source_bytes // 4, 1 << 14), dtype=np.float32)
     target = np.empty_like(source)
     best = float("inf")
-    for _ in range(5):
-        start = time.perf_counter()
-        np.copyto(target, source)
-        best = min(best, time.perf_counter() - start)
-    return 2 * source.nbytes / best
-
-
-def cached_copy_bandwidth(nbytes):
-    """Bytes per second a copy of `nbytes` moves (read + write) when source
-    and destination stay in the caches: the rate a model whose weights fit
-    the last-level cache could read them at. Best of 200 copies."""
-    import numpy as np
-    source = np.ones(max(nbytes // 8, 1 << 16), dtype=np.float32)
-    target = np.empty_like(source)
-    best = float("inf")
-    for _ in range(200):
+    for _ in range(repeats):
         start = time.perf_counter()
         np.copyto(target, source)
         best = min(best, time.perf_counter() - start)
@@ -225,9 +211,12 @@ def main():
             prefill.append({"rows": rows, "seconds": seconds,
                             "seconds_per_row": seconds / rows})
 
-    bandwidth = copy_bandwidth()
     weights = weight_bytes(args.target)
-    cached = cached_copy_bandwidth(weights)
+    # From memory: 256 MiB, far beyond the caches. In cache: source and
+    # destination together the weights' size, which stay in the
+    # last-level cache when the model is small enough.
+    bandwidth = copy_bandwidth(256 << 20, repeats=5)
+    cached = copy_bandwidth(weights // 2, repeats=200)
     step = min(v["step_seconds"] for v in verify)
     example = os.path.join(MODELS, "target.onnx")
     name = ("example target"
