@@ -9,6 +9,7 @@
 #include "mlir/Dialect/Vector/IR/VectorOps.h"
 #include "mlir/IR/PatternMatch.h"
 #include "mlir/Interfaces/SideEffectInterfaces.h"
+#include "llvm/ADT/DenseMap.h"
 
 namespace specula {
 #define GEN_PASS_DEF_SPECPARALLELIZECOLUMNS
