@@ -74,9 +74,8 @@ def copy_bandwidth(source_bytes, repeats):
     return 2 * source.nbytes / best
 
 
-def plot(path, runs):
-    """verify(k)/step(1) against k, one line per (label, verify list), and
-    beside it the times in microseconds of the runs that recorded them."""
+def pyplot():
+    """matplotlib's pyplot drawing into files, or exit with a message."""
     try:
         import matplotlib
         matplotlib.use("Agg")
@@ -84,6 +83,13 @@ def plot(path, runs):
     except ImportError:
         sys.exit("error: --plot needs matplotlib (Debian's "
                  "python3-matplotlib)")
+    return plt
+
+
+def plot(path, runs):
+    """verify(k)/step(1) against k, one line per (label, verify list), and
+    beside it the times in microseconds of the runs that recorded them."""
+    plt = pyplot()
     figure, (ratios, times) = plt.subplots(1, 2, figsize=(11, 4), dpi=110)
     for index, (label, verify) in enumerate(runs):
         color = f"C{index}"  # the same run in the same color in both
@@ -140,6 +146,8 @@ def main():
     parser.add_argument("--label", default="this run",
                         help="this run's name in the plot")
     args = parser.parse_args()
+    if args.plot:
+        pyplot()  # before minutes of measuring, not after
     earlier = []
     for entry in args.plot_with:
         label, sep, path = entry.partition("=")

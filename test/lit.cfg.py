@@ -42,6 +42,10 @@ if os.path.isdir("/usr/lib/python3.11") and subprocess.run(
         ["/usr/bin/python3", "-c", "import numpy, torch"],
         capture_output=True).returncode == 0:
     config.available_features.add("torch")
+# bench/forward_cost.py --plot draws with matplotlib (not installed by CI).
+if subprocess.run(["/usr/bin/python3", "-c", "import matplotlib"],
+                  capture_output=True).returncode == 0:
+    config.available_features.add("matplotlib")
 
 # A sanitizer build's shared objects need the sanitizer runtime in the
 # process: they cannot be loaded into Debian's uninstrumented mlir-opt.

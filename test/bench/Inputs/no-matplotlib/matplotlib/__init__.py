@@ -1,0 +1,2 @@
+# Stands in for a machine without matplotlib (forward-cost.test).
+raise ImportError("matplotlib is not installed", name="matplotlib")
