@@ -1,8 +1,8 @@
 //===- RuntimeTest.cpp - the runtime's parts that need no artifact --------===//
 //
 // The manifest's JSON reader, the functions compiled code calls
-// (memrefCopy, the run-time checks' report) and the check of what a decode
-// loop returns.
+// (memrefCopy, the buffer allocator, the run-time checks' report) and the
+// check of what a decode loop returns.
 // Artifacts themselves are tested end to end in test/tools/spec-run and
 // ExactGreedyTests.
 //
@@ -14,10 +14,17 @@
 
 #include "gtest/gtest.h"
 
+#include <cstring>
 #include <numeric>
 #include <vector>
 
 using namespace specrt;
+
+// libspecrt.so's allocator, which compiled code calls.
+extern "C" void *_mlir_memref_to_llvm_alloc(uint64_t size);
+extern "C" void *_mlir_memref_to_llvm_aligned_alloc(uint64_t alignment,
+                                                    uint64_t size);
+extern "C" void _mlir_memref_to_llvm_free(void *block);
 
 namespace {
 TEST(Json, ParsesNestedValues) {
@@ -120,6 +127,85 @@ TEST(MemRefCopy, CopiesDenseRowsAndScalars) {
   Unranked sa{0, &a}, sb{0, &b};
   memrefCopy(sizeof(float), &sa, &sb);
   EXPECT_EQ(y, 7);
+}
+
+TEST(Allocator, ReusesAFreedBlockForTheSameSizeClass) {
+  // Sizes in one class (64-byte steps to 4 KiB, then quarters of powers of
+  // two) get the block freed last; every byte of it is usable.
+  for (auto [first, second] :
+       std::vector<std::pair<uint64_t, uint64_t>>{{1, 64},
+                                                  {65, 128},
+                                                  {4033, 4096},
+                                                  {4097, 5120},
+                                                  {5121, 6144},
+                                                  {7000, 7168},
+                                                  {8193, 10240},
+                                                  {1 << 20, (1 << 20) + 1}}) {
+    void *block = _mlir_memref_to_llvm_alloc(first);
+    ASSERT_NE(block, nullptr);
+    EXPECT_EQ(reinterpret_cast<uintptr_t>(block) % 64, 0u);
+    std::memset(block, 0xab, first);
+    _mlir_memref_to_llvm_free(block);
+    void *again = _mlir_memref_to_llvm_alloc(second);
+    // The second size may fall in the next class only where the list says
+    // so ((1 << 20) + 1 is a quarter more).
+    if (second == (1 << 20) + 1)
+      EXPECT_NE(again, block) << first << " then " << second;
+    else
+      EXPECT_EQ(again, block) << first << " then " << second;
+    std::memset(again, 0xcd, second);
+    _mlir_memref_to_llvm_free(again);
+  }
+}
+
+TEST(Allocator, KeepsClassesAndAlignmentsApart) {
+  // A block is never handed out for a larger size than its class, nor for
+  // an alignment its header does not give.
+  void *small = _mlir_memref_to_llvm_alloc(4096);
+  _mlir_memref_to_llvm_free(small);
+  void *larger = _mlir_memref_to_llvm_alloc(4097);
+  EXPECT_NE(larger, small);
+  void *aligned = _mlir_memref_to_llvm_aligned_alloc(4096, 100);
+  ASSERT_NE(aligned, nullptr);
+  EXPECT_EQ(reinterpret_cast<uintptr_t>(aligned) % 4096, 0u);
+  EXPECT_NE(aligned, small);
+  std::memset(larger, 1, 4097);
+  std::memset(aligned, 2, 100);
+  _mlir_memref_to_llvm_free(aligned);
+  EXPECT_EQ(_mlir_memref_to_llvm_aligned_alloc(4096, 120), aligned);
+  EXPECT_EQ(_mlir_memref_to_llvm_alloc(4033), small); // 64-byte header
+  _mlir_memref_to_llvm_free(small);
+  _mlir_memref_to_llvm_free(aligned);
+  _mlir_memref_to_llvm_free(larger);
+  _mlir_memref_to_llvm_free(nullptr);
+  // Beyond any class: null, as malloc would.
+  EXPECT_EQ(_mlir_memref_to_llvm_alloc(uint64_t(1) << 63), nullptr);
+}
+
+TEST(Allocator, LiveBlocksNeverOverlap) {
+  // Many live blocks of assorted sizes, freed in a shuffled order and
+  // allocated again: every one keeps its own contents.
+  std::vector<std::pair<unsigned char *, uint64_t>> blocks;
+  for (int round = 0; round < 3; ++round) {
+    for (uint64_t i = 0; i < 200; ++i) {
+      uint64_t size = 1 + (i * 7919) % 20000;
+      auto *b = static_cast<unsigned char *>(_mlir_memref_to_llvm_alloc(size));
+      ASSERT_NE(b, nullptr);
+      std::memset(b, int(i & 0xff), size);
+      blocks.push_back({b, size});
+    }
+    for (uint64_t i = 0; i < blocks.size(); ++i) {
+      auto [b, size] = blocks[i];
+      unsigned char expected = b[0];
+      for (uint64_t j = 0; j < size; ++j)
+        ASSERT_EQ(b[j], expected) << "block " << i << " byte " << j;
+    }
+    for (uint64_t i = 0; i < blocks.size(); i += 2)
+      _mlir_memref_to_llvm_free(blocks[i].first);
+    for (uint64_t i = 1; i < blocks.size(); i += 2)
+      _mlir_memref_to_llvm_free(blocks[i].first);
+    blocks.clear();
+  }
 }
 
 TEST(RunTimeChecks, TheFirstFailureOfARunIsKeptUntilTaken) {
