@@ -552,6 +552,33 @@ def SpecLowerChecks : Pass<"spec-lower-checks", "::mlir::ModuleOp"> {
                            "::mlir::LLVM::LLVMDialect"];
 }
 
+def SpecFoldShapeTensors : Pass<"spec-fold-shape-tensors"> {
+  let summary = "Turn the graph's small integer shape tensors into scalars";
+  let description = [{
+    ONNX graphs compute the shapes they reshape and expand to as small
+    integer tensors (Shape, Gather, Unsqueeze, Concat); imported, each
+    becomes a `tensor.concat` of one-element tensors, most of them a
+    `tensor.reshape` of a 0-d tensor, read back with `tensor.extract`.
+    Bufferized, every forward allocates a buffer per shape and fills it
+    with one strided copy per element. This pass rewrites a `tensor.concat`
+    of rank-1 integer or index tensors with at most `max-elements` elements
+    into `tensor.from_elements` of their elements, and a `tensor.extract` at
+    constant indices of a `tensor.reshape` between static shapes into an
+    extract of the reshape's source at the same linear index; extracts of
+    `from_elements` and of constants fold. What remains of a shape is the
+    scalars it was computed from. Float tensors and larger concatenations
+    are left alone.
+
+    Example: `spec-opt --spec-fold-shape-tensors='max-elements=8'`
+  }];
+  let options = [
+    Option<"maxElements", "max-elements", "int64_t", "16",
+           "Largest concatenation (in elements) turned into scalars">
+  ];
+  let dependentDialects = ["::mlir::arith::ArithDialect",
+                           "::mlir::tensor::TensorDialect"];
+}
+
 def SpecFuseElementwise : Pass<"spec-fuse-elementwise"> {
   let summary = "Fuse elementwise linalg producers into their consumers when "
                 "no element is computed twice";

@@ -30,6 +30,7 @@ using namespace specula;
 static void buildBufferizationPipeline(OpPassManager &pm, bool fuseElementwise,
                                        bool blockContractions,
                                        bool fuseAttention) {
+  pm.addPass(createSpecFoldShapeTensors());
   pm.addPass(createCanonicalizerPass());
   pm.addPass(createCSEPass());
   if (fuseElementwise)
