@@ -363,7 +363,18 @@ static LogicalResult importInto(ModuleOp module, StringRef givenPath,
   if (role == "target")
     targetFolderMetadata = *folder;
   options.defaultMetadata = std::move(*folder);
-  return importONNX(module, (*buffer)->getBuffer(), path, options);
+  if (failed(importONNX(module, (*buffer)->getBuffer(), path, options)))
+    return failure();
+  // The command line says which model is the target and which the draft,
+  // whatever role the file's metadata gives it (a draft measured as a
+  // target, say).
+  std::optional<spec::FunctionRole> kind = spec::symbolizeFunctionRole(role);
+  if (kind && (*kind == spec::FunctionRole::Target ||
+               *kind == spec::FunctionRole::Draft))
+    module.lookupSymbol<func::FuncOp>(name)->setAttr(
+        spec::SpecDialect::kRoleAttrName,
+        spec::RoleAttr::get(module.getContext(), *kind, std::nullopt));
+  return success();
 }
 
 /// The tokenizer.json the artifact carries: --tokenizer, else the one beside
