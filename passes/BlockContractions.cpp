@@ -201,6 +201,11 @@ struct BlockContractionsPass
         failed(check("columns", columns, 128)) ||
         failed(check("depth", depth, 64)))
       return failure();
+    if (maxTileElements < 0)
+      return emitError(UnknownLoc::get(context))
+             << "spec-block-contractions: max-tile-elements must be 0 (no "
+                "limit) or positive, got "
+             << static_cast<int64_t>(maxTileElements);
     canonicalPatterns = tileSizeFolding(context);
     return success();
   }
@@ -214,6 +219,8 @@ private:
                llvm::function_ref<unsigned(const ContractionDims &)> role,
                             int64_t size, bool everyHalf,
                             StringRef marker = {}, StringRef rowMarker = {});
+  LogicalResult narrowColumnsOfRowTiles(func::FuncOp func,
+                                        IRRewriter &rewriter);
   LogicalResult vectorizeTiles(func::FuncOp func, IRRewriter &rewriter);
   LogicalResult hoistAccumulators(func::FuncOp func, IRRewriter &rewriter);
   LogicalResult canonicalize(func::FuncOp func) {
@@ -307,6 +314,45 @@ LogicalResult BlockContractionsPass::tileByHalves(
   return success();
 }
 
+/// Splits the column tile of every row tile whose accumulators (rows x
+/// columns elements) exceed `maxTileElements` into narrower ones: a one-row
+/// tile keeps the full width, whose many independent multiply-add chains
+/// hide the latency of each, while a tile of many rows, whose rows already
+/// give it as many chains, gets fewer columns and keeps its accumulators in
+/// registers. Each element's chain over `k` is unchanged.
+LogicalResult
+BlockContractionsPass::narrowColumnsOfRowTiles(func::FuncOp func,
+                                               IRRewriter &rewriter) {
+  if (maxTileElements == 0)
+    return success();
+  for (linalg::LinalgOp op : markedOps(func)) {
+    std::optional<ContractionDims> dims = matchWeightContraction(op);
+    if (!dims)
+      return op.emitOpError("is no longer a contraction the pass can block");
+    SmallVector<int64_t> ranges = op.getStaticLoopRanges();
+    int64_t rowCount = ranges[dims->rows], columnCount = ranges[dims->columns];
+    if (ShapedType::isDynamic(rowCount) || ShapedType::isDynamic(columnCount))
+      return op.emitOpError("tile has dynamic sizes after blocking");
+    int64_t width = columns;
+    while (width > 1 && rowCount * width > maxTileElements)
+      width /= 2;
+    if (columnCount <= width)
+      continue;
+    SmallVector<int64_t> sizes(op.getNumLoops(), 0);
+    sizes[dims->columns] = width;
+    FailureOr<SmallVector<scf::ForOp>> loops =
+        tile(rewriter, op, sizes, {static_cast<int64_t>(dims->columns)});
+    if (failed(loops))
+      return op.emitOpError("could not be tiled");
+    scf::ForOp partial;
+    (void)scf::peelForLoopAndSimplifyBounds(rewriter, loops->back(), partial);
+  }
+  if (failed(canonicalize(func)))
+    return func.emitError("tile sizes did not converge");
+  expandAffineApplies(func, rewriter);
+  return success();
+}
+
 /// Marks the contractions to block; fails on bufferized ones. Returns
 /// whether there is any.
 static FailureOr<bool> markContractions(func::FuncOp func) {
@@ -395,6 +441,7 @@ void BlockContractionsPass::runOnOperation() {
           func, rewriter, [](const ContractionDims &d) { return d.rows; }, rows,
           /*everyHalf=*/true, /*marker=*/{},
           spec::SpecDialect::kRowTilesAttrName)) ||
+      failed(narrowColumnsOfRowTiles(func, rewriter)) ||
       failed(tileByHalves(
           func, rewriter, [](const ContractionDims &d) { return d.depth; },
           depth, /*everyHalf=*/false)) ||

@@ -2,10 +2,12 @@
 // RUN: not spec-opt %s --pass-pipeline='builtin.module(func.func(spec-block-contractions{rows=6}))' 2>&1 | FileCheck %s --check-prefix=ROWS
 // RUN: not spec-opt %s --pass-pipeline='builtin.module(func.func(spec-block-contractions{columns=0}))' 2>&1 | FileCheck %s --check-prefix=COLUMNS
 // RUN: not spec-opt %s --pass-pipeline='builtin.module(func.func(spec-block-contractions{depth=128}))' 2>&1 | FileCheck %s --check-prefix=DEPTH
+// RUN: not spec-opt %s --pass-pipeline='builtin.module(func.func(spec-block-contractions{max-tile-elements=-1}))' 2>&1 | FileCheck %s --check-prefix=MAXTILE
 
 // ROWS: spec-block-contractions: rows must be a power of two in [1, 16], got 6
 // COLUMNS: spec-block-contractions: columns must be a power of two in [1, 128], got 0
 // DEPTH: spec-block-contractions: depth must be a power of two in [1, 64], got 128
+// MAXTILE: spec-block-contractions: max-tile-elements must be 0 (no limit) or positive, got -1
 
 // The schedule tiles tensors: a bufferized weight contraction is refused.
 func.func @bufferized(%x: memref<?x16xf32>, %w: memref<16x32xf32>, %out: memref<?x32xf32>) {
