@@ -57,7 +57,13 @@ extern "C" SPECRT_API void memrefCopy(int64_t elementSize,
   int64_t inner = rank ? src.sizes[rank - 1] : 1;
   bool denseInner = rank == 0 || (src.strides[rank - 1] == 1 &&
                                   dst.strides[rank - 1] == 1);
-  std::vector<int64_t> index(rank > 0 ? rank - 1 : 0, 0);
+  // The index of the outer dimensions: on the stack for the ranks models
+  // use (a call per copy; a heap allocation would cost more than most
+  // copies).
+  int64_t outer = rank > 0 ? rank - 1 : 0;
+  int64_t stackIndex[8] = {};
+  std::vector<int64_t> heapIndex(outer > 8 ? outer : 0, 0);
+  int64_t *index = outer > 8 ? heapIndex.data() : stackIndex;
   for (int64_t row = 0; row < count / inner; ++row) {
     int64_t srcOffset = src.offset, dstOffset = dst.offset;
     for (int64_t d = 0; d + 1 < rank; ++d) {
@@ -74,7 +80,7 @@ extern "C" SPECRT_API void memrefCopy(int64_t elementSize,
             src.aligned + (srcOffset + i * src.strides[rank - 1]) * elementSize,
             elementSize);
     }
-    for (int64_t d = static_cast<int64_t>(index.size()) - 1; d >= 0; --d) {
+    for (int64_t d = outer - 1; d >= 0; --d) {
       if (++index[d] < src.sizes[d])
         break;
       index[d] = 0;

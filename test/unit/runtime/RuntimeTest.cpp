@@ -111,6 +111,43 @@ TEST(MemRefCopy, CopiesAStridedViewIntoADenseBuffer) {
   EXPECT_EQ(out, (std::vector<float>{8, 14, 9, 15, 10, 16}));
 }
 
+TEST(MemRefCopy, WalksEveryOuterDimensionOfHighRanks) {
+  // A 2x3x2 block of a 3x4x5 tensor, inner dimension strided, as rank 3
+  // and padded with unit dimensions to rank 12 (more outer dimensions than
+  // the copy keeps on the stack).
+  std::vector<float> tensor(60);
+  std::iota(tensor.begin(), tensor.end(), 0.0f);
+  std::vector<float> expected;
+  for (int i = 0; i < 2; ++i)
+    for (int j = 0; j < 3; ++j)
+      for (int k = 0; k < 2; ++k)
+        expected.push_back(tensor[(i + 1) * 20 + j * 5 + k * 2]);
+  std::vector<float> out(12, -1.0f);
+  Descriptor<3> source{tensor.data(), tensor.data(), 20, {2, 3, 2}, {20, 5, 2}};
+  Descriptor<3> target{out.data(), out.data(), 0, {2, 3, 2}, {6, 2, 1}};
+  Unranked s{3, &source}, t{3, &target};
+  memrefCopy(sizeof(float), &s, &t);
+  EXPECT_EQ(out, expected);
+
+  Descriptor<12> wideSource{tensor.data(), tensor.data(), 20, {}, {}};
+  Descriptor<12> wideTarget{out.data(), out.data(), 0, {}, {}};
+  for (int d = 0; d < 9; ++d) {
+    wideSource.sizes[d] = wideTarget.sizes[d] = 1;
+    wideSource.strides[d] = wideTarget.strides[d] = 60;
+  }
+  int64_t sizes[3] = {2, 3, 2}, sourceStrides[3] = {20, 5, 2},
+          targetStrides[3] = {6, 2, 1};
+  for (int d = 0; d < 3; ++d) {
+    wideSource.sizes[9 + d] = wideTarget.sizes[9 + d] = sizes[d];
+    wideSource.strides[9 + d] = sourceStrides[d];
+    wideTarget.strides[9 + d] = targetStrides[d];
+  }
+  std::fill(out.begin(), out.end(), -1.0f);
+  Unranked ws{12, &wideSource}, wt{12, &wideTarget};
+  memrefCopy(sizeof(float), &ws, &wt);
+  EXPECT_EQ(out, expected);
+}
+
 TEST(MemRefCopy, CopiesDenseRowsAndScalars) {
   std::vector<float> in{1, 2, 3, 4, 5, 6}, out(6, 0);
   Descriptor<2> source{in.data(), in.data(), 0, {2, 3}, {3, 1}};
