@@ -57,12 +57,11 @@ struct ConcatToFromElements : OpRewritePattern<tensor::ConcatOp> {
       int64_t size = cast<RankedTensorType>(input.getType()).getDimSize(0);
       for (int64_t i = 0; i < size; ++i) {
         Value index = arith::ConstantIndexOp::create(rewriter, loc, i);
-        elements.push_back(tensor::ExtractOp::create(rewriter, loc, input,
-                                                     ValueRange{index}));
+        elements.push_back(
+            tensor::ExtractOp::create(rewriter, loc, input, ValueRange{index}));
       }
     }
-    rewriter.replaceOpWithNewOp<tensor::FromElementsOp>(concat, type,
-                                                        elements);
+    rewriter.replaceOpWithNewOp<tensor::FromElementsOp>(concat, type, elements);
     return success();
   }
 
@@ -98,8 +97,8 @@ struct ExtractOfReshape : OpRewritePattern<tensor::ExtractOp> {
           rewriter, extract.getLoc(), linear % size);
       linear /= size;
     }
-    rewriter.replaceOpWithNewOp<tensor::ExtractOp>(
-        extract, reshape.getSource(), sourceIndices);
+    rewriter.replaceOpWithNewOp<tensor::ExtractOp>(extract, reshape.getSource(),
+                                                   sourceIndices);
     return success();
   }
 };
