@@ -579,8 +579,9 @@ def SpecFoldShapeTensors : Pass<"spec-fold-shape-tensors"> {
     constant indices of a `tensor.reshape` between static shapes into an
     extract of the reshape's source at the same linear index; extracts of
     `from_elements` and of constants fold. What remains of a shape is the
-    scalars it was computed from. Float tensors and larger concatenations
-    are left alone.
+    scalars it was computed from. Float tensors, larger concatenations,
+    concatenations of inputs of dynamic size and extracts out of bounds are
+    left alone.
 
     Example: `spec-opt --spec-fold-shape-tensors='max-elements=8'`
   }];

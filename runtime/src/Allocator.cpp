@@ -7,9 +7,9 @@
 // kernel faults in and zeroes on each forward. Here freed blocks are kept in
 // per-size-class free lists and handed out again.
 //
-// A forward of the example target allocates and frees about 200 buffers, a
-// draft step about 100: finding a free list is an index into an array (no
-// search), so the pool costs a lock and a few loads per call.
+// A forward of the example target allocates and frees about 100 buffers:
+// finding a free list is an index into an array (no search), so the pool
+// costs a lock and a few loads per call.
 //
 // Where blocks come from is the device's choice (Allocator.h): the C library,
 // or CUDA managed memory, which both the host code and the kernels read.

@@ -81,3 +81,23 @@ func.func @left_alone(%f: tensor<1x16xf32>, %g: tensor<1x16xf32>, %d: tensor<?xi
   %e1 = tensor.extract %t[%i] : tensor<3xi64>
   return %halves, %dyn, %long, %e0, %e1 : tensor<1x32xf32>, tensor<?xi64>, tensor<21xi64>, i64, i64
 }
+
+// -----
+
+// Left alone, not crashed on: a concatenation whose static size comes only
+// from its result type, and an extract out of bounds of an empty reshape.
+// CHECK-LABEL: func.func @odd_sizes
+// LARGE-LABEL: func.func @odd_sizes
+// LARGE: tensor.concat
+// CHECK: tensor.concat
+// CHECK: %[[R:.*]] = tensor.reshape
+// CHECK: tensor.extract %[[R]]
+func.func @odd_sizes(%d: tensor<?xi64>, %z: tensor<0xi64>) -> (tensor<3xi64>, i64) {
+  %c0 = arith.constant 0 : index
+  %one = arith.constant dense<1> : tensor<1xi64>
+  %c = tensor.concat dim(0) %d, %one : (tensor<?xi64>, tensor<1xi64>) -> tensor<3xi64>
+  %shape = arith.constant dense<[0, 1]> : tensor<2xindex>
+  %r = tensor.reshape %z(%shape) : (tensor<0xi64>, tensor<2xindex>) -> tensor<0x1xi64>
+  %e = tensor.extract %r[%c0, %c0] : tensor<0x1xi64>
+  return %c, %e : tensor<3xi64>, i64
+}

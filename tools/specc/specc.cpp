@@ -369,9 +369,11 @@ static LogicalResult importInto(ModuleOp module, StringRef givenPath,
   // whatever role the file's metadata gives it (a draft measured as a
   // target, say).
   std::optional<spec::FunctionRole> kind = spec::symbolizeFunctionRole(role);
-  if (kind && (*kind == spec::FunctionRole::Target ||
-               *kind == spec::FunctionRole::Draft))
-    module.lookupSymbol<func::FuncOp>(name)->setAttr(
+  auto func = module.lookupSymbol<func::FuncOp>(name);
+  if (func && kind &&
+      (*kind == spec::FunctionRole::Target ||
+       *kind == spec::FunctionRole::Draft))
+    func->setAttr(
         spec::SpecDialect::kRoleAttrName,
         spec::RoleAttr::get(module.getContext(), *kind, std::nullopt));
   return success();
