@@ -769,15 +769,13 @@ static Value buildFusedAttention(ImplicitLocOpBuilder &b,
                                           positionLanes, positionsLanes);
     Value clampedLanes =
         arith::MinUIOp::create(tb, positionLanes, lastPositionLanes);
-    SmallVector<Value> keys, values, clamped;
+    SmallVector<Value> keys, clamped;
     for (int64_t j = 0; j < block; ++j) {
       Value position = arith::AddIOp::create(
           tb, first, arith::ConstantIndexOp::create(tb, j));
       clamped.push_back(arith::MinUIOp::create(tb, position, lastPosition));
       keys.push_back(
           readRow(tb, attention.keys.rows, {c0, keyHead, clamped.back(), c0}));
-      values.push_back(readRow(tb, attention.values.rows,
-                               {c0, valueHead, clamped.back(), c0}));
     }
     SmallVector<Value> next;
     for (auto [r, row] : llvm::enumerate(rowIndices)) {
@@ -849,10 +847,14 @@ static Value buildFusedAttention(ImplicitLocOpBuilder &b,
         ImplicitLocOpBuilder wb(loc, ob);
         Value sum = rescaled;
         for (int64_t j = 0; j < block; ++j) {
+          // Each value row read where it is used: read with the keys, the
+          // rows stayed live across the block's exp and were spilled.
           Value weight = vector::ExtractOp::create(wb, weights, j);
+          Value valueRow = readRow(wb, attention.values.rows,
+                                   {c0, valueHead, clamped[j], c0});
           Value weighted = vector::FMAOp::create(
-              wb, vector::BroadcastOp::create(wb, vectorType, weight),
-              values[j], sum);
+              wb, vector::BroadcastOp::create(wb, vectorType, weight), valueRow,
+              sum);
           sum = skipZeros ? Value(arith::SelectOp::create(
                                 wb,
                                 arith::CmpFOp::create(

@@ -12,6 +12,7 @@
 #include "mlir/Dialect/SCF/IR/SCF.h"
 #include "mlir/Dialect/SCF/Transforms/Patterns.h"
 #include "mlir/Dialect/Tensor/IR/Tensor.h"
+#include "mlir/Dialect/Vector/IR/VectorOps.h"
 #include "mlir/Transforms/DialectConversion.h"
 
 #include <cmath>
@@ -32,9 +33,123 @@ static RankedTensorType cacheTensorType(KVCacheType cache) {
   return RankedTensorType::get(shape, cache.getElementType());
 }
 
+/// The first index of the maximum of each row of `rows` (R x V), as i64, in
+/// vectors of `lanes` columns: lane l keeps the largest value of columns l,
+/// l + lanes, ... and the first column holding it (a strict comparison, so
+/// NaNs and later ties are never taken); the row's result is the smallest
+/// column among the lanes holding the largest value. That is the scalar
+/// reduction's result (the first maximum of the values that are not NaN)
+/// except where it starts from a NaN or every value is -inf or NaN: it
+/// keeps column 0 then, and so does this. A scalar loop carried the running
+/// maximum and index through memory, one store-to-load chain per column.
+static Value vectorArgmaxRows(OpBuilder &b, Location loc, Value rows,
+                              int64_t lanes) {
+  auto type = cast<RankedTensorType>(rows.getType());
+  auto floatType = cast<FloatType>(type.getElementType());
+  Type i64Type = b.getI64Type();
+  auto valuesType = VectorType::get({lanes}, floatType);
+  auto indicesType = VectorType::get({lanes}, i64Type);
+  Value c0 = arith::ConstantIndexOp::create(b, loc, 0);
+  Value c1 = arith::ConstantIndexOp::create(b, loc, 1);
+  Value step = arith::ConstantIndexOp::create(b, loc, lanes);
+  Value columns = tensor::DimOp::create(b, loc, rows, 1);
+  Value fullColumns = arith::MulIOp::create(
+      b, loc, arith::DivUIOp::create(b, loc, columns, step), step);
+  Value negInf = arith::ConstantOp::create(
+      b, loc,
+      b.getFloatAttr(floatType, APFloat::getInf(floatType.getFloatSemantics(),
+                                                /*Negative=*/true)));
+  Value negInfs = vector::BroadcastOp::create(b, loc, valuesType, negInf);
+  auto i64Splat = [&](int64_t value) -> Value {
+    return arith::ConstantOp::create(
+        b, loc,
+        DenseElementsAttr::get(indicesType, b.getI64IntegerAttr(value)));
+  };
+  Value noColumns = i64Splat(-1), lastColumns = i64Splat(INT64_MAX);
+  Value laneOffsets = arith::ConstantOp::create(
+      b, loc,
+      DenseElementsAttr::get(
+          indicesType, llvm::map_to_vector(llvm::seq<int64_t>(0, lanes),
+                                           [&](int64_t l) -> Attribute {
+                                             return b.getI64IntegerAttr(l);
+                                           })));
+  Value zeroToken = arith::ConstantOp::create(b, loc, b.getI64IntegerAttr(0));
+  Value numRows = tensor::DimOp::create(b, loc, rows, 0);
+  SmallVector<Value> dynamicRows;
+  if (type.isDynamicDim(0))
+    dynamicRows.push_back(numRows);
+  Value init = tensor::EmptyOp::create(
+      b, loc, ArrayRef<int64_t>{type.getDimSize(0)}, i64Type, dynamicRows);
+  auto rowLoop = scf::ForOp::create(
+      b, loc, c0, numRows, c1, ValueRange{init},
+      [&](OpBuilder &rb, Location l, Value row, ValueRange rowIter) {
+        // One chunk of `lanes` columns from `column` into the lanes' state.
+        auto chunk = [&](OpBuilder &cb, Value column, ValueRange state,
+                         bool inBounds) -> SmallVector<Value> {
+          Value values = vector::TransferReadOp::create(
+              cb, l, valuesType, rows, ValueRange{row, column}, negInf,
+              ArrayRef<bool>{inBounds});
+          Value chunkColumns = arith::AddIOp::create(
+              cb, l,
+              vector::BroadcastOp::create(
+                  cb, l, indicesType,
+                  arith::IndexCastOp::create(cb, l, i64Type, column)),
+              laneOffsets);
+          Value take = arith::CmpFOp::create(cb, l, arith::CmpFPredicate::OGT,
+                                             values, state[0]);
+          return {arith::SelectOp::create(cb, l, take, values, state[0]),
+                  arith::SelectOp::create(cb, l, take, chunkColumns, state[1])};
+        };
+        auto chunkLoop = scf::ForOp::create(
+            rb, l, c0, fullColumns, step, ValueRange{negInfs, noColumns},
+            [&](OpBuilder &cb, Location, Value column, ValueRange state) {
+              scf::YieldOp::create(cb, l, chunk(cb, column, state, true));
+            });
+        // The last, partial chunk reads -inf past the end: never taken.
+        auto tail = scf::IfOp::create(
+            rb, l,
+            arith::CmpIOp::create(rb, l, arith::CmpIPredicate::ult, fullColumns,
+                                  columns),
+            [&](OpBuilder &cb, Location) {
+              scf::YieldOp::create(
+                  cb, l, chunk(cb, fullColumns, chunkLoop.getResults(), false));
+            },
+            [&](OpBuilder &cb, Location) {
+              scf::YieldOp::create(cb, l, chunkLoop.getResults());
+            });
+        Value best = tail.getResult(0), bestColumns = tail.getResult(1);
+        Value maximum = vector::ReductionOp::create(
+            rb, l, vector::CombiningKind::MAXNUMF, best);
+        Value holding = arith::CmpFOp::create(
+            rb, l, arith::CmpFPredicate::OEQ, best,
+            vector::BroadcastOp::create(rb, l, valuesType, maximum));
+        Value first = vector::ReductionOp::create(
+            rb, l, vector::CombiningKind::MINSI,
+            arith::SelectOp::create(rb, l, holding, bestColumns, lastColumns));
+        Value firstValue =
+            tensor::ExtractOp::create(rb, l, rows, ValueRange{row, c0});
+        Value keepFirst = arith::OrIOp::create(
+            rb, l,
+            arith::CmpFOp::create(rb, l, arith::CmpFPredicate::OEQ, maximum,
+                                  negInf),
+            arith::CmpFOp::create(rb, l, arith::CmpFPredicate::UNO, firstValue,
+                                  firstValue));
+        Value token =
+            arith::SelectOp::create(rb, l, keepFirst, zeroToken, first);
+        scf::YieldOp::create(rb, l,
+                             ValueRange{tensor::InsertOp::create(
+                                 rb, l, token, rowIter[0], ValueRange{row})});
+      });
+  return rowLoop.getResult(0);
+}
+
 /// The first index of the maximum of each row of `rows` (R x V), as i64:
 /// ties go to the smallest index, as torch and ONNX ArgMax do.
-static Value argmaxRows(OpBuilder &b, Location loc, Value rows) {
+/// `lanes` > 0: in vectors of that many lanes (see vectorArgmaxRows); 0: as
+/// a linalg reduction, which every device's pipeline schedules.
+static Value argmaxRows(OpBuilder &b, Location loc, Value rows, int64_t lanes) {
+  if (lanes > 0)
+    return vectorArgmaxRows(b, loc, rows, lanes);
   MLIRContext *context = b.getContext();
   auto type = cast<RankedTensorType>(rows.getType());
   Type elementType = type.getElementType();
@@ -81,7 +196,6 @@ static Value argmaxRows(OpBuilder &b, Location loc, Value rows) {
       });
   return generic.getResult(1);
 }
-
 
 /// A uniform double in [0, 1) from a counter-based generator (splitmix64 of
 /// the key and the counter): the same key and counter give the same number,
@@ -532,7 +646,11 @@ struct LowerVerify : OpConversionPattern<VerifyOp> {
 };
 
 struct LowerPropose : OpConversionPattern<ProposeOp> {
-  using OpConversionPattern::OpConversionPattern;
+  LowerPropose(const TypeConverter &converter, MLIRContext *context,
+               int64_t argmaxLanes)
+      : OpConversionPattern(converter, context), argmaxLanes(argmaxLanes) {}
+  /// Lanes of the greedy argmax (0: a linalg reduction).
+  int64_t argmaxLanes;
   LogicalResult
   matchAndRewrite(ProposeOp op, OpAdaptor adaptor,
                   ConversionPatternRewriter &rewriter) const override {
@@ -571,7 +689,7 @@ struct LowerPropose : OpConversionPattern<ProposeOp> {
       rewriter.replaceOp(op, {tokenTensor, q});
       return success();
     }
-    Value tokens = argmaxRows(rewriter, loc, adaptor.getLogits());
+    Value tokens = argmaxRows(rewriter, loc, adaptor.getLogits(), argmaxLanes);
     if (tokens.getType() != op.getTokens().getType())
       tokens = tensor::CastOp::create(rewriter, loc, op.getTokens().getType(),
                                       tokens);
@@ -657,7 +775,11 @@ static SmallVector<Value> rejectionStep(OpBuilder &b, Location l, Value i,
 }
 
 struct LowerAccept : OpConversionPattern<AcceptOp> {
-  using OpConversionPattern::OpConversionPattern;
+  LowerAccept(const TypeConverter &converter, MLIRContext *context,
+              int64_t argmaxLanes)
+      : OpConversionPattern(converter, context), argmaxLanes(argmaxLanes) {}
+  /// Lanes of the greedy argmax (0: a linalg reduction).
+  int64_t argmaxLanes;
 
   /// Lossless rejection sampling (Leviathan et al.; Chen et al.): proposal i
   /// (drawn from q_i) is accepted with probability min(1, p_i(x) / q_i(x));
@@ -714,7 +836,8 @@ struct LowerAccept : OpConversionPattern<AcceptOp> {
     Location loc = op.getLoc();
     if (auto rejection = dyn_cast<RejectionAttr>(op.getRule()))
       return lowerRejection(op, adaptor, rejection, rewriter);
-    Value targets = argmaxRows(rewriter, loc, adaptor.getTargetLogits());
+    Value targets =
+        argmaxRows(rewriter, loc, adaptor.getTargetLogits(), argmaxLanes);
     // The accepted count: the longest prefix where proposal == target.
     Value zero = arith::ConstantIndexOp::create(rewriter, loc, 0);
     Value one = arith::ConstantIndexOp::create(rewriter, loc, 1);
@@ -776,6 +899,18 @@ static LogicalResult checkSupported(ModuleOp module) {
 
 struct LowerStepsPass
     : public specula::impl::SpecLowerStepsBase<LowerStepsPass> {
+  using SpecLowerStepsBase::SpecLowerStepsBase;
+
+  LogicalResult initialize(MLIRContext *context) override {
+    if (argmaxLanes < 0 || argmaxLanes > 64 ||
+        !llvm::isPowerOf2_64(std::max<int64_t>(argmaxLanes, 1)))
+      return emitError(UnknownLoc::get(context))
+             << "spec-lower-steps: argmax-lanes must be 0 (a linalg "
+                "reduction) or a power of two up to 64, got "
+             << static_cast<int64_t>(argmaxLanes);
+    return success();
+  }
+
   void runOnOperation() override {
     MLIRContext *context = &getContext();
     if (failed(checkSupported(getOperation())))
@@ -788,8 +923,8 @@ struct LowerStepsPass
     ConversionTarget target(*context);
     target.addIllegalDialect<SpecDialect>();
     target.addLegalDialect<arith::ArithDialect, linalg::LinalgDialect,
-                           math::MathDialect,
-                           tensor::TensorDialect, scf::SCFDialect>();
+                           math::MathDialect, tensor::TensorDialect,
+                           scf::SCFDialect, vector::VectorDialect>();
     target.addDynamicallyLegalOp<func::FuncOp>([&](func::FuncOp func) {
       return converter.isSignatureLegal(func.getFunctionType()) &&
              converter.isLegal(&func.getBody());
@@ -799,9 +934,9 @@ struct LowerStepsPass
     target.addLegalOp<DecoderOp>();
 
     RewritePatternSet patterns(context);
-    patterns.add<LowerAlloc, LowerWrite, LowerRead, LowerMove, LowerVerify,
-                 LowerPropose,
-                 LowerAccept>(converter, context);
+    patterns.add<LowerAlloc, LowerWrite, LowerRead, LowerMove, LowerVerify>(
+        converter, context);
+    patterns.add<LowerPropose, LowerAccept>(converter, context, argmaxLanes);
     populateFunctionOpInterfaceTypeConversionPattern<func::FuncOp>(patterns,
                                                                    converter);
     populateCallOpTypeConversionPattern(patterns, converter);

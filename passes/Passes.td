@@ -410,13 +410,26 @@ def SpecLowerSteps : Pass<"spec-lower-steps", "::mlir::ModuleOp"> {
     their generate functions are what remains to compile. The loop-level
     cache ops (`append`, `commit`, `rollback`,
     `view`, `length`) are refused for now.
+
+    With `argmax-lanes=N` the greedy argmax runs in vectors of N columns
+    (an `scf.for` over each row's chunks keeping each lane's largest value
+    and first column, then the smallest column holding the row's maximum):
+    the same tokens as the linalg reduction, NaNs and ties included, for
+    the CPU, where the reduction's loop carries its running maximum through
+    memory. spec-to-cpu uses 16; the default, 0, keeps the linalg reduction
+    every device's pipeline can schedule.
   }];
+  let options = [
+    Option<"argmaxLanes", "argmax-lanes", "int64_t", "0",
+           "Columns per vector of the greedy argmax (0: a linalg reduction)">
+  ];
   let dependentDialects = ["::mlir::arith::ArithDialect",
                            "::mlir::func::FuncDialect",
                            "::mlir::linalg::LinalgDialect",
                            "::mlir::math::MathDialect",
                            "::mlir::scf::SCFDialect",
-                           "::mlir::tensor::TensorDialect"];
+                           "::mlir::tensor::TensorDialect",
+                           "::mlir::vector::VectorDialect"];
 }
 
 def SpecBlockContractions

@@ -89,14 +89,18 @@ static void buildHostToLLVMPipeline(OpPassManager &pm, bool runtimeAllocator) {
 }
 
 /// The decoder composition to model functions and decode loops on tensors.
-static void buildDecoderToTensorsPipeline(OpPassManager &pm,
-                                          int64_t capacity) {
+/// `argmaxLanes`: the CPU's vector argmax (spec-lower-steps); 0 on devices
+/// that schedule the linalg reduction.
+static void buildDecoderToTensorsPipeline(OpPassManager &pm, int64_t capacity,
+                                          int64_t argmaxLanes) {
   SpecKVCacheInplaceOptions cache;
   cache.capacity = capacity;
   pm.addPass(createSpecKVCacheInplace(cache));
   pm.addPass(createSpecTreeAttention());
   pm.addPass(createSpecLowerGenerate());
-  pm.addPass(createSpecLowerSteps());
+  SpecLowerStepsOptions steps;
+  steps.argmaxLanes = argmaxLanes;
+  pm.addPass(createSpecLowerSteps(steps));
 }
 
 void specula::buildGraphToLLVMPipeline(OpPassManager &pm,
@@ -155,7 +159,8 @@ void specula::buildGraphToLLVMPipeline(OpPassManager &pm,
 
 void specula::buildSpecToCPUPipeline(OpPassManager &pm,
                                      const SpecToCPUOptions &options) {
-  buildDecoderToTensorsPipeline(pm, options.capacity);
+  // 16 lanes: one AVX-512 register, or two AVX2 ones.
+  buildDecoderToTensorsPipeline(pm, options.capacity, /*argmaxLanes=*/16);
   GraphToLLVMOptions lowering;
   lowering.runtimeAllocator = options.runtimeAllocator;
   lowering.gpuScheduleThreads = options.gpuScheduleThreads;
@@ -173,7 +178,7 @@ void specula::buildSpecToCPUPipeline(OpPassManager &pm,
 
 void specula::buildSpecToCUDAPipeline(OpPassManager &pm,
                                       const SpecToCUDAOptions &options) {
-  buildDecoderToTensorsPipeline(pm, options.capacity);
+  buildDecoderToTensorsPipeline(pm, options.capacity, /*argmaxLanes=*/0);
   buildBufferizationPipeline(pm, /*fuseElementwise=*/true,
                              /*blockContractions=*/false,
                              /*fuseAttention=*/false);

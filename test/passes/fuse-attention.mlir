@@ -111,7 +111,7 @@ func.func @gqa(%q: tensor<?x4x?x8xf32>, %keys: tensor<1x2x?x8xf32>, %values: ten
 // CHECK-NEXT: %[[QROW:.*]] = vector.transfer_read %[[Q]][%c0, %[[H]], %[[ROW]], %c0]
 // CHECK-NEXT: %[[STATE:.*]]:3 = scf.for %{{.*}} = %c0 to %[[BLOCKS]] step %c1 iter_args(%[[M:.*]] = %cst{{.*}}, %[[L:.*]] = %cst{{.*}}, %[[ACC:.*]] = %cst{{.*}}) -> (f32, vector<2xf32>, vector<8xf32>)
 // CHECK: vector.transfer_read %[[K]][%c0, %[[KVH]], %{{.*}}, %c0]
-// CHECK: vector.transfer_read %[[V]][%c0, %[[KVH]], %{{.*}}, %c0]
+// CHECK-NOT: vector.transfer_read %[[V]]
 // The scores (blocks narrower than a register): q . k summed by halves per
 // position, then the modifier's body on the block's scores at once, the mask
 // gathered per position.
@@ -133,14 +133,20 @@ func.func @gqa(%q: tensor<?x4x?x8xf32>, %keys: tensor<1x2x?x8xf32>, %values: ten
 // Blocks without a zero weight add every value row; the others skip them.
 // CHECK: %[[NONZERO:.*]] = arith.cmpf une, %[[WEIGHTS]], %{{.*}} : vector<2xf32>
 // CHECK: %[[ALL:.*]] = vector.reduction <and>, %[[NONZERO]] : vector<2xi1> into i1
+// Each value row is read next to its multiply-add (read with the keys, the
+// rows stayed live across the block's exp and were spilled).
 // CHECK: scf.if %[[ALL]] -> (vector<8xf32>)
 // CHECK-NOT: arith.select
-// CHECK: vector.fma
+// CHECK: %[[V0:.*]] = vector.transfer_read %[[V]][%c0, %[[KVH]], %{{.*}}, %c0]
+// CHECK: vector.fma %{{.*}}, %[[V0]], %{{.*}} : vector<8xf32>
 // CHECK-NOT: arith.select
-// CHECK: vector.fma
+// CHECK: %[[V1:.*]] = vector.transfer_read %[[V]][%c0, %[[KVH]], %{{.*}}, %c0]
+// CHECK: vector.fma %{{.*}}, %[[V1]], %{{.*}} : vector<8xf32>
 // CHECK: } else {
+// CHECK: vector.transfer_read %[[V]]
 // CHECK: vector.fma
 // CHECK: arith.select
+// CHECK: vector.transfer_read %[[V]]
 // CHECK: vector.fma
 // CHECK: arith.select
 // CHECK: scf.yield %{{.*}}, %{{.*}}, %{{.*}} : f32, vector<2xf32>, vector<8xf32>

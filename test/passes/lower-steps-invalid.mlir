@@ -1,4 +1,9 @@
 // RUN: spec-opt %s --spec-lower-steps -split-input-file -verify-diagnostics
+// RUN: not spec-opt %s --spec-lower-steps=argmax-lanes=12 -split-input-file 2>&1 | FileCheck %s --check-prefix=LANES
+// RUN: not spec-opt %s --spec-lower-steps=argmax-lanes=-1 -split-input-file 2>&1 | FileCheck %s --check-prefix=NEGATIVE
+
+// LANES: spec-lower-steps: argmax-lanes must be 0 (a linalg reduction) or a power of two up to 64, got 12
+// NEGATIVE: spec-lower-steps: argmax-lanes must be 0 (a linalg reduction) or a power of two up to 64, got -1
 
 func.func @f(%logits: tensor<?x8xf32>) -> tensor<?xi64> {
   // expected-error @below {{expects rows x vocabulary logits of static shape}}

@@ -1,5 +1,7 @@
 // RUN: spec-opt %s --spec-lower-steps -split-input-file \
 // RUN:   | FileCheck %s --implicit-check-not='= spec.' --implicit-check-not=spec.decoder
+// RUN: spec-opt %s --spec-lower-steps=argmax-lanes=16 -split-input-file \
+// RUN:   | FileCheck %s --check-prefix=LANES
 
 // Caches become tensors<2 x layers x heads x capacity x dim> everywhere.
 // CHECK-LABEL: func.func private @target(
@@ -88,8 +90,29 @@ func.func @greedy_accept(%proposals: tensor<2xi64>, %rows: tensor<3x8xf32>)
 
 // -----
 
-// Greedy propose: the argmax, and a one-hot q.
+// Greedy propose: the argmax, and a one-hot q. With argmax-lanes, each row
+// in vectors: lane maxima and first columns over the whole chunks, the
+// partial chunk read with -inf padding, then the smallest column holding the
+// row's maximum (column 0 when every value is -inf or NaN, or it is NaN).
 // CHECK-LABEL: func.func @greedy_propose(
+// LANES-LABEL: func.func @greedy_propose(
+// LANES-NOT: linalg.generic
+// LANES: %[[NEGINF:.*]] = arith.constant 0xFF800000 : f32
+// LANES: %[[TOKENS:.*]] = scf.for %[[ROW:.*]] = {{.*}} iter_args(%{{.*}} = %{{.*}}) -> (tensor<2xi64>)
+// LANES: %[[FULL:.*]]:2 = scf.for %[[COL:.*]] = %{{.*}} to %{{.*}} step %c16 iter_args({{.*}}) -> (vector<16xf32>, vector<16xi64>)
+// LANES: vector.transfer_read %{{.*}}[%[[ROW]], %[[COL]]], %[[NEGINF]] {in_bounds = [true]} : tensor<2x8xf32>, vector<16xf32>
+// LANES: %[[TAKE:.*]] = arith.cmpf ogt
+// LANES: arith.select %[[TAKE]]
+// LANES: arith.select %[[TAKE]]
+// LANES: %[[LAST:.*]]:2 = scf.if
+// LANES: vector.transfer_read %{{.*}}, %[[NEGINF]] : tensor<2x8xf32>, vector<16xf32>
+// LANES: %[[MAX:.*]] = vector.reduction <maxnumf>, %[[LAST]]#0
+// LANES: vector.reduction <minsi>
+// LANES: arith.cmpf uno
+// LANES: arith.cmpf oeq, %[[MAX]], %[[NEGINF]]
+// LANES: tensor.insert
+// LANES: tensor.generate
+// LANES: return %[[TOKENS]], %{{.*}} : tensor<2xi64>, tensor<2x8xf32>
 func.func @greedy_propose(%logits: tensor<2x8xf32>)
     -> (tensor<2xi64>, tensor<2x8xf32>) {
   // CHECK: %[[ARG:.*]]:2 = linalg.generic
