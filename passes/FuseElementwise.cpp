@@ -68,8 +68,246 @@ struct FoldConstantGeneric : OpRewritePattern<linalg::GenericOp> {
   }
 };
 
+/// A concatenation read by a linalg op along one of its parallel loops is
+/// computed piecewise instead: one copy of the op per input of the
+/// concatenation, each on its slice of that loop (the input itself, and
+/// slices of the other operands and of the output), inserted into the
+/// output. The importer's rotary embedding is `x * cos + concat(-x2, x1) *
+/// sin`; bufferized, the concatenation allocated a buffer and copied both
+/// halves into it (two strided copies per query and key, per layer and
+/// forward). Piecewise, the halves are read where they are, and the
+/// negation fuses into its piece.
+struct ConcatToPieces : OpRewritePattern<linalg::GenericOp> {
+  ConcatToPieces(MLIRContext *context, int64_t maxInputs)
+      : OpRewritePattern(context), maxInputs(maxInputs) {}
+
+  LogicalResult matchAndRewrite(linalg::GenericOp op,
+                                PatternRewriter &rewriter) const override {
+    if (!op.hasPureTensorSemantics())
+      return rewriter.notifyMatchFailure(op, "not on tensors");
+    for (OpOperand *operand : op.getDpsInputOperands()) {
+      Value read = operand->get();
+      Value source = read;
+      if (auto cast = source.getDefiningOp<tensor::CastOp>())
+        source = cast.getSource();
+      auto concat = source.getDefiningOp<tensor::ConcatOp>();
+      if (!concat ||
+          static_cast<int64_t>(concat.getInputs().size()) > maxInputs)
+        continue;
+      // Every use of it is this op's (through the cast, if any), or the
+      // concatenation would still be built.
+      auto onlyHere = [&](Value v) {
+        return llvm::all_of(v.getUsers(),
+                            [&](Operation *user) { return user == op; });
+      };
+      if (!onlyHere(read) || (read != source && !source.hasOneUse()))
+        continue;
+      std::optional<unsigned> loop = slicedLoop(op, operand, concat.getDim());
+      if (!loop)
+        continue;
+      rewritePiecewise(op, read, concat, *loop, rewriter);
+      return success();
+    }
+    return rewriter.notifyMatchFailure(op, "no concatenation to split");
+  }
+
+private:
+  /// The loop that reads `operand` along `dim`, when it is parallel and
+  /// every operand indexes it by itself (a dimension `dN`, at most once) or
+  /// not at all, and the outputs index it.
+  static std::optional<unsigned> slicedLoop(linalg::GenericOp op,
+                                            OpOperand *operand, int64_t dim) {
+    AffineMap map = op.getMatchingIndexingMap(operand);
+    auto expr = dyn_cast<AffineDimExpr>(map.getResult(dim));
+    if (!expr || op.getIteratorTypesArray()[expr.getPosition()] !=
+                     utils::IteratorType::parallel)
+      return std::nullopt;
+    unsigned loop = expr.getPosition();
+    for (OpOperand &other : op->getOpOperands()) {
+      std::optional<unsigned> position =
+          slicedDim(op.getMatchingIndexingMap(&other), loop);
+      bool isOutput = op.isDpsInit(&other);
+      bool compound = llvm::any_of(
+          op.getMatchingIndexingMap(&other).getResults(), [&](AffineExpr e) {
+            return !isa<AffineDimExpr>(e) && e.isFunctionOfDim(loop);
+          });
+      if (compound || (isOutput && !position))
+        return std::nullopt;
+    }
+    return loop;
+  }
+
+  /// The dimension of an operand that `loop` indexes, if one does (and
+  /// only one).
+  static std::optional<unsigned> slicedDim(AffineMap map, unsigned loop) {
+    std::optional<unsigned> found;
+    for (auto [i, e] : llvm::enumerate(map.getResults())) {
+      auto dimExpr = dyn_cast<AffineDimExpr>(e);
+      if (!dimExpr || dimExpr.getPosition() != loop)
+        continue;
+      if (found)
+        return std::nullopt;
+      found = i;
+    }
+    return found;
+  }
+
+  /// Where a result's pieces go: slices of `base` at `offsets` and
+  /// `sizes`, result dimension r at dimension `dims[r]` of `base`. That is
+  /// the result's own init or, when the result's one use inserts it into a
+  /// larger tensor (a KV cache), that tensor: a piece written into a slice
+  /// of the init and inserted would be copied.
+  struct Destination {
+    Value base;
+    SmallVector<OpFoldResult> offsets, sizes;
+    SmallVector<unsigned> dims;
+    tensor::InsertSliceOp insert;
+  };
+
+  static Destination destinationOf(linalg::GenericOp op, unsigned i,
+                                   PatternRewriter &rewriter) {
+    Value result = op.getResult(i);
+    int64_t rank = cast<RankedTensorType>(result.getType()).getRank();
+    Destination d;
+    auto insert = dyn_cast<tensor::InsertSliceOp>(
+        result.hasOneUse() ? *result.getUsers().begin() : nullptr);
+    // One result only: the pieces are built where the insert is, after
+    // everything it reads.
+    if (insert && op.getNumResults() == 1 && insert.getSource() == result &&
+        llvm::all_of(insert.getMixedStrides(), [](OpFoldResult stride) {
+          return isConstantIntValue(stride, 1);
+        })) {
+      d.base = insert.getDest();
+      d.offsets = insert.getMixedOffsets();
+      d.sizes = insert.getMixedSizes();
+      llvm::SmallBitVector dropped = insert.getDroppedDims();
+      for (unsigned dim = 0; dim < dropped.size(); ++dim)
+        if (!dropped.test(dim))
+          d.dims.push_back(dim);
+      d.insert = insert;
+      return d;
+    }
+    d.base = op.getDpsInits()[i];
+    d.offsets.assign(rank, rewriter.getIndexAttr(0));
+    d.sizes = tensor::getMixedSizes(rewriter, op.getLoc(), d.base);
+    d.dims = llvm::to_vector(llvm::seq<unsigned>(0, rank));
+    return d;
+  }
+
+  static void rewritePiecewise(linalg::GenericOp op, Value read,
+                               tensor::ConcatOp concat, unsigned loop,
+                               PatternRewriter &rewriter) {
+    Location loc = op.getLoc();
+    MLIRContext *context = rewriter.getContext();
+    auto add = [&](OpFoldResult a, OpFoldResult b) {
+      return affine::makeComposedFoldedAffineApply(
+          rewriter, loc,
+          getAffineSymbolExpr(0, context) + getAffineSymbolExpr(1, context),
+          {a, b});
+    };
+    SmallVector<Destination> destinations;
+    for (unsigned i = 0; i < op.getNumResults(); ++i)
+      destinations.push_back(destinationOf(op, i, rewriter));
+    OpBuilder::InsertionGuard guard(rewriter);
+    if (destinations.front().insert)
+      rewriter.setInsertionPoint(destinations.front().insert);
+    OpFoldResult offset = rewriter.getIndexAttr(0);
+    for (Value input : concat.getInputs()) {
+      // The more static type: the piece's ops see the sizes.
+      if (auto cast = input.getDefiningOp<tensor::CastOp>())
+        input = cast.getSource();
+      // A constant size as an attribute, so that the slices' types and
+      // their static sizes agree.
+      OpFoldResult size =
+          tensor::getMixedSize(rewriter, loc, input, concat.getDim());
+      if (auto value = dyn_cast<Value>(size))
+        size = getAsOpFoldResult(value);
+      SmallVector<Value> inputs, inits;
+      for (OpOperand *operand : op.getDpsInputOperands()) {
+        std::optional<unsigned> dim =
+            slicedDim(op.getMatchingIndexingMap(operand), loop);
+        if (operand->get() == read || !dim) {
+          inputs.push_back(operand->get() == read ? input : operand->get());
+          continue;
+        }
+        Value value = operand->get();
+        int64_t rank = cast<RankedTensorType>(value.getType()).getRank();
+        SmallVector<OpFoldResult> offsets(rank, rewriter.getIndexAttr(0));
+        SmallVector<OpFoldResult> sizes =
+            tensor::getMixedSizes(rewriter, loc, value);
+        offsets[*dim] = offset;
+        sizes[*dim] = size;
+        inputs.push_back(tensor::ExtractSliceOp::create(
+            rewriter, loc, value, offsets, sizes,
+            SmallVector<OpFoldResult>(rank, rewriter.getIndexAttr(1))));
+      }
+      SmallVector<SmallVector<OpFoldResult>> pieceOffsets, pieceSizes;
+      for (auto [i, init] : llvm::enumerate(op.getDpsInitsMutable())) {
+        Destination &d = destinations[i];
+        unsigned dim =
+            d.dims[*slicedDim(op.getMatchingIndexingMap(&init), loop)];
+        pieceOffsets.push_back(d.offsets);
+        pieceSizes.push_back(d.sizes);
+        pieceOffsets.back()[dim] = add(d.offsets[dim], offset);
+        pieceSizes.back()[dim] = size;
+        // The piece's type: the result's, with this piece's size.
+        auto type = cast<RankedTensorType>(op.getResult(i).getType());
+        SmallVector<int64_t> shape(type.getShape());
+        std::optional<int64_t> staticSize = getConstantIntValue(size);
+        shape[*slicedDim(op.getMatchingIndexingMap(&init), loop)] =
+            staticSize ? *staticSize : ShapedType::kDynamic;
+        int64_t baseRank = cast<RankedTensorType>(d.base.getType()).getRank();
+        inits.push_back(tensor::ExtractSliceOp::create(
+            rewriter, loc, type.clone(shape), d.base, pieceOffsets.back(),
+            pieceSizes.back(),
+            SmallVector<OpFoldResult>(baseRank, rewriter.getIndexAttr(1))));
+      }
+      auto piece = linalg::GenericOp::create(
+          rewriter, loc, ValueRange(inits).getTypes(), inputs, inits,
+          op.getIndexingMapsArray(), op.getIteratorTypesArray());
+      rewriter.cloneRegionBefore(op.getRegion(), piece.getRegion(),
+                                 piece.getRegion().end());
+      for (auto [i, d] : llvm::enumerate(destinations)) {
+        int64_t baseRank = cast<RankedTensorType>(d.base.getType()).getRank();
+        d.base = tensor::InsertSliceOp::create(
+            rewriter, loc, piece.getResult(i), d.base, pieceOffsets[i],
+            pieceSizes[i],
+            SmallVector<OpFoldResult>(baseRank, rewriter.getIndexAttr(1)));
+      }
+      offset = add(offset, size);
+    }
+    for (auto [i, d] : llvm::enumerate(destinations)) {
+      if (d.insert) {
+        // The insert's result is now the pieces' chain; the op's result
+        // had no other use.
+        rewriter.replaceOp(d.insert, d.base);
+        continue;
+      }
+      Value result = d.base;
+      if (result.getType() != op.getResult(i).getType())
+        result = tensor::CastOp::create(rewriter, loc,
+                                        op.getResult(i).getType(), result);
+      rewriter.replaceAllUsesWith(op.getResult(i), result);
+    }
+    rewriter.eraseOp(op);
+  }
+
+  int64_t maxInputs;
+};
+
 struct FuseElementwisePass
     : public specula::impl::SpecFuseElementwiseBase<FuseElementwisePass> {
+  using SpecFuseElementwiseBase::SpecFuseElementwiseBase;
+
+  LogicalResult initialize(MLIRContext *context) override {
+    if (maxConcatInputs < 0)
+      return emitError(UnknownLoc::get(context))
+             << "spec-fuse-elementwise: max-concat-inputs must be 0 (none) or "
+                "positive, got "
+             << static_cast<int64_t>(maxConcatInputs);
+    return success();
+  }
+
   void runOnOperation() override {
     MLIRContext *context = &getContext();
     RewritePatternSet patterns(context);
@@ -89,6 +327,13 @@ struct FuseElementwisePass
     linalg::populateConstantFoldLinalgOperations(patterns,
                                                  fusesWithoutRecomputing);
     patterns.add<FoldConstantGeneric>(context);
+    if (maxConcatInputs > 0) {
+      patterns.add<ConcatToPieces>(context, maxConcatInputs);
+      // The pieces' sizes are dims of their inputs: folded to the sizes
+      // they were made with, the dims no longer use the producers that
+      // should fuse into the pieces.
+      tensor::DimOp::getCanonicalizationPatterns(patterns, context);
+    }
     if (failed(applyPatternsGreedily(
             getOperation(), std::move(patterns),
             GreedyRewriteConfig().setUseTopDownTraversal(true))))

@@ -624,8 +624,25 @@ def SpecFuseElementwise : Pass<"spec-fuse-elementwise"> {
     (the importer's shape arithmetic, such as a rotary embedding's half
     width) becomes that constant, so the slices it sizes become static.
 
-    Example: `spec-opt --spec-fuse-elementwise`
+    A `tensor.concat` (of at most `max-concat-inputs` inputs) that only a
+    `linalg.generic` reads, along one of its parallel loops that every
+    operand indexes by itself or not at all, is fused piecewise: one copy
+    of the generic per input of the concatenation, on that input and on
+    slices of the other operands and of the output, each inserted into the
+    output. Nothing is concatenated: bufferized, the pieces read their
+    inputs in place and write their slices of one buffer. The importer's
+    rotary embedding, `x * cos + concat(-x2, x1) * sin`, then reads both
+    halves of `x` where they are and negates in its first piece. Every
+    element is computed by the same body as before, so results are
+    bit-identical.
+
+    Example: `spec-opt --spec-fuse-elementwise='max-concat-inputs=2'`
   }];
+  let options = [
+    Option<"maxConcatInputs", "max-concat-inputs", "int64_t", "4",
+           "Concatenations of at most this many inputs are fused piecewise "
+           "into their consumer (0: none)">
+  ];
   let dependentDialects = ["::mlir::affine::AffineDialect",
                            "::mlir::linalg::LinalgDialect",
                            "::mlir::tensor::TensorDialect"];

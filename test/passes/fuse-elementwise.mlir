@@ -1,4 +1,8 @@
 // RUN: spec-opt %s --spec-fuse-elementwise -split-input-file -verify-diagnostics | FileCheck %s
+// RUN: spec-opt %s --spec-fuse-elementwise=max-concat-inputs=1 -split-input-file | FileCheck %s --check-prefix=NOCONCAT
+// RUN: not spec-opt %s --spec-fuse-elementwise=max-concat-inputs=-1 -split-input-file 2>&1 | FileCheck %s --check-prefix=NEGATIVE
+
+// NEGATIVE: spec-fuse-elementwise: max-concat-inputs must be 0 (none) or positive, got -1
 
 // An elementwise chain on the same iteration space is one op.
 // CHECK-LABEL: func.func @chain
@@ -128,4 +132,118 @@ func.func @index_generic() -> tensor<4xi64> {
     linalg.yield %v : i64
   } -> tensor<4xi64>
   return %0 : tensor<4xi64>
+}
+
+// -----
+
+// A concatenation read by an elementwise op is computed piecewise: the
+// rotary embedding x * cos + concat(-x_hi, x_lo) * sin becomes one op per
+// half, each on slices of x, cos and sin and writing its slice of the
+// output; the negation fuses into the first piece. Nothing is concatenated.
+// CHECK-LABEL: func.func @rotary_pieces(
+// CHECK-SAME: %[[X:[^:]*]]: tensor<3x2x8xf32>, %[[COS:[^:]*]]: tensor<3x1x8xf32>, %[[SIN:[^:]*]]: tensor<3x1x8xf32>
+// CHECK-NOT: tensor.concat
+// CHECK: %[[XHI:.*]] = tensor.extract_slice %[[X]][0, 0, 4] [3, 2, 4] [1, 1, 1]
+// CHECK: %[[INIT:.*]] = tensor.empty() : tensor<3x2x8xf32>
+// CHECK: %[[XLO:.*]] = tensor.extract_slice %[[X]][0, 0, 0] [3, 2, 4] [1, 1, 1]
+// CHECK: %[[COSLO:.*]] = tensor.extract_slice %[[COS]][0, 0, 0] [3, 1, 4] [1, 1, 1]
+// CHECK: %[[SINLO:.*]] = tensor.extract_slice %[[SIN]][0, 0, 0] [3, 1, 4] [1, 1, 1]
+// CHECK: %[[LO:.*]] = linalg.generic {{.*}} ins(%[[XLO]], %[[COSLO]], %[[XHI]], %[[SINLO]] : tensor<3x2x4xf32>, tensor<3x1x4xf32>, tensor<3x2x4xf32>, tensor<3x1x4xf32>)
+// CHECK: arith.negf
+// CHECK: %[[OUT:.*]] = tensor.insert_slice %[[LO]] into %[[INIT]][0, 0, 0] [3, 2, 4] [1, 1, 1]
+// CHECK: %[[XHI2:.*]] = tensor.extract_slice %[[X]][0, 0, 4] [3, 2, 4] [1, 1, 1]
+// CHECK: %[[COSHI:.*]] = tensor.extract_slice %[[COS]][0, 0, 4] [3, 1, 4] [1, 1, 1]
+// CHECK: %[[SINHI:.*]] = tensor.extract_slice %[[SIN]][0, 0, 4] [3, 1, 4] [1, 1, 1]
+// CHECK: %[[HI:.*]] = linalg.generic {{.*}} ins(%[[XHI2]], %[[COSHI]], %{{.*}}, %[[SINHI]] : tensor<3x2x4xf32>, tensor<3x1x4xf32>, tensor<3x2x4xf32>, tensor<3x1x4xf32>)
+// CHECK-NOT: arith.negf
+// CHECK: linalg.yield
+// CHECK: %[[OUT2:.*]] = tensor.insert_slice %[[HI]] into %[[OUT]][0, 0, 4] [3, 2, 4] [1, 1, 1]
+// CHECK: return %[[OUT2]]
+// NOCONCAT-LABEL: func.func @rotary_pieces(
+// NOCONCAT: tensor.concat dim(2)
+#id3 = affine_map<(d0, d1, d2) -> (d0, d1, d2)>
+#bc3 = affine_map<(d0, d1, d2) -> (d0, 0, d2)>
+func.func @rotary_pieces(%x: tensor<3x2x8xf32>, %cos: tensor<3x1x8xf32>, %sin: tensor<3x1x8xf32>) -> tensor<3x2x8xf32> {
+  %hi = tensor.extract_slice %x[0, 0, 4] [3, 2, 4] [1, 1, 1] : tensor<3x2x8xf32> to tensor<3x2x4xf32>
+  %lo = tensor.extract_slice %x[0, 0, 0] [3, 2, 4] [1, 1, 1] : tensor<3x2x8xf32> to tensor<3x2x4xf32>
+  %e = tensor.empty() : tensor<3x2x4xf32>
+  %neg = linalg.generic {indexing_maps = [#id3, #id3], iterator_types = ["parallel", "parallel", "parallel"]}
+      ins(%hi : tensor<3x2x4xf32>) outs(%e : tensor<3x2x4xf32>) {
+  ^bb0(%in: f32, %out: f32):
+    %n = arith.negf %in : f32
+    linalg.yield %n : f32
+  } -> tensor<3x2x4xf32>
+  %rot = tensor.concat dim(2) %neg, %lo : (tensor<3x2x4xf32>, tensor<3x2x4xf32>) -> tensor<3x2x8xf32>
+  %oe = tensor.empty() : tensor<3x2x8xf32>
+  %out = linalg.generic {indexing_maps = [#id3, #bc3, #id3, #bc3, #id3], iterator_types = ["parallel", "parallel", "parallel"]}
+      ins(%x, %cos, %rot, %sin : tensor<3x2x8xf32>, tensor<3x1x8xf32>, tensor<3x2x8xf32>, tensor<3x1x8xf32>) outs(%oe : tensor<3x2x8xf32>) {
+  ^bb0(%a: f32, %c: f32, %r: f32, %s: f32, %o: f32):
+    %m1 = arith.mulf %r, %s : f32
+    %m2 = arith.mulf %a, %c : f32
+    %sum = arith.addf %m2, %m1 : f32
+    linalg.yield %sum : f32
+  } -> tensor<3x2x8xf32>
+  return %out : tensor<3x2x8xf32>
+}
+
+// -----
+
+// A result inserted into a larger tensor (a KV cache, here rank-reducing):
+// the pieces are inserted into it directly, dynamic sizes included (their
+// outs become empty tensors, which empty-tensor elimination turns into the
+// cache's slices), not into a full-size result that would be copied.
+// CHECK-LABEL: func.func @pieces_into_a_cache(
+// CHECK-SAME: %[[CACHE:[^:]*]]: tensor<2x2x16x4xf32>, %[[AT:[^:]*]]: index
+// CHECK-NOT: tensor.concat
+// CHECK: %[[P0:.*]] = linalg.generic
+// CHECK: } -> tensor<2x?x2xf32>
+// CHECK: %[[C0:.*]] = tensor.insert_slice %[[P0]] into %[[CACHE]][1, 0, %[[AT]], 0] [1, 2, %{{.*}}, 2] [1, 1, 1, 1]
+// CHECK: %[[P1:.*]] = linalg.generic
+// CHECK: } -> tensor<2x?x2xf32>
+// CHECK: %[[C1:.*]] = tensor.insert_slice %[[P1]] into %[[C0]][1, 0, %[[AT]], 2] [1, 2, %{{.*}}, 2] [1, 1, 1, 1]
+// CHECK: return %[[C1]]
+#id3 = affine_map<(d0, d1, d2) -> (d0, d1, d2)>
+func.func @pieces_into_a_cache(%cache: tensor<2x2x16x4xf32>, %at: index, %a: tensor<2x?x2xf32>, %b: tensor<2x?x2xf32>, %x: tensor<2x?x4xf32>) -> tensor<2x2x16x4xf32> {
+  %c1 = arith.constant 1 : index
+  %n = tensor.dim %x, %c1 : tensor<2x?x4xf32>
+  %cat = tensor.concat dim(2) %a, %b : (tensor<2x?x2xf32>, tensor<2x?x2xf32>) -> tensor<2x?x4xf32>
+  %e = tensor.empty(%n) : tensor<2x?x4xf32>
+  %sum = linalg.generic {indexing_maps = [#id3, #id3, #id3], iterator_types = ["parallel", "parallel", "parallel"]}
+      ins(%x, %cat : tensor<2x?x4xf32>, tensor<2x?x4xf32>) outs(%e : tensor<2x?x4xf32>) {
+  ^bb0(%p: f32, %q: f32, %o: f32):
+    %r = arith.addf %p, %q : f32
+    linalg.yield %r : f32
+  } -> tensor<2x?x4xf32>
+  %written = tensor.insert_slice %sum into %cache[1, 0, %at, 0] [1, 2, %n, 4] [1, 1, 1, 1] : tensor<2x?x4xf32> into tensor<2x2x16x4xf32>
+  return %written : tensor<2x2x16x4xf32>
+}
+
+// -----
+
+// Refused: a concatenation with another use (it would still be built), and
+// one read along a reduction (the pieces' results would have to be summed).
+// CHECK-LABEL: func.func @concat_used_twice
+// CHECK: tensor.concat
+// CHECK-LABEL: func.func @concat_along_a_reduction
+// CHECK: tensor.concat
+func.func @concat_used_twice(%a: tensor<4x2xf32>, %b: tensor<4x2xf32>) -> (tensor<4x4xf32>, tensor<4x4xf32>) {
+  %cat = tensor.concat dim(1) %a, %b : (tensor<4x2xf32>, tensor<4x2xf32>) -> tensor<4x4xf32>
+  %e = tensor.empty() : tensor<4x4xf32>
+  %exp = linalg.generic {indexing_maps = [affine_map<(i, j) -> (i, j)>, affine_map<(i, j) -> (i, j)>], iterator_types = ["parallel", "parallel"]}
+      ins(%cat : tensor<4x4xf32>) outs(%e : tensor<4x4xf32>) {
+  ^bb0(%v: f32, %o: f32):
+    %r = math.exp %v : f32
+    linalg.yield %r : f32
+  } -> tensor<4x4xf32>
+  return %exp, %cat : tensor<4x4xf32>, tensor<4x4xf32>
+}
+func.func @concat_along_a_reduction(%a: tensor<4x2xf32>, %b: tensor<4x2xf32>, %init: tensor<4xf32>) -> tensor<4xf32> {
+  %cat = tensor.concat dim(1) %a, %b : (tensor<4x2xf32>, tensor<4x2xf32>) -> tensor<4x4xf32>
+  %sum = linalg.generic {indexing_maps = [affine_map<(i, j) -> (i, j)>, affine_map<(i, j) -> (i)>], iterator_types = ["parallel", "reduction"]}
+      ins(%cat : tensor<4x4xf32>) outs(%init : tensor<4xf32>) {
+  ^bb0(%v: f32, %o: f32):
+    %r = arith.addf %v, %o : f32
+    linalg.yield %r : f32
+  } -> tensor<4xf32>
+  return %sum : tensor<4xf32>
 }
