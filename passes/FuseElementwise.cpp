@@ -112,9 +112,10 @@ struct ConcatToPieces : OpRewritePattern<linalg::GenericOp> {
   }
 
 private:
-  /// The loop that reads `operand` along `dim`, when it is parallel and
-  /// every operand indexes it by itself (a dimension `dN`, at most once) or
-  /// not at all, and the outputs index it.
+  /// The loop that reads `operand` along `dim`, when it is parallel, the
+  /// body does not read its index (a piece's indices start at 0), every
+  /// operand indexes it by itself (a dimension `dN`, at most once) or not
+  /// at all, and the outputs index it.
   static std::optional<unsigned> slicedLoop(linalg::GenericOp op,
                                             OpOperand *operand, int64_t dim) {
     AffineMap map = op.getMatchingIndexingMap(operand);
@@ -123,6 +124,10 @@ private:
                      utils::IteratorType::parallel)
       return std::nullopt;
     unsigned loop = expr.getPosition();
+    if (llvm::any_of(
+            op.getBody()->getOps<linalg::IndexOp>(),
+            [&](linalg::IndexOp index) { return index.getDim() == loop; }))
+      return std::nullopt;
     for (OpOperand &other : op->getOpOperands()) {
       std::optional<unsigned> position =
           slicedDim(op.getMatchingIndexingMap(&other), loop);
@@ -172,8 +177,10 @@ private:
     auto insert = dyn_cast<tensor::InsertSliceOp>(
         result.hasOneUse() ? *result.getUsers().begin() : nullptr);
     // One result only: the pieces are built where the insert is, after
-    // everything it reads.
+    // everything it reads. A body that reads its output (a reduction's
+    // initial value) must start from the init, not the larger tensor.
     if (insert && op.getNumResults() == 1 && insert.getSource() == result &&
+        !op.payloadUsesValueFromOperand(op.getDpsInitOperand(0)) &&
         llvm::all_of(insert.getMixedStrides(), [](OpFoldResult stride) {
           return isConstantIntValue(stride, 1);
         })) {

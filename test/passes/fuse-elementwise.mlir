@@ -247,3 +247,49 @@ func.func @concat_along_a_reduction(%a: tensor<4x2xf32>, %b: tensor<4x2xf32>, %i
   } -> tensor<4xf32>
   return %sum : tensor<4xf32>
 }
+
+// -----
+
+// Refused: a body that reads the index of the split loop (a piece's
+// indices would start at 0).
+// CHECK-LABEL: func.func @concat_with_its_index_read
+// CHECK: tensor.concat
+func.func @concat_with_its_index_read(%a: tensor<4x2xf32>, %b: tensor<4x2xf32>) -> tensor<4x4xf32> {
+  %cat = tensor.concat dim(1) %a, %b : (tensor<4x2xf32>, tensor<4x2xf32>) -> tensor<4x4xf32>
+  %e = tensor.empty() : tensor<4x4xf32>
+  %r = linalg.generic {indexing_maps = [affine_map<(i, j) -> (i, j)>, affine_map<(i, j) -> (i, j)>], iterator_types = ["parallel", "parallel"]}
+      ins(%cat : tensor<4x4xf32>) outs(%e : tensor<4x4xf32>) {
+  ^bb0(%v: f32, %o: f32):
+    %j = linalg.index 1 : index
+    %ji = arith.index_cast %j : index to i32
+    %jf = arith.sitofp %ji : i32 to f32
+    %s = arith.addf %v, %jf : f32
+    linalg.yield %s : f32
+  } -> tensor<4x4xf32>
+  return %r : tensor<4x4xf32>
+}
+
+// -----
+
+// A body that reads its output (here, accumulating into the init) inserted
+// into a larger tensor: the pieces start from slices of the init, not of
+// the larger tensor.
+// CHECK-LABEL: func.func @accumulating_pieces(
+// CHECK-SAME: %[[BIG:[^:]*]]: tensor<8x4xf32>, %{{[^:]*}}: tensor<4x2xf32>, %{{[^:]*}}: tensor<4x2xf32>, %[[INIT:[^:]*]]: tensor<4x4xf32>
+// CHECK-NOT: tensor.concat
+// CHECK: %[[I0:.*]] = tensor.extract_slice %[[INIT]][0, 0] [4, 2] [1, 1]
+// CHECK: linalg.generic {{.*}} outs(%[[I0]] : tensor<4x2xf32>)
+// CHECK: tensor.extract_slice %{{.*}}[0, 2] [4, 2] [1, 1]
+// CHECK: %[[R:.*]] = tensor.insert_slice %{{.*}} into %{{.*}}[0, 2] [4, 2] [1, 1] : tensor<4x2xf32> into tensor<4x4xf32>
+// CHECK: tensor.insert_slice %[[R]] into %[[BIG]][4, 0] [4, 4] [1, 1]
+func.func @accumulating_pieces(%big: tensor<8x4xf32>, %a: tensor<4x2xf32>, %b: tensor<4x2xf32>, %init: tensor<4x4xf32>) -> tensor<8x4xf32> {
+  %cat = tensor.concat dim(1) %a, %b : (tensor<4x2xf32>, tensor<4x2xf32>) -> tensor<4x4xf32>
+  %r = linalg.generic {indexing_maps = [affine_map<(i, j) -> (i, j)>, affine_map<(i, j) -> (i, j)>], iterator_types = ["parallel", "parallel"]}
+      ins(%cat : tensor<4x4xf32>) outs(%init : tensor<4x4xf32>) {
+  ^bb0(%v: f32, %o: f32):
+    %s = arith.addf %v, %o : f32
+    linalg.yield %s : f32
+  } -> tensor<4x4xf32>
+  %w = tensor.insert_slice %r into %big[4, 0] [4, 4] [1, 1] : tensor<4x4xf32> into tensor<8x4xf32>
+  return %w : tensor<8x4xf32>
+}
