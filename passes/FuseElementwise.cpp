@@ -251,8 +251,8 @@ private:
       SmallVector<SmallVector<OpFoldResult>> pieceOffsets, pieceSizes;
       for (auto [i, init] : llvm::enumerate(op.getDpsInitsMutable())) {
         Destination &d = destinations[i];
-        unsigned dim =
-            d.dims[*slicedDim(op.getMatchingIndexingMap(&init), loop)];
+        unsigned resultDim = *slicedDim(op.getMatchingIndexingMap(&init), loop);
+        unsigned dim = d.dims[resultDim];
         pieceOffsets.push_back(d.offsets);
         pieceSizes.push_back(d.sizes);
         pieceOffsets.back()[dim] = add(d.offsets[dim], offset);
@@ -261,8 +261,7 @@ private:
         auto type = cast<RankedTensorType>(op.getResult(i).getType());
         SmallVector<int64_t> shape(type.getShape());
         std::optional<int64_t> staticSize = getConstantIntValue(size);
-        shape[*slicedDim(op.getMatchingIndexingMap(&init), loop)] =
-            staticSize ? *staticSize : ShapedType::kDynamic;
+        shape[resultDim] = staticSize ? *staticSize : ShapedType::kDynamic;
         int64_t baseRank = cast<RankedTensorType>(d.base.getType()).getRank();
         inits.push_back(tensor::ExtractSliceOp::create(
             rewriter, loc, type.clone(shape), d.base, pieceOffsets.back(),
