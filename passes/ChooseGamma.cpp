@@ -204,8 +204,9 @@ LogicalResult ChooseGammaPass::chooseFor(DecoderOp decoder,
         decoder.getContext(),
         SmallVector<FlatSymbolRefAttr>(choice.gamma, proposer)));
   else
-    decoder.setProposerAttr(DraftProposerAttr::get(decoder.getContext(),
-                                                   proposer, choice.gamma));
+    decoder.setProposerAttr(DraftProposerAttr::get(
+        decoder.getContext(), proposer, choice.gamma,
+        cast<DraftProposerAttr>(decoder.getProposer()).getMinConfidence()));
   decoder.emitRemark() << count << " = " << choice.gamma << ": "
                        << llvm::formatv("{0:F2}", choice.expectedTokens)
                        << " expected tokens per target step, predicted "

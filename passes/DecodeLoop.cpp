@@ -4,6 +4,7 @@
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/LLVMIR/LLVMDialect.h"
+#include "mlir/Dialect/Linalg/IR/Linalg.h"
 #include "mlir/Dialect/SCF/IR/SCF.h"
 #include "mlir/Dialect/Tensor/IR/Tensor.h"
 
@@ -612,7 +613,8 @@ VerifiedTree DecodeLoopBuilder::verifyTree(const DecodeState &state,
 
 VerifiedRound DecodeLoopBuilder::verifyAndCommit(const DecodeState &state,
                                                  Value proposals, Value probs,
-                                                 Value roundKey) {
+                                                 Value roundKey,
+                                                 Value proposed) {
   Type i64Type = b.getI64Type();
   int64_t count = cast<RankedTensorType>(proposals.getType()).getDimSize(0);
   OpFoldResult one = b.getIndexAttr(1);
@@ -622,18 +624,46 @@ VerifiedRound DecodeLoopBuilder::verifyAndCommit(const DecodeState &state,
           b, RankedTensorType::get({count + 1}, i64Type),
           SmallVector<Value>(count + 1, state.last)),
       {one}, {b.getIndexAttr(count)}, {one});
-  auto verify = VerifyOp::create(
-      b, target.func.getResultTypes(),
-      FlatSymbolRefAttr::get(target.func.getSymNameAttr()),
-      operandsFor(target, {toRow(candidates, index(count + 1)),
-                           positions(state.length, index(count + 1)),
-                           state.cache, state.length}),
-      /*arg_attrs=*/nullptr, /*res_attrs=*/nullptr);
+  // The forward's rows: all candidates, or the first proposed + 1.
+  Value verified = index(count + 1);
+  if (proposed) {
+    verified = arith::AddIOp::create(b, proposed, index(1));
+    candidates = tensor::ExtractSliceOp::create(
+        b, candidates, {b.getIndexAttr(0)}, {OpFoldResult(verified)}, {one});
+  }
+  auto verify =
+      VerifyOp::create(b, target.func.getResultTypes(),
+                       FlatSymbolRefAttr::get(target.func.getSymNameAttr()),
+                       operandsFor(target, {toRow(candidates, verified),
+                                            positions(state.length, verified),
+                                            state.cache, state.length}),
+                       /*arg_attrs=*/nullptr, /*res_attrs=*/nullptr);
   SmallVector<OpFoldResult> zeros(3, b.getIndexAttr(0)), ones(3, one);
-  Value rows = tensor::ExtractSliceOp::create(
-      b, RankedTensorType::get({count + 1, target.vocab}, floatType),
-      verify.getResult(0), zeros,
-      {one, b.getIndexAttr(count + 1), b.getIndexAttr(target.vocab)}, ones);
+  auto rowsType = RankedTensorType::get({count + 1, target.vocab}, floatType);
+  Value rows;
+  if (proposed) {
+    // Rows past the verified ones are zeros: the argmax there is a token,
+    // never the -1 proposed, so acceptance stops at `proposed` at most.
+    Value verifiedRows = tensor::ExtractSliceOp::create(
+        b,
+        RankedTensorType::get({ShapedType::kDynamic, target.vocab}, floatType),
+        verify.getResult(0), zeros,
+        {one, OpFoldResult(verified), b.getIndexAttr(target.vocab)}, ones);
+    Value padded =
+        linalg::FillOp::create(b,
+                               ValueRange{arith::ConstantOp::create(
+                                   b, b.getFloatAttr(floatType, 0.0))},
+                               ValueRange{tensor::EmptyOp::create(
+                                   b, rowsType.getShape(), floatType)})
+            .getResult(0);
+    rows = tensor::InsertSliceOp::create(
+        b, verifiedRows, padded, {b.getIndexAttr(0), b.getIndexAttr(0)},
+        {OpFoldResult(verified), b.getIndexAttr(target.vocab)}, {one, one});
+  } else {
+    rows = tensor::ExtractSliceOp::create(
+        b, rowsType, verify.getResult(0), zeros,
+        {one, b.getIndexAttr(count + 1), b.getIndexAttr(target.vocab)}, ones);
+  }
   bool sampling = rule.isSampling();
   auto accept = AcceptOp::create(
       b, b.getIndexType(), i64Type, proposals, rows,

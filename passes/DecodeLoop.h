@@ -187,9 +187,13 @@ public:
   VerifiedTree verifyTree(const DecodeState &state, spec::TreeAttr tree,
                           mlir::Value candidates);
   /// Verifies `proposals` (with their q in `probs` when sampling) after
-  /// `state.last` in one target forward, accepts and commits.
+  /// `state.last` in one target forward, accepts and commits. With
+  /// `proposed` (an index, greedy only), only the first `proposed` are
+  /// verified: the forward has `proposed + 1` rows, and the proposals after
+  /// them must be -1, a token no row's argmax is.
   VerifiedRound verifyAndCommit(const DecodeState &state, mlir::Value proposals,
-                                mlir::Value probs, mlir::Value roundKey);
+                                mlir::Value probs, mlir::Value roundKey,
+                                mlir::Value proposed = {});
   /// A state advanced by a round that committed `round`: one more target
   /// forward, `round.accepted + 1` more tokens.
   DecodeState advance(const DecodeState &state, VerifiedRound &round);

@@ -11,6 +11,8 @@
 #include "passes/Passes.h"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
+#include "mlir/Dialect/Linalg/IR/Linalg.h"
+#include "mlir/Dialect/Math/IR/Math.h"
 #include "mlir/Dialect/SCF/IR/SCF.h"
 #include "mlir/Dialect/Tensor/IR/Tensor.h"
 #include "mlir/Dialect/Utils/StaticValueUtils.h"
@@ -106,7 +108,8 @@ public:
                 "propose the decoder's tree below its first depth; run "
                 "spec-tree-attention first";
     return std::unique_ptr<ProposerLowering>(
-        new DraftLowering(target, *draft, proposer.getGamma(), tree));
+        new DraftLowering(target, *draft, proposer.getGamma(),
+                          proposer.getMinConfidence().convertToDouble(), tree));
   }
 
   int64_t getCapacity() const override {
@@ -117,8 +120,9 @@ public:
 
 private:
   DraftLowering(const CachedModel &target, const CachedModel &draft,
-                int64_t gamma, TreeAttr tree)
-      : ProposerLowering(target), draft(draft), gamma(gamma), tree(tree) {}
+                int64_t gamma, double minConfidence, TreeAttr tree)
+      : ProposerLowering(target), draft(draft), gamma(gamma),
+        minConfidence(minConfidence), tree(tree) {}
 
   /// The draft's loop values: its cache and how many positions it holds.
   struct State {
@@ -129,14 +133,25 @@ private:
 
   RoundResult round(DecodeLoopBuilder &loop, const DecodeState &state,
                     State draftState);
-  std::pair<State, Proposals> propose(DecodeLoopBuilder &loop,
-                                      const DecodeState &state,
-                                      State draftState, Value roundKey);
+  /// The proposals, and how many of them were made (an index; null when
+  /// every round proposes gamma).
+  struct Proposed {
+    State state;
+    Proposals proposals;
+    Value count;
+  };
+  Proposed propose(DecodeLoopBuilder &loop, const DecodeState &state,
+                   State draftState, Value roundKey);
+  /// Whether the draft's probability of `token`, its most likely one after
+  /// `row` (`1 x vocab` logits), is at least minConfidence.
+  Value isConfident(ImplicitLocOpBuilder &b, Value row, Value token);
   RoundResult treeRound(DecodeLoopBuilder &loop, const DecodeState &state,
                         State draftState);
 
   CachedModel draft;
   int64_t gamma;
+  /// Drafting stops at a token of lower probability than this (0: off).
+  double minConfidence;
   /// The candidates each round verifies, or null for one chain.
   TreeAttr tree;
 };
@@ -167,10 +182,11 @@ RoundResult DraftLowering::round(DecodeLoopBuilder &loop,
   ImplicitLocOpBuilder &b = loop.getBuilder();
   Value roundKey = loop.roundKey(state.steps);
   Value start = loop.readClock();
-  auto [proposed, proposals] = propose(loop, state, draftState, roundKey);
+  auto [proposed, proposals, count] =
+      propose(loop, state, draftState, roundKey);
   Value proposingNs = loop.elapsedSince(start);
-  VerifiedRound verified = loop.verifyAndCommit(state, proposals.tokens,
-                                                proposals.probs, roundKey);
+  VerifiedRound verified = loop.verifyAndCommit(
+      state, proposals.tokens, proposals.probs, roundKey, count);
   // The draft keeps what it cached of the accepted prefix.
   proposed.cached =
       arith::MinUIOp::create(b, verified.length, proposed.cached);
@@ -178,24 +194,77 @@ RoundResult DraftLowering::round(DecodeLoopBuilder &loop,
           verified.accepted, proposingNs};
 }
 
+Value DraftLowering::isConfident(ImplicitLocOpBuilder &b, Value row,
+                                 Value token) {
+  // p(token) >= t, with token the row's maximum m: sum_v exp(l_v - m) <=
+  // 1 / t. A NaN anywhere makes the sum NaN: not confident.
+  auto rowType = cast<RankedTensorType>(row.getType());
+  Type f = rowType.getElementType();
+  Value zero = arith::ConstantIndexOp::create(b, 0);
+  Value maximum = tensor::ExtractOp::create(
+      b, row,
+      ValueRange{zero, arith::IndexCastOp::create(b, b.getIndexType(), token)});
+  Value init =
+      linalg::FillOp::create(
+          b, ValueRange{arith::ConstantOp::create(b, b.getFloatAttr(f, 0.0))},
+          ValueRange{tensor::EmptyOp::create(b, ArrayRef<int64_t>{}, f)})
+          .getResult(0);
+  MLIRContext *context = b.getContext();
+  AffineMap all = AffineMap::getMultiDimIdentityMap(2, context);
+  AffineMap none = AffineMap::get(2, 0, {}, context);
+  auto sum = linalg::GenericOp::create(
+      b, init.getType(), ValueRange{row}, ValueRange{init},
+      ArrayRef<AffineMap>{all, none},
+      SmallVector<utils::IteratorType>(2, utils::IteratorType::reduction),
+      [&](OpBuilder &nested, Location loc, ValueRange args) {
+        ImplicitLocOpBuilder nb(loc, nested);
+        Value weight = math::ExpOp::create(
+            nb, arith::SubFOp::create(nb, args[0], maximum));
+        linalg::YieldOp::create(
+            nb, ValueRange{arith::AddFOp::create(nb, args[1], weight)});
+      });
+  Value total = tensor::ExtractOp::create(b, sum.getResult(0), ValueRange{});
+  return arith::CmpFOp::create(
+      b, arith::CmpFPredicate::OLE, total,
+      arith::ConstantOp::create(b, b.getFloatAttr(f, 1.0 / minConfidence)));
+}
+
 /// gamma draft forwards. The first feeds every token the draft has not
 /// cached, seq[cached .. length]; step k feeds positions [cached,
-/// length + k].
-std::pair<DraftLowering::State, Proposals>
-DraftLowering::propose(DecodeLoopBuilder &loop, const DecodeState &state,
-                       State draftState, Value roundKey) {
+/// length + k]. With minConfidence, the first token below it ends the
+/// round's drafting: it is not proposed (its place stays -1), and the steps
+/// after it run no forward.
+DraftLowering::Proposed DraftLowering::propose(DecodeLoopBuilder &loop,
+                                               const DecodeState &state,
+                                               State draftState,
+                                               Value roundKey) {
   ImplicitLocOpBuilder &b = loop.getBuilder();
   Proposals empty =
       Proposals::create(b, gamma, draft.vocab, loop.getFloatType());
   Value zero = loop.index(0), last = loop.index(gamma), one = loop.index(1);
-  auto steps = scf::ForOp::create(
-      b, zero, last, one,
-      ValueRange{draftState.cache, draftState.cached, empty.tokens,
-                 empty.probs, state.last});
+  bool stops = minConfidence > 0.0;
+  SmallVector<Value> init{draftState.cache, draftState.cached, empty.tokens,
+                          empty.probs, state.last};
+  if (stops) {
+    init[2] = linalg::FillOp::create(b, ValueRange{loop.i64(-1)},
+                                     ValueRange{empty.tokens})
+                  .getResult(0);
+    // Still drafting; tokens proposed so far.
+    init.append({arith::ConstantIntOp::create(b, 1, 1), zero});
+  }
+  auto steps = scf::ForOp::create(b, zero, last, one, init);
   OpBuilder::InsertionGuard guard(b);
   b.setInsertionPointToStart(steps.getBody());
   Value k = steps.getInductionVar();
   ValueRange args = steps.getRegionIterArgs();
+  scf::IfOp drafting;
+  if (stops) {
+    drafting = scf::IfOp::create(b, steps.getResultTypes(), args[5],
+                                 /*withElseRegion=*/true);
+    b.setInsertionPointToStart(drafting.elseBlock());
+    scf::YieldOp::create(b, args);
+    b.setInsertionPointToStart(drafting.thenBlock());
+  }
   Value cached = args[1], token = args[4];
   Value end = arith::AddIOp::create(b, state.length, k);
   Value count = arith::AddIOp::create(
@@ -211,12 +280,32 @@ DraftLowering::propose(DecodeLoopBuilder &loop, const DecodeState &state,
                      arith::SubIOp::create(b, count, loop.index(1)),
                      draft.vocab),
       stepKey);
+  Value confident;
+  if (stops) {
+    confident = isConfident(
+        b,
+        loop.logitsRow(forward.getResult(0),
+                       arith::SubIOp::create(b, count, loop.index(1)),
+                       draft.vocab),
+        proposal);
+    proposal = arith::SelectOp::create(b, confident, proposal, loop.i64(-1));
+  }
   Proposals next = Proposals{args[2], args[3]}.with(b, k, proposal, q);
-  scf::YieldOp::create(b, ValueRange{forward.getResults().back(),
-                                     arith::AddIOp::create(b, cached, count),
-                                     next.tokens, next.probs, proposal});
+  SmallVector<Value> yielded{forward.getResults().back(),
+                             arith::AddIOp::create(b, cached, count),
+                             next.tokens, next.probs, proposal};
+  if (stops) {
+    yielded.append({confident, arith::SelectOp::create(
+                                   b, confident,
+                                   arith::AddIOp::create(b, k, one), args[6])});
+    scf::YieldOp::create(b, yielded);
+    b.setInsertionPointAfter(drafting);
+    yielded = llvm::to_vector_of<Value>(drafting.getResults());
+  }
+  scf::YieldOp::create(b, yielded);
   ValueRange results = steps.getResults();
-  return {State{results[0], results[1]}, Proposals{results[2], results[3]}};
+  return {State{results[0], results[1]}, Proposals{results[2], results[3]},
+          stops ? results[6] : Value()};
 }
 
 /// The draft proposes the tree depth by depth (SpecInfer's token tree, of

@@ -279,6 +279,12 @@ LogicalResult PairDraftPass::initialize(MLIRContext *context) {
   if (failed(checked))
     return failure();
   rule = *checked;
+  if (!(minConfidence >= 0.0 && minConfidence < 1.0))
+    return emit() << "spec-pair-draft: min-confidence must lie in [0, 1), got "
+                  << minConfidence;
+  if (minConfidence > 0.0 && sampling)
+    return emit() << "spec-pair-draft: min-confidence stops drafting early "
+                     "under greedy verification only; drop it or sampling";
   tree = {};
   if (!treeParents.empty() || !treeRanks.empty()) {
     tree = TreeAttr::getChecked([&] { return emit() << "spec-pair-draft: "; },
@@ -286,6 +292,9 @@ LogicalResult PairDraftPass::initialize(MLIRContext *context) {
                                 ArrayRef<int64_t>(treeRanks));
     if (!tree)
       return failure();
+    if (minConfidence > 0.0)
+      return emit() << "spec-pair-draft: min-confidence stops chains of "
+                       "proposals; a tree has a fixed shape";
   }
   return success();
 }
@@ -311,6 +320,7 @@ void PairDraftPass::runOnOperation() {
                     DraftProposerAttr::get(
                         &getContext(),
                         FlatSymbolRefAttr::get(draft->func.getSymNameAttr()),
-                        tree ? tree.getMaxDepth() : int64_t(gamma)),
+                        tree ? tree.getMaxDepth() : int64_t(gamma),
+                        APFloat(static_cast<double>(minConfidence))),
                     rule, /*acceptance_rate=*/FloatAttr(), tree);
 }

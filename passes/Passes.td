@@ -162,6 +162,10 @@ def SpecPairDraft : Pass<"spec-pair-draft", "::mlir::ModuleOp"> {
     Option<"topP", "top-p", "double", "1.0",
            "Sample among the smallest set of most likely tokens holding this "
            "probability mass (with sampling; 1: off)">,
+    Option<"minConfidence", "min-confidence", "double", "0.0",
+           "Stop a round's drafting at the first token the draft gives a "
+           "probability below this (#spec.draft's min_confidence; greedy "
+           "only; 0: always gamma)">,
     ListOption<"treeParents", "tree-parents", "int64_t",
                "Verify a tree of the draft's candidates per round: each "
                "candidate's parent (#spec.tree's parents; gamma becomes the "
@@ -374,6 +378,8 @@ def SpecLowerGenerate : Pass<"spec-lower-generate", "::mlir::ModuleOp"> {
   let dependentDialects = ["::specula::spec::SpecDialect",
                            "::mlir::arith::ArithDialect",
                            "::mlir::func::FuncDialect",
+                           "::mlir::linalg::LinalgDialect",
+                           "::mlir::math::MathDialect",
                            "::mlir::scf::SCFDialect",
                            "::mlir::tensor::TensorDialect"];
 }

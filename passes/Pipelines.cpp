@@ -10,6 +10,7 @@
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/Dialect/GPU/IR/GPUDialect.h"
 #include "mlir/Dialect/GPU/Transforms/Passes.h"
+#include "mlir/Dialect/LLVMIR/Transforms/Passes.h"
 #include "mlir/Dialect/Linalg/Passes.h"
 #include "mlir/Dialect/MemRef/Transforms/Passes.h"
 #include "mlir/Pass/PassManager.h"
@@ -136,6 +137,13 @@ void specula::buildGraphToLLVMPipeline(OpPassManager &pm,
     schedule.threads = options.gpuScheduleThreads;
     pm.addNestedPass<func::FuncOp>(createSpecGPUSchedule(schedule));
   }
+  if (!options.lineTables.empty()) {
+    // Ops made from here on keep the location of the op they came from: a
+    // line of this snapshot.
+    LocationSnapshotOptions snapshot;
+    snapshot.fileName = options.lineTables;
+    pm.addPass(createLocationSnapshot(snapshot));
+  }
   pm.addNestedPass<func::FuncOp>(createConvertLinalgToLoopsPass());
   // The blocked contractions' tiles: transfers of whole tiles become one
   // load or store per row, contractions outer products (one fused
@@ -155,6 +163,8 @@ void specula::buildGraphToLLVMPipeline(OpPassManager &pm,
   if (parallel)
     pm.addPass(createConvertOpenMPToLLVMPass());
   pm.addPass(createReconcileUnrealizedCastsPass());
+  if (!options.lineTables.empty())
+    pm.addPass(LLVM::createDIScopeForLLVMFuncOpPass());
 }
 
 void specula::buildSpecToCPUPipeline(OpPassManager &pm,
@@ -167,6 +177,7 @@ void specula::buildSpecToCPUPipeline(OpPassManager &pm,
   lowering.parallelColumns = options.parallelColumns;
   lowering.parallelMinWork = options.parallelMinWork;
   lowering.fuseAttention = options.fuseAttention;
+  lowering.lineTables = options.lineTables;
   buildGraphToLLVMPipeline(pm, lowering);
   if (!options.weightsFile.empty()) {
     SpecExternalizeWeightsOptions weights;

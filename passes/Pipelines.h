@@ -66,6 +66,13 @@ struct GraphToLLVMOptions : public mlir::PassPipelineOptions<GraphToLLVMOptions>
                      "which a contraction stays on one thread "
                      "(spec-parallelize-columns{min-work})"),
       llvm::cl::init(131072)};
+  Option<std::string> lineTables{
+      *this, "line-tables",
+      llvm::cl::desc("Write the IR to this file as its loops are scheduled "
+                     "(just before linalg becomes loops) and give the LLVM "
+                     "functions line tables pointing into it, so that a "
+                     "profiler attributes the compiled code's time to those "
+                     "ops (perf report --sort srcline); empty: none")};
 };
 
 /// Lowers model functions on tensors (what the ONNX importer produces) to the
@@ -119,6 +126,11 @@ struct SpecToCPUOptions : public mlir::PassPipelineOptions<SpecToCPUOptions> {
       llvm::cl::desc("Multiply-adds per row below which a contraction stays "
                      "on one thread (see spec-graph-to-llvm)"),
       llvm::cl::init(131072)};
+  Option<std::string> lineTables{
+      *this, "line-tables",
+      llvm::cl::desc("Write the scheduled IR to this file and give the code "
+                     "line tables into it, for profilers (see "
+                     "spec-graph-to-llvm); empty: none")};
 };
 
 /// The CPU compilation of speculative decoders, from the decoder composition

@@ -47,6 +47,18 @@ if subprocess.run(["/usr/bin/python3", "-c", "import matplotlib"],
                   capture_output=True).returncode == 0:
     config.available_features.add("matplotlib")
 
+# bench/op_profile.py samples spec-run with Linux perf (Debian's linux-perf,
+# not installed by CI; sampling must be allowed).
+import tempfile
+with tempfile.TemporaryDirectory() as scratch:
+    try:
+        if subprocess.run(["perf", "record", "-e", "cpu-clock", "-o",
+                           os.path.join(scratch, "probe.data"), "--", "true"],
+                          capture_output=True).returncode == 0:
+            config.available_features.add("perf")
+    except OSError:
+        pass
+
 # A sanitizer build's shared objects need the sanitizer runtime in the
 # process: they cannot be loaded into Debian's uninstrumented mlir-opt.
 if config.specula_sanitizers:

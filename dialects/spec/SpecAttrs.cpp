@@ -106,11 +106,17 @@ ModelConfigAttr::verify(function_ref<InFlightDiagnostic()> emitError,
 
 LogicalResult
 DraftProposerAttr::verify(function_ref<InFlightDiagnostic()> emitError,
-                          FlatSymbolRefAttr model, int64_t gamma) {
+                          FlatSymbolRefAttr model, int64_t gamma,
+                          APFloat minConfidenceValue) {
+  double minConfidence = minConfidenceValue.convertToDouble();
   if (gamma < 1)
     return emitError() << "gamma (tokens proposed per step) must be at least "
                           "1, got "
                        << gamma;
+  if (!(minConfidence >= 0.0 && minConfidence < 1.0))
+    return emitError() << "min_confidence (a probability below which the "
+                          "draft stops proposing) must lie in [0, 1), got "
+                       << detail::formatShortestDouble(minConfidence);
   return success();
 }
 

@@ -132,10 +132,30 @@ def Spec_DraftProposerAttr : Spec_Attr<"DraftProposer", "draft", [
     Names a function with role `draft` and the number of tokens `gamma` (at
     least 1) it proposes autoregressively before each verification.
 
-    Example: `#spec.draft<@draft, gamma = 4>`
+    With `min_confidence` (in (0, 1); 0, the default, is off) a round's
+    drafting stops early: at the first token to which the draft gives a
+    probability below it, which is not proposed, so that the round verifies
+    only the tokens the draft was confident of (dynamic speculation length,
+    as Hugging Face's `assistant_confidence_threshold`). Where the draft is
+    unsure, its tokens are mostly rejected, and each costs a draft forward
+    and a verified row. Greedy verification only: the output stays exactly
+    the target's.
+
+    Example: `#spec.draft<@draft, gamma = 4>`,
+    `#spec.draft<@draft, gamma = 8, min_confidence = 0.4>`
   }];
-  let parameters = (ins "::mlir::FlatSymbolRefAttr":$model, "int64_t":$gamma);
-  let assemblyFormat = "`<` $model `,` `gamma` `=` $gamma `>`";
+  let parameters = (ins "::mlir::FlatSymbolRefAttr":$model, "int64_t":$gamma,
+                        Spec_F64Parameter<"probability below which drafting stops (0: off)",
+                                          "0.0">:$minConfidence);
+  let assemblyFormat = [{
+    `<` $model `,` `gamma` `=` $gamma
+        (`,` `min_confidence` `=` $minConfidence^)? `>`
+  }];
+  let builders = [
+    AttrBuilder<(ins "::mlir::FlatSymbolRefAttr":$model, "int64_t":$gamma), [{
+      return $_get($_ctxt, model, gamma, ::llvm::APFloat(0.0));
+    }]>
+  ];
   let genVerifyDecl = 1;
 }
 

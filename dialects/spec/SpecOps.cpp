@@ -167,6 +167,16 @@ LogicalResult DecoderOp::verify() {
       return emitOpError() << "acceptance_rate must lie in [0, 1], got "
                            << detail::formatShortestDouble(
                                   rate.getValueAsDouble());
+  if (auto draft = dyn_cast<DraftProposerAttr>(getProposer());
+      draft && !draft.getMinConfidence().isZero()) {
+    if (getTreeAttr())
+      return emitOpError() << "a draft's tree has a fixed shape; "
+                              "min_confidence stops chains of proposals";
+    if (!isa<GreedyAttr>(getRule()))
+      return emitOpError()
+             << "min_confidence stops a draft's proposals early under greedy "
+                "verification only";
+  }
   if (TreeAttr tree = getTreeAttr()) {
     if (auto mtp = dyn_cast<MTPProposerAttr>(getProposer());
         mtp && tree.getMaxDepth() > static_cast<int64_t>(mtp.getHeads().size()))

@@ -55,6 +55,10 @@ struct ArtifactOptions {
   /// CPU: attention in one pass over the cache per query row
   /// (spec-to-cpu{fuse-attention}).
   bool fuseAttention = true;
+  /// CPU: write the scheduled IR to this file and give the shared object
+  /// line tables into it, so that a profiler attributes time to its ops
+  /// (spec-to-cpu{line-tables}); empty: none.
+  std::string lineTables;
   /// A Hugging Face tokenizer.json the artifact carries (with the
   /// tokenizer_config.json beside it, when there is one) for the runtime to
   /// tokenize with; empty: the byte-level tokenizer (ids 0-255 are bytes).

@@ -448,6 +448,7 @@ LogicalResult specula::compileToLLVM(ModuleOp module,
     pipeline.parallelColumns = options.parallelColumns;
     pipeline.parallelMinWork = options.parallelMinWork;
     pipeline.fuseAttention = options.fuseAttention;
+    pipeline.lineTables = options.lineTables;
     buildSpecToCPUPipeline(pm, pipeline);
   }
   if (failed(pm.run(module)))

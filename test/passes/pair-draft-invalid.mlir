@@ -9,6 +9,12 @@
 // TREE: error: spec-pair-draft: a tree has one parent and one rank per candidate, got 2 parents and 1 ranks
 // RUN: not spec-opt %s --spec-pair-draft='tree-parents=0,0 tree-ranks=1,1' -split-input-file 2>&1 | FileCheck %s --check-prefix=SAME
 // SAME: error: spec-pair-draft: candidates 1 and 2 are the same token (rank 1 under parent 0)
+// RUN: not spec-opt %s --spec-pair-draft=min-confidence=1 -split-input-file 2>&1 | FileCheck %s --check-prefix=CONFIDENCE
+// CONFIDENCE: error: spec-pair-draft: min-confidence must lie in [0, 1), got 1
+// RUN: not spec-opt %s --spec-pair-draft='min-confidence=0.5 sampling=true' -split-input-file 2>&1 | FileCheck %s --check-prefix=CONFIDENCE-SAMPLING
+// CONFIDENCE-SAMPLING: error: spec-pair-draft: min-confidence stops drafting early under greedy verification only; drop it or sampling
+// RUN: not spec-opt %s --spec-pair-draft='min-confidence=0.5 tree-parents=0 tree-ranks=0' -split-input-file 2>&1 | FileCheck %s --check-prefix=CONFIDENCE-TREE
+// CONFIDENCE-TREE: error: spec-pair-draft: min-confidence stops chains of proposals; a tree has a fixed shape
 
 // One incompatibility per split, naming both models, with how to fix it;
 // test/tools/specc shows several reported at once.

@@ -3,6 +3,7 @@
 // RUN: spec-opt %s --spec-pair-draft='sampling=true top-k=4 top-p=0.5' -split-input-file -verify-diagnostics=only-expected | FileCheck %s --check-prefix=FILTERS
 // RUN: not spec-opt %s --spec-pair-draft='target=big draft=small' -split-input-file 2>&1 | FileCheck %s --check-prefix=NAMED
 // RUN: spec-opt %s --spec-pair-draft='gamma=6 tree-parents=0,0,1 tree-ranks=0,1,0' -split-input-file -verify-diagnostics=only-expected | FileCheck %s --check-prefix=TREE
+// RUN: spec-opt %s --spec-pair-draft='gamma=8 min-confidence=0.4' -split-input-file -verify-diagnostics=only-expected | FileCheck %s --check-prefix=CONFIDENCE
 
 // A compatible pair: same tokenizer, vocabulary and special tokens.
 func.func private @big(tensor<?x?xi64>) -> tensor<?x?x259xf32>
@@ -19,6 +20,8 @@ func.func private @small(tensor<?x?xi64>) -> tensor<?x?x259xf32>
 // FILTERS: spec.decoder @decoder target(@big) proposer(#spec.draft<@small, gamma = 4>) verify(#spec.rejection<top_k = 4, top_p = 0.5>)
 // A tree of the draft's candidates is gamma deep, whatever gamma says.
 // TREE: spec.decoder @decoder target(@big) proposer(#spec.draft<@small, gamma = 2>) verify(#spec.greedy) tree(#spec.tree<parents = [0, 0, 1], ranks = [0, 1, 0]>)
+// Drafting that stops at the first token below 40%.
+// CONFIDENCE: spec.decoder @decoder target(@big) proposer(#spec.draft<@small, gamma = 8, min_confidence = 0.4>) verify(#spec.greedy)
 // NAMED-DAG: spec.decoder @decoder target(@big) proposer(#spec.draft<@small, gamma = 4>)
 // The later splits have no @big.
 // NAMED-DAG: error: no function @big for the target

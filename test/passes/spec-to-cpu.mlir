@@ -3,6 +3,9 @@
 // RUN: spec-opt %s --spec-to-cpu=capacity=16 | FileCheck %s --check-prefix=CAPACITY
 // RUN: spec-opt %s --spec-to-cpu='weights-file=%t.bin min-weight-bytes=16' | FileCheck %s --check-prefix=WEIGHTS
 // RUN: spec-opt %s --spec-to-cpu=runtime-allocator=false | FileCheck %s --check-prefix=MALLOC
+// RUN: spec-opt %s --spec-to-cpu='line-tables=%t.lines.mlir' --mlir-print-debuginfo | FileCheck %s --check-prefix=LINES
+// RUN: FileCheck %s --check-prefix=SNAPSHOT < %t.lines.mlir
+// RUN: spec-opt %s --spec-to-cpu --mlir-print-debuginfo | FileCheck %s --check-prefix=NOLINES
 
 // The spec-to-cpu pipeline takes a composition as specc builds it (a target
 // and a draft with functional caches) to the LLVM dialect: the models with
@@ -72,3 +75,14 @@ spec.decoder @decoder target(@target) proposer(#spec.draft<@draft, gamma = 3>) v
 // With a weights file, large constants are read from it.
 // WEIGHTS: llvm.mlir.global external @spec_weights_base()
 // CHECK-NOT: @spec_weights_base
+
+// With line-tables, the IR as its loops are scheduled is written out and the
+// LLVM functions get line tables whose lines are that file's ops: what a
+// profiler of the compiled code reports time against.
+// SNAPSHOT: func.func private @target(
+// SNAPSHOT: func.func @decoder_generate(
+// LINES-DAG: #di_file = #llvm.di_file<"{{.*}}.lines.mlir" in
+// LINES-DAG: #di_compile_unit = #llvm.di_compile_unit<{{.*}}file = #di_file,{{.*}}emissionKind = LineTablesOnly>
+// LINES-DAG: #di_subprogram{{[0-9]*}} = #llvm.di_subprogram<{{.*}}name = "decoder_generate"{{.*}}file = #di_file,
+// LINES-DAG: loc("{{.*}}.lines.mlir":{{[0-9]+}}:{{[0-9]+}})
+// NOLINES-NOT: di_subprogram

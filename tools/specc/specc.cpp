@@ -101,6 +101,13 @@ static cl::opt<int64_t> maxTreeNodes(
 static cl::opt<int64_t> proposalCount("gamma",
                               cl::desc("Tokens the draft proposes per step"),
                               cl::init(4), cl::cat(category));
+static cl::opt<double> draftConfidence(
+    "draft-confidence",
+    cl::desc("With --draft (greedy, a chain): stop a round's drafting at "
+             "the first token the draft gives a probability below this, "
+             "so that rounds where the draft is unsure verify fewer tokens "
+             "(0 < p < 1; default 0: always gamma)"),
+    cl::init(0.0), cl::cat(category));
 static cl::opt<double> acceptanceRate(
     "acceptance-rate",
     cl::desc("Expected per-token acceptance of the draft (or of one MTP "
@@ -213,6 +220,13 @@ static cl::opt<bool> fuseAttention(
              "cached keys and values per query row, with online softmax "
              "(spec-fuse-attention; default: on)"),
     cl::init(true), cl::cat(category));
+static cl::opt<std::string> lineTables(
+    "line-tables",
+    cl::desc("With --device cpu: write the compiled IR, as its loops are "
+             "scheduled, to this file and give the code line tables into "
+             "it, so that `perf report --sort srcline` says which op the "
+             "time went to (bench/op_profile.py)"),
+    cl::value_desc("file.mlir"), cl::cat(category));
 static cl::opt<std::string> linker(
     "linker",
     cl::desc("C compiler driver that links the artifact's shared object "
@@ -552,6 +566,20 @@ int main(int argc, char **argv) {
                     "--sampling\n";
     return 1;
   }
+  if (draftConfidence.getNumOccurrences() &&
+      (draftPath.empty() || !treeShape.empty() || sampling ||
+       !(draftConfidence > 0.0 && draftConfidence < 1.0))) {
+    llvm::errs() << "error: --draft-confidence takes a probability in (0, 1) "
+                    "and stops a draft's chain under greedy verification "
+                    "(not with --mtp-head, --tree or --sampling)\n";
+    return 1;
+  }
+  if (!lineTables.empty() && device == ArtifactDevice::CUDA) {
+    llvm::errs() << "error: --line-tables gives CPU code line tables; the "
+                    "CUDA kernels have none (compile with --device cpu to "
+                    "profile)\n";
+    return 1;
+  }
   if (!cudaToolkit.empty() && !llvm::sys::fs::is_directory(cudaToolkit)) {
     llvm::errs() << "error: --cuda-toolkit '" << cudaToolkit
                  << "' is not a directory\n";
@@ -605,6 +633,7 @@ int main(int argc, char **argv) {
     pairOptions.temperature = temperature;
     pairOptions.topK = topK;
     pairOptions.topP = topP;
+    pairOptions.minConfidence = draftConfidence;
     // A profile of a draft's tree (`--tree probe`) without --tree: the
     // cost model picks the tree (or the chain); a chain's picks gamma.
     bool chooseTree =
@@ -725,6 +754,11 @@ int main(int argc, char **argv) {
                   ? emit.getValue()
                   : (StringRef(outputPath).ends_with(".spec") ? Emit::Artifact
                                                               : Emit::SpecMLIR);
+  if (!lineTables.empty() && what == Emit::SpecMLIR) {
+    llvm::errs() << "error: --line-tables point into the compiled code; "
+                    "write an artifact (-o NAME.spec) or --emit=llvm-mlir\n";
+    return 1;
+  }
   ArtifactOptions options;
   options.device = device;
   options.chip = chip;
@@ -736,6 +770,7 @@ int main(int argc, char **argv) {
   options.parallelColumns = parallelColumns;
   options.parallelMinWork = parallelMinWork;
   options.fuseAttention = fuseAttention;
+  options.lineTables = lineTables;
   options.tokenizer = *tokenizer;
   // All of an export folder's EOS ids stop generation.
   if (auto ids = targetFolderMetadata.find("eos_token_ids");

@@ -62,6 +62,21 @@ spec.decoder @d target(@t) proposer(#spec.draft<@draft, gamma = 0>) verify(#spec
 
 // -----
 
+// expected-error @below {{min_confidence (a probability below which the draft stops proposing) must lie in [0, 1), got 1.0}}
+spec.decoder @d target(@t) proposer(#spec.draft<@draft, gamma = 4, min_confidence = 1.0>) verify(#spec.greedy)
+
+// -----
+
+// expected-error @below {{'spec.decoder' op min_confidence stops a draft's proposals early under greedy verification only}}
+spec.decoder @d target(@t) proposer(#spec.draft<@draft, gamma = 4, min_confidence = 0.5>) verify(#spec.rejection<temperature = 1.0>)
+
+// -----
+
+// expected-error @below {{'spec.decoder' op a draft's tree has a fixed shape; min_confidence stops chains of proposals}}
+spec.decoder @d target(@t) proposer(#spec.draft<@draft, gamma = 1, min_confidence = 0.5>) verify(#spec.greedy) tree(#spec.tree<parents = [0], ranks = [0]>)
+
+// -----
+
 // An empty head list does not parse; the verifier's own check is exercised
 // from C++ in test/unit/dialects/spec/SpecDialectTest.cpp.
 // expected-error @below {{expected attribute value}}

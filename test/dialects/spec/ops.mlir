@@ -51,6 +51,14 @@ func.func private @mtp1(tensor<?x64xf32>, tensor<?xi64>) -> tensor<?x259xf32>
 spec.decoder @draft_greedy target(@target)
     proposer(#spec.draft<@draft, gamma = 4>) verify(#spec.greedy)
 
+// A draft that stops at its first token below 40% (off, 0, is elided).
+// CHECK: spec.decoder @draft_stopping target(@target) proposer(#spec.draft<@draft, gamma = 8, min_confidence = 0.4>) verify(#spec.greedy)
+spec.decoder @draft_stopping target(@target)
+    proposer(#spec.draft<@draft, gamma = 8, min_confidence = 0.4>) verify(#spec.greedy)
+// CHECK: spec.decoder @draft_not_stopping target(@target) proposer(#spec.draft<@draft, gamma = 8>) verify(#spec.greedy)
+spec.decoder @draft_not_stopping target(@target)
+    proposer(#spec.draft<@draft, gamma = 8, min_confidence = 0.0>) verify(#spec.greedy)
+
 // Defaults of the sampling rule are elided when printed.
 // CHECK: spec.decoder @draft_sampled target(@target) proposer(#spec.draft<@draft, gamma = 1>) verify(#spec.rejection<temperature = 0.8, top_k = 40, top_p = 0.95>) {acceptance_rate = 7.500000e-01 : f64}
 spec.decoder @draft_sampled target(@target)

@@ -96,11 +96,13 @@ protected:
   /// The example target paired with its draft, gamma 4 (or proposing the
   /// tree `parents`/`ranks`, as #spec.tree holds it).
   void pairDraft(ModuleOp module, PassManager &pm,
-                 ArrayRef<int64_t> parents = {}, ArrayRef<int64_t> ranks = {}) {
+                 ArrayRef<int64_t> parents = {}, ArrayRef<int64_t> ranks = {},
+                 int64_t gamma = 4, double minConfidence = 0.0) {
     import(module, "target.onnx", "target");
     import(module, "draft.onnx", "draft");
     SpecPairDraftOptions options;
-    options.gamma = 4;
+    options.gamma = gamma;
+    options.minConfidence = minConfidence;
     options.treeParents.assign(parents.begin(), parents.end());
     options.treeRanks.assign(ranks.begin(), ranks.end());
     pm.addPass(createSpecPairDraft(options));
@@ -226,6 +228,16 @@ protected:
 TEST_F(ExactGreedyTest, DraftDecoder) {
   expectExact([&](ModuleOp module, PassManager &pm) { pairDraft(module, pm); },
               2.0);
+}
+
+// Rounds whose drafting stops at the first unsure token verify as many
+// rows as were proposed (1 to gamma + 1): the output is still the target's.
+TEST_F(ExactGreedyTest, DraftDecoderStoppingAtUnsureTokens) {
+  expectExact(
+      [&](ModuleOp module, PassManager &pm) {
+        pairDraft(module, pm, {}, {}, /*gamma=*/6, /*minConfidence=*/0.5);
+      },
+      1.5);
 }
 
 // A stop token ends the generation and the stream at the same token, in
