@@ -275,19 +275,14 @@ DraftLowering::Proposed DraftLowering::propose(DecodeLoopBuilder &loop,
       draft, {feed, loop.positions(cached, count), args[0], cached});
   Value stepKey = arith::AddIOp::create(
       b, roundKey, arith::IndexCastOp::create(b, b.getI64Type(), end));
-  auto [proposal, q] = loop.propose(
+  Value lastRow =
       loop.logitsRow(forward.getResult(0),
                      arith::SubIOp::create(b, count, loop.index(1)),
-                     draft.vocab),
-      stepKey);
+                     draft.vocab);
+  auto [proposal, q] = loop.propose(lastRow, stepKey);
   Value confident;
   if (stops) {
-    confident = isConfident(
-        b,
-        loop.logitsRow(forward.getResult(0),
-                       arith::SubIOp::create(b, count, loop.index(1)),
-                       draft.vocab),
-        proposal);
+    confident = isConfident(b, lastRow, proposal);
     proposal = arith::SelectOp::create(b, confident, proposal, loop.i64(-1));
   }
   Proposals next = Proposals{args[2], args[3]}.with(b, k, proposal, q);
