@@ -8,6 +8,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "passes/Passes.h"
+#include "passes/WeightContraction.h"
 
 #include "dialects/spec/SpecDialect.h"
 
@@ -42,78 +43,6 @@ using namespace specula;
 
 /// Marks the ops being blocked while tiling and peeling clone them.
 static constexpr llvm::StringLiteral kBlockMarker = "__spec_block__";
-
-namespace {
-/// The loops of a contraction `out[batch..., rows..., n] += a[batch...,
-/// rows..., k] * w[batch..., k, n]` by role: `w` (a weight matrix, or the
-/// keys or values of one attention head) is the same for every row.
-struct ContractionDims {
-  SmallVector<unsigned> outer; // batch loops and all row loops but the last
-  unsigned rows;               // the innermost row loop
-  unsigned columns;            // n: the output's innermost dimension
-  unsigned depth;              // k: the reduction
-};
-} // namespace
-
-/// The roles of `op`'s loops if it is an f32 contraction whose second
-/// operand does not depend on the rows: one reduction k, a multiply-accumulate
-/// body, an output indexed by its innermost loop n, `w` indexed by k, n and
-/// loops shared with `a`, and at least one row loop (indexing `a` and the
-/// output, not `w`).
-static std::optional<ContractionDims>
-matchWeightContraction(linalg::LinalgOp op) {
-  if (op.getNumDpsInputs() != 2 || op.getNumDpsInits() != 1 ||
-      op.getNumReductionLoops() != 1 || op.getNumParallelLoops() < 2 ||
-      !linalg::isaContractionOpInterface(op))
-    return std::nullopt;
-  auto outputType =
-      dyn_cast<ShapedType>(op.getDpsInitOperand(0)->get().getType());
-  if (!outputType || !outputType.getElementType().isF32())
-    return std::nullopt;
-  SmallVector<unsigned> reductions;
-  op.getReductionDims(reductions);
-  unsigned depth = reductions.front();
-
-  AffineMap output = op.getMatchingIndexingMap(op.getDpsInitOperand(0));
-  if (!output.isProjectedPermutation() || output.getNumResults() < 2)
-    return std::nullopt;
-  unsigned columns = output.getDimPosition(output.getNumResults() - 1);
-
-  // `w` is the input indexed by n, `a` the other.
-  OpOperand *weight = nullptr, *rowsOperand = nullptr;
-  for (OpOperand *input : op.getDpsInputOperands()) {
-    AffineMap map = op.getMatchingIndexingMap(input);
-    if (!map.isProjectedPermutation())
-      return std::nullopt;
-    (map.isFunctionOfDim(columns) ? weight : rowsOperand) = input;
-  }
-  if (!weight || !rowsOperand)
-    return std::nullopt;
-  AffineMap w = op.getMatchingIndexingMap(weight);
-  AffineMap a = op.getMatchingIndexingMap(rowsOperand);
-  if (!w.isFunctionOfDim(depth) || !a.isFunctionOfDim(depth))
-    return std::nullopt;
-
-  ContractionDims dims;
-  dims.columns = columns;
-  dims.depth = depth;
-  SmallVector<unsigned> rowLoops;
-  for (unsigned i = 0; i + 1 < output.getNumResults(); ++i) {
-    unsigned loop = output.getDimPosition(i);
-    if (!a.isFunctionOfDim(loop))
-      return std::nullopt;
-    if (w.isFunctionOfDim(loop))
-      dims.outer.push_back(loop);
-    else
-      rowLoops.push_back(loop);
-  }
-  if (rowLoops.empty() ||
-      dims.outer.size() + rowLoops.size() + 2 != op.getNumLoops())
-    return std::nullopt;
-  dims.rows = rowLoops.back();
-  dims.outer.append(rowLoops.begin(), rowLoops.end() - 1);
-  return dims;
-}
 
 /// Tiles `op` by `sizes` (0: not tiled), loops ordered by `order`; returns
 /// the loops, outermost first, or failure.

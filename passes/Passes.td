@@ -835,6 +835,80 @@ def SpecOrderGlobals : Pass<"spec-order-globals", "::mlir::ModuleOp"> {
   let dependentDialects = ["::mlir::memref::MemRefDialect"];
 }
 
+def SpecGPUContractions
+    : Pass<"spec-gpu-contractions", "::mlir::func::FuncOp"> {
+  let summary = "GPU loops for contractions whose rows share an operand: "
+                "each weight read once for a tile of rows, with vector loads, "
+                "and deep reductions split among threads";
+  let description = [{
+    A decode step reads every weight once, so on a GPU its contractions are
+    bound by memory bandwidth, and a verify forward of gamma + 1 rows should
+    cost about what one row does. `spec-gpu-schedule` alone gives one thread
+    per output: a six-row forward reads each weight six times, and a
+    one-row product `[1, K] x [K, N]` runs N threads, each reading a column
+    of K weights one after the other (2048 threads for a 2048-wide layer:
+    a sixth of an H200's multiprocessors, with one load in flight each).
+
+    This pass, on bufferized code before `spec-gpu-schedule`, rewrites every
+    f32 contraction `out[outer..., rows, n] += a[outer..., rows, k] *
+    w[outer..., k, n]` whose `w` does not depend on the rows (weight
+    matrices; the keys and values of an attention head) into an
+    `scf.parallel` nest that `spec-gpu-schedule` then maps: one thread per
+    group of `vector-width` adjacent columns, per tile of up to `rows` rows,
+    and per slice of the reduction. The thread loads each `vector-width`
+    group of `w` once per `k` (one 128-bit load for 4 f32 when `w`'s rows
+    are contiguous and 16-byte aligned) and multiplies it into the
+    accumulators of all the tile's rows, which stay in registers. A tile of
+    fewer rows than `rows` (the last one, or a forward with fewer rows) is
+    computed as tiles of 6, 4, 2 and 1 rows, so that no thread computes rows
+    that do not exist.
+
+    When `w` has at least `split-min-bytes` bytes and a static reduction of
+    more than `slice-depth` steps, the reduction is split into slices of
+    `slice-depth` steps computed by different threads (K / slice-depth
+    times more threads, and as many more loads in flight), each into its
+    own partial sum, and a second loop nest adds each output's partial sums
+    to it in slice order.
+
+    Batch invariance (exact greedy speculation relies on it): each output is
+    one fused multiply-add chain over its slice's `k` in ascending order,
+    and the slices' sums are added in slice order; the slices depend only on
+    `k`'s extent, never on the number of rows, and every row of every tile
+    runs the same arithmetic. A row's values are therefore the same whether
+    the forward has one row or nine.
+
+    The loops are ordinary `scf` and `vector` ops: with
+    `spec-to-cpu{gpu-schedule-threads}` they run on the CPU, which is how
+    the exact-greedy and ONNX Runtime tests check them without a GPU.
+
+    Left alone: contractions of other element types, with bodies other than
+    one multiply and one add, or not bufferized.
+
+    Refused: options out of range (rows a power of two in [1, 16];
+    vector-width 1, 2 or 4; slice-depth at least 1; split-min-bytes not
+    negative).
+  }];
+  let options = [
+    Option<"rows", "rows", "int64_t", "8",
+           "Most rows a thread computes from one load of weights (a power "
+           "of two, at most 16)">,
+    Option<"vectorWidth", "vector-width", "int64_t", "4",
+           "Adjacent columns per thread, loaded as one vector where the "
+           "weights' rows are contiguous and aligned (1, 2 or 4)">,
+    Option<"sliceDepth", "slice-depth", "int64_t", "32",
+           "Reduction steps per thread when the reduction is split">,
+    Option<"splitMinBytes", "split-min-bytes", "int64_t", "1048576",
+           "Split the reduction of contractions whose shared operand has at "
+           "least this many bytes (0: every one with a static reduction "
+           "longer than slice-depth)">,
+  ];
+  let dependentDialects = ["::mlir::arith::ArithDialect",
+                           "::mlir::math::MathDialect",
+                           "::mlir::memref::MemRefDialect",
+                           "::mlir::scf::SCFDialect",
+                           "::mlir::vector::VectorDialect"];
+}
+
 def SpecGPUSchedule : Pass<"spec-gpu-schedule", "::mlir::func::FuncOp"> {
   let summary = "Map bufferized linalg ops and copies to GPU blocks and "
                 "threads";

@@ -133,6 +133,9 @@ void specula::buildGraphToLLVMPipeline(OpPassManager &pm,
   if (gpuSchedule) {
     // spec-to-cuda's loops, run here as ordinary loops (scf.parallel
     // becomes sequential in scf-to-cf).
+    SpecGPUContractionsOptions contractions;
+    contractions.splitMinBytes = options.gpuSplitMinBytes;
+    pm.addNestedPass<func::FuncOp>(createSpecGPUContractions(contractions));
     SpecGPUScheduleOptions schedule;
     schedule.threads = options.gpuScheduleThreads;
     pm.addNestedPass<func::FuncOp>(createSpecGPUSchedule(schedule));
@@ -174,6 +177,7 @@ void specula::buildSpecToCPUPipeline(OpPassManager &pm,
   GraphToLLVMOptions lowering;
   lowering.runtimeAllocator = options.runtimeAllocator;
   lowering.gpuScheduleThreads = options.gpuScheduleThreads;
+  lowering.gpuSplitMinBytes = options.gpuSplitMinBytes;
   lowering.parallelColumns = options.parallelColumns;
   lowering.parallelMinWork = options.parallelMinWork;
   lowering.fuseAttention = options.fuseAttention;
@@ -196,6 +200,11 @@ void specula::buildSpecToCUDAPipeline(OpPassManager &pm,
 
   // The device split: linalg ops and copies become kernels; the decode
   // loops' control and scalar bookkeeping stay on the host.
+  if (options.contractions) {
+    SpecGPUContractionsOptions contractions;
+    contractions.splitMinBytes = options.splitMinBytes;
+    pm.addNestedPass<func::FuncOp>(createSpecGPUContractions(contractions));
+  }
   SpecGPUScheduleOptions schedule;
   schedule.threads = options.threads;
   pm.addNestedPass<func::FuncOp>(createSpecGPUSchedule(schedule));

@@ -11,6 +11,10 @@ class OpPassManager;
 
 namespace specula {
 
+/// Weights of at least this many bytes have their contractions' reductions
+/// split among GPU threads (spec-gpu-contractions{split-min-bytes}).
+constexpr int64_t kDefaultGPUSplitMinBytes = 1 << 20;
+
 struct GraphToLLVMOptions : public mlir::PassPipelineOptions<GraphToLLVMOptions> {
   Option<bool> fuseElementwise{
       *this, "fuse-elementwise",
@@ -53,6 +57,13 @@ struct GraphToLLVMOptions : public mlir::PassPipelineOptions<GraphToLLVMOptions>
                      "with this many threads per block) on the CPU instead "
                      "of the CPU's own, to test it without a GPU (0: off)"),
       llvm::cl::init(0)};
+  Option<int64_t> gpuSplitMinBytes{
+      *this, "gpu-split-min-bytes",
+      llvm::cl::desc("With gpu-schedule-threads: split the reductions of "
+                     "contractions whose weights have at least this many "
+                     "bytes among threads "
+                     "(spec-gpu-contractions{split-min-bytes})"),
+      llvm::cl::init(kDefaultGPUSplitMinBytes)};
   Option<bool> parallelColumns{
       *this, "parallel-columns",
       llvm::cl::desc("Share the column tiles of large blocked contractions "
@@ -109,6 +120,10 @@ struct SpecToCPUOptions : public mlir::PassPipelineOptions<SpecToCPUOptions> {
       llvm::cl::desc("Run spec-to-cuda's loop schedule on the CPU (see "
                      "spec-graph-to-llvm; 0: off)"),
       llvm::cl::init(0)};
+  Option<int64_t> gpuSplitMinBytes{
+      *this, "gpu-split-min-bytes",
+      llvm::cl::desc("With gpu-schedule-threads: see spec-graph-to-llvm"),
+      llvm::cl::init(kDefaultGPUSplitMinBytes)};
   Option<bool> fuseAttention{
       *this, "fuse-attention",
       llvm::cl::desc("Compute attention in one pass over the cached keys and "
@@ -174,6 +189,18 @@ struct SpecToCUDAOptions
       *this, "threads",
       llvm::cl::desc("Threads per block (spec-gpu-schedule)"),
       llvm::cl::init(128)};
+  Option<bool> contractions{
+      *this, "contractions",
+      llvm::cl::desc("Contractions whose rows share an operand as "
+                     "spec-gpu-contractions' loops (each weight loaded once "
+                     "for a tile of rows); off: one thread per output"),
+      llvm::cl::init(true)};
+  Option<int64_t> splitMinBytes{
+      *this, "split-min-bytes",
+      llvm::cl::desc("Split the reductions of contractions whose weights "
+                     "have at least this many bytes among threads "
+                     "(spec-gpu-contractions{split-min-bytes})"),
+      llvm::cl::init(kDefaultGPUSplitMinBytes)};
   Option<bool> asyncLaunches{
       *this, "async-launches",
       llvm::cl::desc("Chain launches on one stream and synchronize only "

@@ -11,6 +11,8 @@
 #ifndef SPECULA_ARTIFACT_H
 #define SPECULA_ARTIFACT_H
 
+#include "passes/Pipelines.h"
+
 #include "mlir/IR/BuiltinOps.h"
 #include "mlir/Support/LLVM.h"
 
@@ -33,6 +35,10 @@ struct ArtifactOptions {
   /// threads per block) instead of the CPU's own, to test it without a GPU
   /// (0: off).
   int64_t gpuScheduleThreads = 0;
+  /// Weights of at least this many bytes have their contractions'
+  /// reductions split among GPU threads (spec-gpu-contractions); with
+  /// gpuScheduleThreads, on the CPU too.
+  int64_t gpuSplitMinBytes = kDefaultGPUSplitMinBytes;
   /// The spec.decoder to compile.
   std::string decoder = "decoder";
   /// Positions each KV cache holds (0: the models' max_context).

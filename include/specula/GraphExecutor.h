@@ -9,6 +9,8 @@
 #ifndef SPECULA_GRAPHEXECUTOR_H
 #define SPECULA_GRAPHEXECUTOR_H
 
+#include "passes/Pipelines.h"
+
 #include "mlir/IR/BuiltinOps.h"
 #include "mlir/Support/LLVM.h"
 
@@ -53,11 +55,13 @@ public:
 
   /// Lowers `function` in `module` (consumed: it is lowered in place) and
   /// JIT-compiles it; with `gpuScheduleThreads`, with the loops of the CUDA
-  /// schedule (spec-gpu-schedule) instead of the CPU's own. Fails with a
-  /// diagnostic.
+  /// schedule (spec-gpu-contractions splitting the reductions of weights of
+  /// at least `gpuSplitMinBytes`, spec-gpu-schedule) instead of the CPU's
+  /// own. Fails with a diagnostic.
   static mlir::FailureOr<std::unique_ptr<GraphExecutor>>
   compile(mlir::ModuleOp module, llvm::StringRef function,
-          int64_t gpuScheduleThreads = 0);
+          int64_t gpuScheduleThreads = 0,
+          int64_t gpuSplitMinBytes = kDefaultGPUSplitMinBytes);
 
   /// Runs the function; checks the inputs against its signature. Returns the
   /// results, or fails with `error` set.

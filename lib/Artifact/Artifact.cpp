@@ -438,6 +438,7 @@ LogicalResult specula::compileToLLVM(ModuleOp module,
     pipeline.chip = options.chip;
     pipeline.toolkit = options.cudaToolkit;
     pipeline.weightsFile = weightsFile.str();
+    pipeline.splitMinBytes = options.gpuSplitMinBytes;
     buildSpecToCUDAPipeline(pm, pipeline);
   } else {
     SpecToCPUOptions pipeline;
@@ -445,6 +446,7 @@ LogicalResult specula::compileToLLVM(ModuleOp module,
     pipeline.weightsFile = weightsFile.str();
     pipeline.minWeightBytes = options.minWeightBytes;
     pipeline.gpuScheduleThreads = options.gpuScheduleThreads;
+    pipeline.gpuSplitMinBytes = options.gpuSplitMinBytes;
     pipeline.parallelColumns = options.parallelColumns;
     pipeline.parallelMinWork = options.parallelMinWork;
     pipeline.fuseAttention = options.fuseAttention;

@@ -164,7 +164,7 @@ GraphExecutor::~GraphExecutor() = default;
 
 FailureOr<std::unique_ptr<GraphExecutor>>
 GraphExecutor::compile(ModuleOp module, StringRef function,
-                       int64_t gpuScheduleThreads) {
+                       int64_t gpuScheduleThreads, int64_t gpuSplitMinBytes) {
   auto func = module.lookupSymbol<func::FuncOp>(function);
   if (!func)
     return module.emitError() << "no function @" << function << " to compile";
@@ -204,6 +204,7 @@ GraphExecutor::compile(ModuleOp module, StringRef function,
   PassManager pm(module.getContext());
   GraphToLLVMOptions lowering;
   lowering.gpuScheduleThreads = gpuScheduleThreads;
+  lowering.gpuSplitMinBytes = gpuSplitMinBytes;
   buildGraphToLLVMPipeline(pm, lowering);
   if (failed(pm.run(module)))
     return failure();

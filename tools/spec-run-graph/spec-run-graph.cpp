@@ -80,6 +80,12 @@ static cl::opt<int64_t> gpuScheduleThreads(
              "with this many threads per block), run on the CPU, instead of "
              "the CPU's own (0: off)"),
     cl::init(0), cl::cat(category));
+static cl::opt<int64_t> gpuSplitMinBytes(
+    "gpu-split-min-bytes",
+    cl::desc("With --gpu-schedule-threads: split the reductions of "
+             "contractions whose weights have at least this many bytes "
+             "among threads (spec-gpu-contractions{split-min-bytes})"),
+    cl::init(kDefaultGPUSplitMinBytes), cl::cat(category));
 static cl::opt<bool> verbose("v", cl::desc("Print every test's outcome"), cl::cat(category));
 static cl::opt<bool> listOps("list-supported-ops",
                              cl::desc("Print the supported ONNX operators"), cl::cat(category));
@@ -168,7 +174,8 @@ importAndCompile(MLIRContext &context, StringRef path,
     pm.addPass(createSpecLowerSteps());
     if (failed(pm.run(*parsed)))
       return failure();
-    return GraphExecutor::compile(*parsed, functionName, gpuScheduleThreads);
+    return GraphExecutor::compile(*parsed, functionName, gpuScheduleThreads,
+                                  gpuSplitMinBytes);
   }
   OwningOpRef<ModuleOp> module =
       ModuleOp::create(FileLineColLoc::get(&context, path, 0, 0));
@@ -177,7 +184,8 @@ importAndCompile(MLIRContext &context, StringRef path,
       *refused = !StringRef(diagnostics).contains("importer bug");
     return failure();
   }
-  return GraphExecutor::compile(*module, "main", gpuScheduleThreads);
+  return GraphExecutor::compile(*module, "main", gpuScheduleThreads,
+                                gpuSplitMinBytes);
 }
 
 /// Runs one data set; returns an empty string on success, else why not.

@@ -196,6 +196,14 @@ static cl::opt<int64_t> gpuScheduleOnCPU(
              "schedule (this many threads per block) instead of the CPU's "
              "own"),
     cl::init(0), cl::Hidden, cl::cat(category));
+static cl::opt<int64_t> gpuSplitMinBytes(
+    "gpu-split-min-bytes",
+    cl::desc("With --device cuda (or --gpu-schedule-on-cpu): split the "
+             "reductions of contractions whose weights have at least this "
+             "many bytes among threads, each into partial sums added in "
+             "order (spec-gpu-contractions; default 1 MiB; 0: every static "
+             "one)"),
+    cl::init(kDefaultGPUSplitMinBytes), cl::cat(category));
 static cl::opt<std::string> cpu(
     "cpu",
     cl::desc("CPU the artifact's code is for: native (this host, all its "
@@ -585,6 +593,11 @@ int main(int argc, char **argv) {
                  << "' is not a directory\n";
     return 1;
   }
+  if (gpuSplitMinBytes < 0) {
+    llvm::errs() << "error: --gpu-split-min-bytes must not be negative, got "
+                 << gpuSplitMinBytes << "\n";
+    return 1;
+  }
   std::optional<double> measuredCostRatio, measuredVerifyCost;
   TopKAcceptance measuredTopK;
   bool measuredTree = false;
@@ -765,6 +778,7 @@ int main(int argc, char **argv) {
   options.cudaToolkit = cudaToolkit;
   options.capacity = capacity;
   options.gpuScheduleThreads = gpuScheduleOnCPU;
+  options.gpuSplitMinBytes = gpuSplitMinBytes;
   options.linker = linker;
   options.cpu = cpu;
   options.parallelColumns = parallelColumns;

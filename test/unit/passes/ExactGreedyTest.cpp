@@ -350,12 +350,23 @@ TEST_F(ExactGreedyTest, MTPModuleChainDecoder) {
   }
 }
 
-// The CUDA schedule (spec-gpu-schedule: one thread per output, tiles of a
-// block's threads), executed on the CPU as loops: the tiling and mapping keep
-// greedy exact.
+// The CUDA schedule (spec-gpu-contractions: a thread per column group and
+// tile of rows; spec-gpu-schedule: one thread per output of the other ops,
+// tiles of a block's threads), executed on the CPU as loops: the tiling and
+// mapping keep greedy exact.
 TEST_F(ExactGreedyTest, DraftDecoderOnTheGPUSchedule) {
   ArtifactOptions options;
   options.gpuScheduleThreads = 128;
+  expectExact([&](ModuleOp module, PassManager &pm) { pairDraft(module, pm); },
+              2.0, options);
+}
+
+// spec-gpu-contractions with every static reduction split among threads
+// (partial sums per slice, added in slice order): still batch invariant.
+TEST_F(ExactGreedyTest, DraftDecoderOnTheGPUScheduleSplitReductions) {
+  ArtifactOptions options;
+  options.gpuScheduleThreads = 128;
+  options.gpuSplitMinBytes = 0;
   expectExact([&](ModuleOp module, PassManager &pm) { pairDraft(module, pm); },
               2.0, options);
 }

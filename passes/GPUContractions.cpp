@@ -1,0 +1,403 @@
+//===- GPUContractions.cpp - GPU loops for weight contractions ------------===//
+//
+// Rewrites contractions whose rows share an operand into scf.parallel nests
+// in which a thread loads each (vector of) weight once for a tile of rows and
+// computes a slice of the reduction; spec-gpu-schedule maps the nests.
+//
+//===----------------------------------------------------------------------===//
+
+#include "passes/Passes.h"
+#include "passes/WeightContraction.h"
+
+#include "mlir/Dialect/Arith/IR/Arith.h"
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/Dialect/Linalg/IR/Linalg.h"
+#include "mlir/Dialect/Math/IR/Math.h"
+#include "mlir/Dialect/MemRef/IR/MemRef.h"
+#include "mlir/Dialect/SCF/IR/SCF.h"
+#include "mlir/Dialect/Vector/IR/VectorOps.h"
+#include "mlir/IR/BuiltinTypes.h"
+#include "mlir/IR/ImplicitLocOpBuilder.h"
+#include "mlir/IR/SymbolTable.h"
+#include "llvm/Support/MathExtras.h"
+
+namespace specula {
+#define GEN_PASS_DEF_SPECGPUCONTRACTIONS
+#include "passes/Passes.h.inc"
+} // namespace specula
+
+using namespace mlir;
+using namespace specula;
+
+namespace {
+struct GPUContractionsPass
+    : public specula::impl::SpecGPUContractionsBase<GPUContractionsPass> {
+  using Base::Base;
+  LogicalResult initialize(MLIRContext *context) override {
+    auto fail = [&](StringRef what) {
+      return emitError(UnknownLoc::get(context))
+             << "spec-gpu-contractions: " << what;
+    };
+    if (rows < 1 || rows > 16 || !llvm::isPowerOf2_64(rows))
+      return fail("rows must be a power of two in [1, 16], got ")
+             << static_cast<int64_t>(rows);
+    if (vectorWidth != 1 && vectorWidth != 2 && vectorWidth != 4)
+      return fail("vector-width must be 1, 2 or 4, got ")
+             << static_cast<int64_t>(vectorWidth);
+    if (sliceDepth < 1)
+      return fail("slice-depth must be at least 1, got ")
+             << static_cast<int64_t>(sliceDepth);
+    if (splitMinBytes < 0)
+      return fail("split-min-bytes must not be negative, got ")
+             << static_cast<int64_t>(splitMinBytes);
+    return success();
+  }
+  void runOnOperation() override;
+};
+
+/// How one contraction is computed.
+struct Schedule {
+  ContractionDims dims;
+  int64_t width;  // columns per thread
+  bool aligned;   // `w`'s column vectors are `width`-element aligned
+  int64_t slices; // reduction slices (1: not split)
+  int64_t depth;  // reduction steps per slice (when split)
+  SmallVector<int64_t> rowTiles; // tile sizes, largest first, ending in 1
+};
+} // namespace
+
+/// Whether `op`'s body is `out + a * w` on f32 (either operand order).
+static bool isMultiplyAdd(linalg::LinalgOp op) {
+  Block &body = op->getRegion(0).front();
+  if (!llvm::all_of(body.getArgumentTypes(),
+                    [](Type type) { return type.isF32(); }))
+    return false;
+  auto yield = cast<linalg::YieldOp>(body.getTerminator());
+  auto add = yield.getValues().front().getDefiningOp<arith::AddFOp>();
+  if (!add || body.getOperations().size() != 3)
+    return false;
+  Value out = body.getArgument(2);
+  Value product = add.getLhs() == out ? add.getRhs() : add.getLhs();
+  if (add.getLhs() != out && add.getRhs() != out)
+    return false;
+  auto mul = product.getDefiningOp<arith::MulFOp>();
+  if (!mul)
+    return false;
+  Value in0 = body.getArgument(0), in1 = body.getArgument(1);
+  return (mul.getLhs() == in0 && mul.getRhs() == in1) ||
+         (mul.getLhs() == in1 && mul.getRhs() == in0);
+}
+
+/// Whether `memref` starts at an address aligned to `bytes`: a global or an
+/// allocation with at least that alignment, seen through ops that keep the
+/// base address.
+static bool hasAlignedBase(Value memref, uint64_t bytes) {
+  while (Operation *def = memref.getDefiningOp()) {
+    if (auto alloc = dyn_cast<memref::AllocOp>(def))
+      return alloc.getAlignment().value_or(0) >= bytes;
+    if (auto get = dyn_cast<memref::GetGlobalOp>(def)) {
+      auto global = SymbolTable::lookupNearestSymbolFrom<memref::GlobalOp>(
+          get, get.getNameAttr());
+      return global && global.getAlignment().value_or(0) >= bytes;
+    }
+    if (isa<memref::ReshapeOp, memref::ExpandShapeOp, memref::CollapseShapeOp,
+            memref::CastOp>(def)) {
+      memref = def->getOperand(0);
+      continue;
+    }
+    return false;
+  }
+  return false;
+}
+
+/// Whether `memref`'s innermost dimension is contiguous and every other
+/// stride and the offset are static multiples of `width` elements.
+static bool hasAlignedRows(MemRefType type, int64_t width) {
+  if (type.getLayout().isIdentity())
+    return type.getRank() <= 1 || (!type.isDynamicDim(type.getRank() - 1) &&
+                                   type.getShape().back() % width == 0);
+  SmallVector<int64_t> strides;
+  int64_t offset;
+  if (failed(type.getStridesAndOffset(strides, offset)) || strides.empty() ||
+      strides.back() != 1 || ShapedType::isDynamic(offset) || offset % width)
+    return false;
+  for (int64_t stride : ArrayRef(strides).drop_back())
+    if (ShapedType::isDynamic(stride) || stride % width)
+      return false;
+  return true;
+}
+
+/// The row tiles of a thread's rows: `rows`, then for the rows left over 6
+/// (when smaller than `rows`) and the powers of two below `rows`.
+static SmallVector<int64_t> rowTileSizes(int64_t rows) {
+  SmallVector<int64_t> tiles{rows};
+  for (int64_t t = rows / 2; t >= 1; t /= 2) {
+    if (t < 6 && tiles.back() > 6 && rows > 6)
+      tiles.push_back(6);
+    tiles.push_back(t);
+  }
+  return tiles;
+}
+
+namespace {
+/// Builds the loops of one contraction in place of `op`.
+class ContractionBuilder {
+public:
+  ContractionBuilder(linalg::LinalgOp op, const Schedule &schedule)
+      : op(op), s(schedule), b(op.getLoc(), op) {}
+
+  void build();
+
+private:
+  /// Indices into `operand` (an input or the init) for the loop values
+  /// `loops` (one per loop of the op; unset ones are never read).
+  SmallVector<Value> indices(OpOperand *operand, ArrayRef<Value> loops) {
+    SmallVector<Value> result;
+    for (AffineExpr expr : op.getMatchingIndexingMap(operand).getResults()) {
+      if (auto dim = dyn_cast<AffineDimExpr>(expr))
+        result.push_back(loops[dim.getPosition()]);
+      else
+        result.push_back(b.create<arith::ConstantIndexOp>(
+            cast<AffineConstantExpr>(expr).getValue()));
+    }
+    return result;
+  }
+
+  VectorType vectorType() { return VectorType::get({s.width}, b.getF32Type()); }
+
+  /// `t` rows from `firstRow`, columns from `column`, reduction [k0, k1):
+  /// accumulators from `init` (or zero), results into `result` at `slice`
+  /// (partial sums) or into the output.
+  void emitTile(int64_t t, Value firstRow, ArrayRef<Value> outer, Value column,
+                Value k0, Value k1, Value slice);
+
+  Value index(int64_t value) { return b.create<arith::ConstantIndexOp>(value); }
+
+  linalg::LinalgOp op;
+  const Schedule &s;
+  ImplicitLocOpBuilder b;
+  Value partials; // the split reduction's partial sums, [slices, out...]
+};
+} // namespace
+
+void ContractionBuilder::emitTile(int64_t t, Value firstRow,
+                                  ArrayRef<Value> outer, Value column, Value k0,
+                                  Value k1, Value slice) {
+  const ContractionDims &d = s.dims;
+  OpOperand *weight = op.getDpsInputOperand(d.weight);
+  OpOperand *rowsInput = op.getDpsInputOperand(1 - d.weight);
+  OpOperand *init = op.getDpsInitOperand(0);
+  SmallVector<Value> loops(op.getNumLoops());
+  for (auto [loop, value] : llvm::zip(d.outer, outer))
+    loops[loop] = value;
+  loops[d.columns] = column;
+
+  VectorType type = vectorType();
+  // The output element (row i) a tile's accumulator i stands for.
+  auto outputAt = [&](int64_t i) {
+    loops[d.rows] = b.create<arith::AddIOp>(firstRow, index(i));
+    return indices(init, loops);
+  };
+  SmallVector<Value> accumulators;
+  Value zero = b.create<arith::ConstantOp>(
+      type, DenseElementsAttr::get(type, b.getF32FloatAttr(0.0f)));
+  for (int64_t i = 0; i < t; ++i)
+    accumulators.push_back(
+        slice ? zero
+              : b.create<vector::LoadOp>(type, init->get(), outputAt(i))
+                    .getResult());
+
+  auto loop = b.create<scf::ForOp>(k0, k1, index(1), accumulators);
+  {
+    OpBuilder::InsertionGuard guard(b);
+    b.setInsertionPointToStart(loop.getBody());
+    loops[d.depth] = loop.getInductionVar();
+    loops[d.rows] = firstRow;
+    auto load =
+        b.create<vector::LoadOp>(type, weight->get(), indices(weight, loops));
+    if (s.aligned)
+      load.setAlignment(static_cast<uint64_t>(s.width * 4));
+    SmallVector<Value> next;
+    for (int64_t i = 0; i < t; ++i) {
+      loops[d.rows] = b.create<arith::AddIOp>(firstRow, index(i));
+      Value a =
+          b.create<memref::LoadOp>(rowsInput->get(), indices(rowsInput, loops));
+      Value broadcast = b.create<vector::BroadcastOp>(type, a);
+      next.push_back(b.create<vector::FMAOp>(broadcast, load.getResult(),
+                                             loop.getRegionIterArgs()[i]));
+    }
+    b.create<scf::YieldOp>(next);
+  }
+  for (int64_t i = 0; i < t; ++i) {
+    SmallVector<Value> at = outputAt(i);
+    if (slice) {
+      at.insert(at.begin(), slice);
+      b.create<vector::StoreOp>(loop.getResult(i), partials, at);
+    } else {
+      b.create<vector::StoreOp>(loop.getResult(i), init->get(), at);
+    }
+  }
+}
+
+void ContractionBuilder::build() {
+  const ContractionDims &d = s.dims;
+  OpOperand *init = op.getDpsInitOperand(0);
+  Value output = init->get();
+  auto outputType = cast<MemRefType>(output.getType());
+  SmallVector<Range> ranges = op.createLoopRanges(b, b.getLoc());
+  auto size = [&](unsigned loop) {
+    return getValueOrCreateConstantIndexOp(b, b.getLoc(), ranges[loop].size);
+  };
+  Value rowCount = size(d.rows);
+  Value depthSize = size(d.depth);
+  // Column groups (a dynamic column count has groups of one column).
+  Value groups =
+      s.width == 1
+          ? size(d.columns)
+          : index(*getConstantIntValue(ranges[d.columns].size) / s.width);
+
+  if (s.slices > 1) {
+    SmallVector<int64_t> shape{s.slices};
+    llvm::append_range(shape, outputType.getShape());
+    SmallVector<Value> dynamic;
+    for (int64_t i = 0, e = outputType.getRank(); i < e; ++i)
+      if (outputType.isDynamicDim(i))
+        dynamic.push_back(b.create<memref::DimOp>(output, i));
+    partials = b.create<memref::AllocOp>(MemRefType::get(shape, b.getF32Type()),
+                                         dynamic, b.getI64IntegerAttr(64));
+  }
+
+  // Threads: outer loops x row tiles x (slices x column groups).
+  int64_t rowsPerTile = s.rowTiles.front();
+  SmallVector<Value> lower, upper, steps;
+  for (unsigned loop : d.outer)
+    upper.push_back(size(loop));
+  upper.push_back(b.create<arith::CeilDivUIOp>(rowCount, index(rowsPerTile)));
+  upper.push_back(b.create<arith::MulIOp>(index(s.slices), groups));
+  lower.assign(upper.size(), index(0));
+  steps.assign(upper.size(), index(1));
+  b.create<scf::ParallelOp>(
+      lower, upper, steps,
+      [&](OpBuilder &nested, Location loc, ValueRange ivs) {
+        OpBuilder::InsertionGuard guard(b);
+        b.setInsertionPoint(nested.getInsertionBlock(),
+                            nested.getInsertionPoint());
+        SmallVector<Value> outer(ivs.drop_back(2));
+        Value tile = ivs[ivs.size() - 2];
+        Value thread = ivs.back();
+        Value group = thread, slice, k0 = index(0), k1 = depthSize;
+        if (s.slices > 1) {
+          slice = b.create<arith::DivUIOp>(thread, groups);
+          group = b.create<arith::RemUIOp>(thread, groups);
+          k0 = b.create<arith::MulIOp>(slice, index(s.depth));
+          k1 = b.create<arith::MinUIOp>(
+              b.create<arith::AddIOp>(k0, index(s.depth)), depthSize);
+        }
+        Value column = b.create<arith::MulIOp>(group, index(s.width));
+        Value first = b.create<arith::MulIOp>(tile, index(rowsPerTile));
+        Value end = b.create<arith::MinUIOp>(
+            b.create<arith::AddIOp>(first, index(rowsPerTile)), rowCount);
+        // Tiles of decreasing sizes while rows are left, then single rows.
+        for (int64_t t : s.rowTiles) {
+          if (t == 1) {
+            auto single = b.create<scf::ForOp>(first, end, index(1));
+            OpBuilder::InsertionGuard inner(b);
+            b.setInsertionPointToStart(single.getBody());
+            emitTile(1, single.getInductionVar(), outer, column, k0, k1, slice);
+            break;
+          }
+          Value left = b.create<arith::SubIOp>(end, first);
+          Value fits = b.create<arith::CmpIOp>(arith::CmpIPredicate::uge, left,
+                                               index(t));
+          auto branch = b.create<scf::IfOp>(fits, /*withElse=*/false);
+          {
+            OpBuilder::InsertionGuard inner(b);
+            b.setInsertionPointToStart(branch.thenBlock());
+            emitTile(t, first, outer, column, k0, k1, slice);
+          }
+          first = b.create<arith::SelectOp>(
+              fits, b.create<arith::AddIOp>(first, index(t)), first);
+        }
+      });
+
+  if (s.slices > 1) {
+    // Each output plus its partial sums, in slice order.
+    SmallVector<Value> sizes;
+    for (int64_t i = 0, e = outputType.getRank(); i < e; ++i)
+      sizes.push_back(b.create<memref::DimOp>(output, i));
+    SmallVector<Value> zeros(sizes.size(), index(0)),
+        ones(sizes.size(), index(1));
+    b.create<scf::ParallelOp>(
+        zeros, sizes, ones,
+        [&](OpBuilder &nested, Location loc, ValueRange ivs) {
+          OpBuilder::InsertionGuard guard(b);
+          b.setInsertionPoint(nested.getInsertionBlock(),
+                              nested.getInsertionPoint());
+          Value sum = b.create<memref::LoadOp>(output, ivs);
+          auto sum_loop = b.create<scf::ForOp>(index(0), index(s.slices),
+                                               index(1), ValueRange{sum});
+          {
+            OpBuilder::InsertionGuard inner(b);
+            b.setInsertionPointToStart(sum_loop.getBody());
+            SmallVector<Value> at{sum_loop.getInductionVar()};
+            llvm::append_range(at, ivs);
+            Value partial = b.create<memref::LoadOp>(partials, at);
+            b.create<scf::YieldOp>(ValueRange{b.create<arith::AddFOp>(
+                sum_loop.getRegionIterArgs()[0], partial)});
+          }
+          b.create<memref::StoreOp>(sum_loop.getResult(0), output, ivs);
+        });
+    b.create<memref::DeallocOp>(partials);
+  }
+  op->erase();
+}
+
+void GPUContractionsPass::runOnOperation() {
+  SmallVector<std::pair<linalg::LinalgOp, Schedule>> work;
+  getOperation().walk([&](linalg::LinalgOp op) {
+    if (!op.hasPureBufferSemantics() || !isMultiplyAdd(op))
+      return;
+    std::optional<ContractionDims> dims = matchWeightContraction(op);
+    if (!dims)
+      return;
+    Value weight = op.getDpsInputOperand(dims->weight)->get();
+    auto weightType = cast<MemRefType>(weight.getType());
+    auto outputType =
+        cast<MemRefType>(op.getDpsInitOperand(0)->get().getType());
+    SmallVector<int64_t> bounds = op.getStaticLoopRanges();
+    int64_t columns = bounds[dims->columns];
+    // Groups of columns are vectors when `n` is `w`'s and the output's
+    // innermost, contiguous dimension, of a static size they divide.
+    AffineMap w =
+        op.getMatchingIndexingMap(op.getDpsInputOperand(dims->weight));
+    bool vectors = w.getNumResults() > 0 &&
+                   w.getResults().back() ==
+                       getAffineDimExpr(dims->columns, op.getContext()) &&
+                   hasAlignedRows(weightType, 1) &&
+                   hasAlignedRows(outputType, 1);
+    Schedule schedule;
+    schedule.dims = *dims;
+    schedule.width = 1;
+    for (int64_t width = vectorWidth; width > 1; width /= 2)
+      if (vectors && !ShapedType::isDynamic(columns) && columns % width == 0) {
+        schedule.width = width;
+        break;
+      }
+    schedule.aligned = schedule.width > 1 &&
+                       hasAlignedRows(weightType, schedule.width) &&
+                       hasAlignedBase(weight, schedule.width * 4);
+    int64_t depth = bounds[dims->depth];
+    schedule.slices = 1;
+    schedule.depth = depth;
+    if (weightType.hasStaticShape() && !ShapedType::isDynamic(depth) &&
+        depth > sliceDepth &&
+        weightType.getNumElements() * 4 >= splitMinBytes) {
+      schedule.slices = llvm::divideCeil(depth, sliceDepth);
+      schedule.depth = sliceDepth;
+    }
+    schedule.rowTiles = rowTileSizes(rows);
+    work.emplace_back(op, schedule);
+  });
+  for (auto &[op, schedule] : work)
+    ContractionBuilder(op, schedule).build();
+}

@@ -1,0 +1,144 @@
+// RUN: spec-opt %s --pass-pipeline='builtin.module(func.func(spec-gpu-contractions))' -split-input-file | FileCheck %s
+// RUN: spec-opt %s --pass-pipeline='builtin.module(func.func(spec-gpu-contractions{split-min-bytes=0 slice-depth=16}))' -split-input-file | FileCheck %s --check-prefix=SPLIT
+// RUN: spec-opt %s --pass-pipeline='builtin.module(func.func(spec-gpu-contractions{rows=2 vector-width=2}))' -split-input-file | FileCheck %s --check-prefix=SMALL
+
+// A weight matrix (a 16-byte aligned global): a thread per 4 columns and
+// tile of 8 rows. One aligned 128-bit load of the weights per k serves all
+// the tile's rows; the accumulators start from the output. Fewer rows left:
+// tiles of 6, 4 and 2 rows, then single rows.
+// CHECK-LABEL: func.func @weights
+// CHECK-NOT: linalg.generic
+// CHECK: %[[W:.*]] = memref.get_global @w
+// CHECK: %[[ROWS:.*]] = memref.dim %{{.*}}, %{{.*}} : memref<1x?x64xf32>
+// CHECK: %[[TILES:.*]] = arith.ceildivui %[[ROWS]], %c8
+// CHECK: %[[GROUPS:.*]] = arith.muli %c1{{.*}}, %c32
+// CHECK: scf.parallel ({{.*}}, %[[TILE:.*]], %[[GROUP:.*]]) = ({{.*}}) to ({{.*}}, %[[TILES]], %[[GROUPS]])
+// CHECK: %[[COLUMN:.*]] = arith.muli %[[GROUP]], %c4
+// CHECK: %[[LEFT:.*]] = arith.subi
+// CHECK: %[[FULL:.*]] = arith.cmpi uge, %[[LEFT]], %c8
+// CHECK: scf.if %[[FULL]] {
+// CHECK-COUNT-8: vector.load %arg1[{{.*}}] : memref<1x?x128xf32>, vector<4xf32>
+// CHECK: scf.for %[[K:.*]] = %{{.*}} to %{{.*}} step %{{.*}} iter_args({{.*}}) -> (vector<4xf32>, vector<4xf32>, vector<4xf32>, vector<4xf32>, vector<4xf32>, vector<4xf32>, vector<4xf32>, vector<4xf32>)
+// CHECK-NEXT: %[[VEC:.*]] = vector.load %[[W]][%[[K]], %[[COLUMN]]] {alignment = 16 : i64} : memref<64x128xf32>, vector<4xf32>
+// CHECK-COUNT-8: vector.fma %{{.*}}, %[[VEC]], %{{.*}} : vector<4xf32>
+// CHECK-NOT: vector.load %[[W]]
+// CHECK: scf.yield
+// CHECK-COUNT-8: vector.store
+// CHECK: arith.cmpi uge, %{{.*}}, %c6
+// CHECK: arith.cmpi uge, %{{.*}}, %c4
+// CHECK: arith.cmpi uge, %{{.*}}, %c2
+// CHECK: scf.for %[[ROW:.*]] = %{{.*}} to %{{.*}} step
+// CHECK: scf.for {{.*}} -> (vector<4xf32>)
+// CHECK-NOT: memref.alloc
+// CHECK: return
+
+// Split (split-min-bytes=0, slice-depth=16): 64 / 16 = 4 slices of the
+// reduction, each into its own partial sums; a second loop nest adds them
+// to the output in slice order.
+// SPLIT-LABEL: func.func @weights
+// SPLIT: %[[PARTIALS:.*]] = memref.alloc(%{{.*}}) {alignment = 64 : i64} : memref<4x1x?x128xf32>
+// SPLIT: %[[THREADS:.*]] = arith.muli %c4{{.*}}, %c32
+// SPLIT: scf.parallel ({{.*}}, %[[THREAD:.*]]) = ({{.*}}) to ({{.*}}, %[[THREADS]])
+// SPLIT: %[[SLICE:.*]] = arith.divui %[[THREAD]], %c32
+// SPLIT: %[[K0:.*]] = arith.muli %[[SLICE]], %c16
+// SPLIT: %[[END:.*]] = arith.addi %[[K0]], %c16
+// SPLIT: %[[K1:.*]] = arith.minui %[[END]], %c64
+// SPLIT: %[[ZERO:.*]] = arith.constant dense<0.000000e+00> : vector<4xf32>
+// SPLIT: scf.for %{{.*}} = %[[K0]] to %[[K1]] step %{{.*}} iter_args(%{{.*}} = %[[ZERO]],
+// SPLIT: vector.store %{{.*}}, %[[PARTIALS]][%[[SLICE]],
+// SPLIT: scf.parallel (%[[I:.*]], %[[J:.*]], %[[N:.*]]) =
+// SPLIT: %[[OUT:.*]] = memref.load %arg1[%[[I]], %[[J]], %[[N]]]
+// SPLIT: %[[SUM:.*]] = scf.for %[[S:.*]] = %{{.*}} to %c4{{.*}} step %{{.*}} iter_args(%[[ACC:.*]] = %[[OUT]]) -> (f32)
+// SPLIT: %[[PART:.*]] = memref.load %[[PARTIALS]][%[[S]], %[[I]], %[[J]], %[[N]]]
+// SPLIT: arith.addf %[[ACC]], %[[PART]]
+// SPLIT: memref.store %[[SUM]], %arg1[%[[I]], %[[J]], %[[N]]]
+// SPLIT: memref.dealloc %[[PARTIALS]]
+
+// rows=2 vector-width=2: tiles of 2 rows, then single rows; 2 columns per
+// thread (64 groups).
+// SMALL-LABEL: func.func @weights
+// SMALL: arith.ceildivui %{{.*}}, %c2
+// SMALL: arith.muli %c1{{.*}}, %c64
+// SMALL: arith.cmpi uge, %{{.*}}, %c2
+// SMALL-NOT: arith.cmpi uge
+// SMALL: vector.load %{{.*}} {alignment = 8 : i64} : memref<64x128xf32>, vector<2xf32>
+memref.global "private" constant @w : memref<64x128xf32> = dense<1.0> {alignment = 64 : i64}
+func.func @weights(%a: memref<1x?x64xf32>, %out: memref<1x?x128xf32>) {
+  %w = memref.get_global @w : memref<64x128xf32>
+  linalg.generic {indexing_maps = [affine_map<(d0, d1, d2, d3) -> (d0, d1, d3)>, affine_map<(d0, d1, d2, d3) -> (d3, d2)>, affine_map<(d0, d1, d2, d3) -> (d0, d1, d2)>], iterator_types = ["parallel", "parallel", "parallel", "reduction"]} ins(%a, %w : memref<1x?x64xf32>, memref<64x128xf32>) outs(%out : memref<1x?x128xf32>) {
+  ^bb0(%in: f32, %in_1: f32, %o: f32):
+    %0 = arith.mulf %in, %in_1 : f32
+    %1 = arith.addf %o, %0 : f32
+    linalg.yield %1 : f32
+  }
+  return
+}
+
+// -----
+
+// Weights of unknown alignment (a function argument): vector loads with the
+// element's alignment.
+// CHECK-LABEL: func.func @unaligned
+// CHECK: vector.load %arg1[%{{.*}}, %{{.*}}] : memref<64x128xf32>, vector<4xf32>
+func.func @unaligned(%a: memref<?x64xf32>, %w: memref<64x128xf32>, %out: memref<?x128xf32>) {
+  linalg.matmul ins(%a, %w : memref<?x64xf32>, memref<64x128xf32>) outs(%out : memref<?x128xf32>)
+  return
+}
+
+// -----
+
+// Attention scores against keys stored [head, 32, positions]: the heads
+// index the keys too (an outer loop of threads), the positions are dynamic
+// columns: one column per thread, scalar loads; the keys are read once for
+// all query rows. The reduction is not split (the keys are not static).
+// CHECK-LABEL: func.func @scores
+// CHECK: %[[POSITIONS:.*]] = memref.dim %arg1, %c3
+// CHECK: %[[COLUMNS:.*]] = arith.muli %c1{{.*}}, %[[POSITIONS]]
+// CHECK: scf.parallel (%[[BATCH:[^,]+]], %[[HEAD:[^,]+]], %{{[^,]+}}, %{{[^,]+}}) = ({{.*}}) to (%{{.*}}, %c4, %{{.*}}, %[[COLUMNS]])
+// CHECK: vector.load %arg1[%[[BATCH]], %[[HEAD]], %{{.*}}, %{{.*}}] : memref<1x4x32x?xf32>, vector<1xf32>
+// SPLIT-LABEL: func.func @scores
+// SPLIT-NOT: memref.alloc
+// SPLIT: return
+func.func @scores(%q: memref<1x4x?x32xf32>, %keys: memref<1x4x32x?xf32>, %out: memref<1x4x?x?xf32>) {
+  linalg.generic {indexing_maps = [affine_map<(d0, d1, d2, d3, d4) -> (d0, d1, d2, d4)>, affine_map<(d0, d1, d2, d3, d4) -> (d0, d1, d4, d3)>, affine_map<(d0, d1, d2, d3, d4) -> (d0, d1, d2, d3)>], iterator_types = ["parallel", "parallel", "parallel", "parallel", "reduction"]} ins(%q, %keys : memref<1x4x?x32xf32>, memref<1x4x32x?xf32>) outs(%out : memref<1x4x?x?xf32>) {
+  ^bb0(%in: f32, %in_1: f32, %o: f32):
+    %0 = arith.mulf %in, %in_1 : f32
+    %1 = arith.addf %0, %o : f32
+    linalg.yield %1 : f32
+  }
+  return
+}
+
+// -----
+
+// Left alone: a reduction that is not a contraction, a contraction whose
+// body does more than multiply and add, other element types, and tensors.
+// CHECK-LABEL: func.func @left_alone
+// CHECK-COUNT-3: linalg.generic
+// CHECK: linalg.matmul
+// CHECK-NOT: scf.parallel
+func.func @left_alone(%a: memref<?x64xf32>, %w: memref<64x128xf32>, %out: memref<?x128xf32>, %sum: memref<?x1xf32>,
+                      %ah: memref<?x64xf16>, %wh: memref<64x128xf16>, %outh: memref<?x128xf16>,
+                      %at: tensor<?x64xf32>, %wt: tensor<64x128xf32>, %outt: tensor<?x128xf32>) -> tensor<?x128xf32> {
+  linalg.generic {indexing_maps = [affine_map<(d0, d1) -> (d0, d1)>, affine_map<(d0, d1) -> (d0, 0)>], iterator_types = ["parallel", "reduction"]} ins(%a : memref<?x64xf32>) outs(%sum : memref<?x1xf32>) {
+  ^bb0(%in: f32, %o: f32):
+    %0 = arith.mulf %in, %in : f32
+    %1 = arith.addf %o, %0 : f32
+    linalg.yield %1 : f32
+  }
+  linalg.generic {indexing_maps = [affine_map<(d0, d1, d2) -> (d0, d2)>, affine_map<(d0, d1, d2) -> (d2, d1)>, affine_map<(d0, d1, d2) -> (d0, d1)>], iterator_types = ["parallel", "parallel", "reduction"]} ins(%a, %w : memref<?x64xf32>, memref<64x128xf32>) outs(%out : memref<?x128xf32>) {
+  ^bb0(%in: f32, %in_1: f32, %o: f32):
+    %0 = arith.mulf %in, %in_1 : f32
+    %1 = math.absf %0 : f32
+    %2 = arith.addf %o, %1 : f32
+    linalg.yield %2 : f32
+  }
+  linalg.generic {indexing_maps = [affine_map<(d0, d1, d2) -> (d0, d2)>, affine_map<(d0, d1, d2) -> (d2, d1)>, affine_map<(d0, d1, d2) -> (d0, d1)>], iterator_types = ["parallel", "parallel", "reduction"]} ins(%ah, %wh : memref<?x64xf16>, memref<64x128xf16>) outs(%outh : memref<?x128xf16>) {
+  ^bb0(%in: f16, %in_1: f16, %o: f16):
+    %0 = arith.mulf %in, %in_1 : f16
+    %1 = arith.addf %o, %0 : f16
+    linalg.yield %1 : f16
+  }
+  %r = linalg.matmul ins(%at, %wt : tensor<?x64xf32>, tensor<64x128xf32>) outs(%outt : tensor<?x128xf32>) -> tensor<?x128xf32>
+  return %r : tensor<?x128xf32>
+}
