@@ -510,13 +510,28 @@ def export(module, args, path, input_names, output_names, dynamic_axes,
     torch.onnx.export(module, tuple(args), path, input_names=input_names,
                       output_names=output_names, dynamic_axes=dynamic_axes,
                       opset_version=17, do_constant_folding=True)
-    model = onnx.load(path)
+    # Past 2 GiB the exporter writes the weights as external data beside
+    # the model, which a protobuf message cannot hold: the metadata goes
+    # into the graph alone and the checker reads the model from its path.
+    model = onnx.load(path, load_external_data=False)
     for key, value in metadata.items():
         entry = model.metadata_props.add()
         entry.key, entry.value = key, str(value)
-    onnx.checker.check_model(model)
     onnx.save(model, path)
-    return os.path.getsize(path)
+    onnx.checker.check_model(path)
+    return sum(os.path.getsize(os.path.join(os.path.dirname(path), name))
+               for name in external_files(model)) + os.path.getsize(path)
+
+
+def external_files(model):
+    """The files a model's external data lives in."""
+    import onnx
+    names = set()
+    for tensor in model.graph.initializer:
+        if tensor.data_location == onnx.TensorProto.EXTERNAL:
+            names.update(e.value for e in tensor.external_data
+                         if e.key == "location")
+    return names
 
 
 def cache_names(layers, prefix):

@@ -5,7 +5,22 @@
 # greedy tokens for the same prompts, and puts spec-run and libspecrt.so
 # beside them. The result, build/gpu-prebuilt (about 25 MB), runs on a GPU
 # machine without MLIR: test/gpu/run-on-device.sh.
+#
+#   test/gpu/prepare-prebuilt.sh [--large]
+#
+# --large adds the bandwidth benchmark's artifact: a Llama-3.2-1B-shaped
+# target with random weights whose rows repeat every 2
+# (bench/make_large_model.py --preset 1b --repeat-rows 2, generated into
+# build/large-1b unless there; needs python3-torch and about 20 GB of
+# memory to compile), with its 4 GB weights.bin compressed by xz to a few
+# MB; run-on-device.sh restores it. SPECULA_LARGE_SHAPE replaces
+# "--preset 1b" (e.g. "--layers 2 --dim 512 --ffn 1408" for a quick try).
 set -euo pipefail
+large=0
+if [[ ${1:-} == --large ]]; then
+  large=1
+  shift
+fi
 cd "$(dirname "$0")/../.."
 chip=${SPECULA_CHIP:-sm_90}
 out=build/gpu-prebuilt
@@ -32,6 +47,19 @@ done
 python3 test/gpu/device_check.py --spec-run build/bin/spec-run \
   "${artifacts[@]}" --record-cpu-tokens "$out/cpu_tokens.json"
 rm -rf "$out/cpu"
+if ((large)); then
+  shape=${SPECULA_LARGE_SHAPE:---preset 1b}
+  models=build/large-${shape//[^a-z0-9]/}
+  if [[ ! -f $models/target.json ]]; then
+    # shellcheck disable=SC2086
+    /usr/bin/python3 bench/make_large_model.py $shape --repeat-rows 2 \
+      --out "$models"
+  fi
+  build/bin/specc "$models/target.onnx" --draft "$models/draft.onnx" \
+    --gamma 7 --device cuda --chip "$chip" -o "$out/large.spec"
+  cp "$models/target.json" "$out/large.json"
+  xz -T0 -3 "$out/large.spec/weights.bin"
+fi
 cp build/bin/spec-run "$out/bin/"
 cp build/lib/libspecrt.so "$out/lib/"
 du -sh "$out"

@@ -12,7 +12,9 @@
 # test/gpu/device_check.py runs the example decoders (draft, Medusa chain,
 # MTP module, Medusa with a 6-candidate tree) on the GPU and
 # writes the report: exact greedy on the device, CUDA vs CPU token
-# agreement, speedups, the device's copy bandwidth.
+# agreement, speedups, the device's copy bandwidth; and, where
+# prepare-prebuilt.sh --large made the large target's artifact, its decode
+# step's bandwidth and verify(k)/step(1) for k = 2..8.
 set -euo pipefail
 build=0
 if [[ ${1:-} == --build ]]; then
@@ -44,6 +46,20 @@ artifacts=()
 for name in draft medusa mtp medusa-tree; do
   artifacts+=(--artifact "$name=$prebuilt/$name.spec")
 done
+large=()
+if [[ -d $prebuilt/large.spec ]]; then
+  weights=$prebuilt/large.spec/weights.bin
+  if [[ ! -f $weights ]]; then
+    # Python's lzma: the GPU machine may lack the xz tool.
+    python3 -c 'import lzma, shutil, sys
+with lzma.open(sys.argv[1]) as src, open(sys.argv[2], "wb") as dst:
+    shutil.copyfileobj(src, dst, 1 << 24)' "$weights.xz" "$weights.partial"
+    mv "$weights.partial" "$weights"
+  fi
+  large=(--large "$prebuilt/large.spec" --large-weight-bytes
+         "$(python3 -c 'import json, sys; print(json.load(open(sys.argv[1]))["weight_bytes"])' "$prebuilt/large.json")")
+fi
 python3 test/gpu/device_check.py --spec-run "$prebuilt/bin/spec-run" \
   "${artifacts[@]}" --cpu-tokens "$prebuilt/cpu_tokens.json" \
-  --budget-seconds "${SPECULA_BUDGET_SECONDS:-90}" --report "$report"
+  --budget-seconds "${SPECULA_BUDGET_SECONDS:-90}" "${large[@]}" \
+  --report "$report"
