@@ -39,6 +39,9 @@ struct ArtifactOptions {
   /// reductions split among GPU threads (spec-gpu-contractions); with
   /// gpuScheduleThreads, on the CPU too.
   int64_t gpuSplitMinBytes = kDefaultGPUSplitMinBytes;
+  /// CUDA: contractions whose rows share an operand as
+  /// spec-gpu-contractions' row tiles (off: a thread per output).
+  bool gpuContractions = true;
   /// The spec.decoder to compile.
   std::string decoder = "decoder";
   /// Positions each KV cache holds (0: the models' max_context).

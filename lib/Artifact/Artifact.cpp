@@ -439,6 +439,7 @@ LogicalResult specula::compileToLLVM(ModuleOp module,
     pipeline.toolkit = options.cudaToolkit;
     pipeline.weightsFile = weightsFile.str();
     pipeline.splitMinBytes = options.gpuSplitMinBytes;
+    pipeline.contractions = options.gpuContractions;
     buildSpecToCUDAPipeline(pm, pipeline);
   } else {
     SpecToCPUOptions pipeline;

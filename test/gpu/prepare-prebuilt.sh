@@ -11,10 +11,13 @@
 # --large adds the bandwidth benchmark's artifact: a Llama-3.2-1B-shaped
 # target with random weights whose rows repeat every 2
 # (bench/make_large_model.py --preset 1b --repeat-rows 2, generated into
-# build/large-1b unless there; needs python3-torch and about 20 GB of
-# memory to compile), with its 4 GB weights.bin compressed by xz to a few
+# build/large-preset1b unless there; needs python3-torch and about 9 GB of
+# memory to compile), with its 4 GB weights.bin compressed by xz to 3.7
 # MB; run-on-device.sh restores it. SPECULA_LARGE_SHAPE replaces
-# "--preset 1b" (e.g. "--layers 2 --dim 512 --ffn 1408" for a quick try).
+# "--preset 1b" (e.g. "--layers 2 --dim 512 --ffn 1408" for a quick try);
+# SPECULA_LARGE_FLAGS adds specc options (e.g. "--gpu-contractions=false"
+# for the other side of an A/B). On the 2-core build machine the 1 B model
+# takes 82 s to generate and its artifact 341 s and 8.1 GB to compile.
 set -euo pipefail
 large=0
 if [[ ${1:-} == --large ]]; then
@@ -55,8 +58,10 @@ if ((large)); then
     /usr/bin/python3 bench/make_large_model.py $shape --repeat-rows 2 \
       --out "$models"
   fi
+  # shellcheck disable=SC2086
   build/bin/specc "$models/target.onnx" --draft "$models/draft.onnx" \
-    --gamma 7 --device cuda --chip "$chip" -o "$out/large.spec"
+    --gamma 7 --device cuda --chip "$chip" ${SPECULA_LARGE_FLAGS:-} \
+    -o "$out/large.spec"
   cp "$models/target.json" "$out/large.json"
   xz -T0 -3 "$out/large.spec/weights.bin"
 fi

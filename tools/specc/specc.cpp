@@ -204,6 +204,13 @@ static cl::opt<int64_t> gpuSplitMinBytes(
              "order (spec-gpu-contractions; default 1 MiB; 0: every static "
              "one)"),
     cl::init(kDefaultGPUSplitMinBytes), cl::cat(category));
+static cl::opt<bool> gpuContractions(
+    "gpu-contractions",
+    cl::desc("With --device cuda: contractions whose rows share an operand "
+             "as tiles of rows that load each weight once "
+             "(spec-gpu-contractions; default on); off: a thread per "
+             "output, to compare"),
+    cl::init(true), cl::cat(category));
 static cl::opt<std::string> cpu(
     "cpu",
     cl::desc("CPU the artifact's code is for: native (this host, all its "
@@ -779,6 +786,7 @@ int main(int argc, char **argv) {
   options.capacity = capacity;
   options.gpuScheduleThreads = gpuScheduleOnCPU;
   options.gpuSplitMinBytes = gpuSplitMinBytes;
+  options.gpuContractions = gpuContractions;
   options.linker = linker;
   options.cpu = cpu;
   options.parallelColumns = parallelColumns;
