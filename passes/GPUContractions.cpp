@@ -6,6 +6,7 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "passes/FuseParallelLoops.h"
 #include "passes/Passes.h"
 #include "passes/WeightContraction.h"
 
@@ -17,8 +18,10 @@
 #include "mlir/Dialect/SCF/IR/SCF.h"
 #include "mlir/Dialect/Vector/IR/VectorOps.h"
 #include "mlir/IR/BuiltinTypes.h"
+#include "mlir/IR/IRMapping.h"
 #include "mlir/IR/ImplicitLocOpBuilder.h"
 #include "mlir/IR/SymbolTable.h"
+#include "mlir/Interfaces/SideEffectInterfaces.h"
 #include "llvm/Support/MathExtras.h"
 
 namespace specula {
@@ -139,6 +142,91 @@ static SmallVector<int64_t> rowTileSizes(int64_t rows) {
   return tiles;
 }
 
+/// Whether a contraction may move past `op`: it touches no memory, or only
+/// allocates.
+static bool touchesNoMemory(Operation *op) {
+  if (op->getNumRegions())
+    return false;
+  auto effects = dyn_cast<MemoryEffectOpInterface>(op);
+  return isMemoryEffectFree(op) ||
+         (effects && effects.onlyHasEffect<MemoryEffects::Allocate>());
+}
+
+/// The linalg.fill that initializes `op`'s output, if it writes that very
+/// buffer just before `op` with only ops that touch no memory (or allocate)
+/// in between: `op` then starts from the fill's value, and the fill is a
+/// kernel launch saved.
+static linalg::FillOp initializingFill(linalg::LinalgOp op) {
+  Value init = op.getDpsInitOperand(0)->get();
+  Operation *prior = op->getPrevNode();
+  while (prior && touchesNoMemory(prior))
+    prior = prior->getPrevNode();
+  auto fill = dyn_cast_or_null<linalg::FillOp>(prior);
+  return fill && fill.hasPureBufferSemantics() && fill.getOutputs()[0] == init
+             ? fill
+             : nullptr;
+}
+
+namespace {
+/// An elementwise op that reads a contraction's output element by element
+/// right after it: the contraction's threads apply it to their accumulators.
+struct Epilogue {
+  linalg::GenericOp op;
+  unsigned outputInput; // the input that is the contraction's output
+  bool storeOutput;     // whether the contraction's own values are read later
+};
+} // namespace
+
+/// The epilogue of `op` (not split): the next op that touches memory, if it
+/// is an elementwise generic over `op`'s output space that reads the output
+/// once, at the same element, and whose writes no thread of `op` could read.
+static std::optional<Epilogue> epilogueOf(linalg::LinalgOp op) {
+  Value out = op.getDpsInitOperand(0)->get();
+  Operation *next = op->getNextNode();
+  while (next && touchesNoMemory(next))
+    next = next->getNextNode();
+  auto consumer = dyn_cast_or_null<linalg::GenericOp>(next);
+  if (!consumer || !consumer.hasPureBufferSemantics() ||
+      consumer.getNumDpsInits() != 1 ||
+      consumer.getNumLoops() != consumer.getNumParallelLoops() ||
+      consumer.getNumLoops() != cast<MemRefType>(out.getType()).getRank() ||
+      !consumer.getMatchingIndexingMap(consumer.getDpsInitOperand(0))
+           .isIdentity() ||
+      !consumer.getBody()->getOps<linalg::IndexOp>().empty())
+    return std::nullopt;
+  Value result = consumer.getDpsInitOperand(0)->get();
+  std::optional<unsigned> outputInput;
+  for (OpOperand *input : consumer.getDpsInputOperands()) {
+    AffineMap map = consumer.getMatchingIndexingMap(input);
+    if (!llvm::all_of(map.getResults(), [](AffineExpr expr) {
+          return isa<AffineDimExpr, AffineConstantExpr>(expr);
+        }))
+      return std::nullopt;
+    if (input->get() == out && map.isIdentity() && !outputInput) {
+      outputInput = input->getOperandNumber();
+      continue;
+    }
+    if (mayShareMemory(input->get(), out) ||
+        mayShareMemory(input->get(), result))
+      return std::nullopt;
+  }
+  if (!outputInput)
+    return std::nullopt;
+  // A thread writes its results while others still read `a` and `w`.
+  for (OpOperand *input : op.getDpsInputOperands())
+    if (mayShareMemory(input->get(), result))
+      return std::nullopt;
+  if (result != out && mayShareMemory(result, out))
+    return std::nullopt;
+  bool storeOutput =
+      result != out && (!out.getDefiningOp<memref::AllocOp>() ||
+                        llvm::any_of(out.getUsers(), [&](Operation *user) {
+                          return user != op && user != consumer &&
+                                 !isa<memref::DeallocOp>(user);
+                        }));
+  return Epilogue{consumer, *outputInput, storeOutput};
+}
+
 namespace {
 /// Builds the loops of one contraction in place of `op`.
 class ContractionBuilder {
@@ -176,7 +264,13 @@ private:
   linalg::LinalgOp op;
   const Schedule &s;
   ImplicitLocOpBuilder b;
+  /// The consumer's op on the `s.width` outputs from `column` whose indices
+  /// are `at`, their values in `accumulator`.
+  void emitEpilogue(Value accumulator, ArrayRef<Value> at);
+
   Value partials; // the split reduction's partial sums, [slices, out...]
+  Value filled;   // every output's initial value, if a fill set it
+  std::optional<Epilogue> epilogue;
 };
 } // namespace
 
@@ -201,11 +295,15 @@ void ContractionBuilder::emitTile(int64_t t, Value firstRow,
   SmallVector<Value> accumulators;
   Value zero = b.create<arith::ConstantOp>(
       type, DenseElementsAttr::get(type, b.getF32FloatAttr(0.0f)));
+  Value start = filled && !slice
+                    ? b.create<vector::BroadcastOp>(type, filled).getResult()
+                    : zero;
   for (int64_t i = 0; i < t; ++i)
     accumulators.push_back(
-        slice ? zero
-              : b.create<vector::LoadOp>(type, init->get(), outputAt(i))
-                    .getResult());
+        slice || filled
+            ? start
+            : b.create<vector::LoadOp>(type, init->get(), outputAt(i))
+                  .getResult());
 
   auto loop = b.create<scf::ForOp>(k0, k1, index(1), accumulators);
   {
@@ -233,9 +331,52 @@ void ContractionBuilder::emitTile(int64_t t, Value firstRow,
     if (slice) {
       at.insert(at.begin(), slice);
       b.create<vector::StoreOp>(loop.getResult(i), partials, at);
-    } else {
-      b.create<vector::StoreOp>(loop.getResult(i), init->get(), at);
+      continue;
     }
+    if (!epilogue || epilogue->storeOutput)
+      b.create<vector::StoreOp>(loop.getResult(i), init->get(), at);
+    if (epilogue)
+      emitEpilogue(loop.getResult(i), at);
+  }
+}
+
+void ContractionBuilder::emitEpilogue(Value accumulator, ArrayRef<Value> at) {
+  linalg::GenericOp consumer = epilogue->op;
+  Block *body = consumer.getBody();
+  Value result = consumer.getDpsInitOperand(0)->get();
+  for (int64_t lane = 0; lane < s.width; ++lane) {
+    // The consumer's loops are the output's dimensions (identity maps).
+    SmallVector<Value> element(at);
+    if (lane)
+      element.back() = b.create<arith::AddIOp>(at.back(), index(lane));
+    IRMapping mapping;
+    for (OpOperand *input : consumer.getDpsInputOperands()) {
+      BlockArgument argument = body->getArgument(input->getOperandNumber());
+      if (input->getOperandNumber() == epilogue->outputInput) {
+        mapping.map(argument, b.create<vector::ExtractOp>(
+                                  accumulator, ArrayRef<int64_t>{lane}));
+        continue;
+      }
+      if (argument.use_empty())
+        continue;
+      SmallVector<Value> indices;
+      for (AffineExpr expr :
+           consumer.getMatchingIndexingMap(input).getResults()) {
+        if (auto dim = dyn_cast<AffineDimExpr>(expr))
+          indices.push_back(element[dim.getPosition()]);
+        else
+          indices.push_back(index(cast<AffineConstantExpr>(expr).getValue()));
+      }
+      mapping.map(argument, b.create<memref::LoadOp>(input->get(), indices));
+    }
+    BlockArgument current = body->getArgument(consumer.getNumDpsInputs());
+    if (!current.use_empty())
+      mapping.map(current, b.create<memref::LoadOp>(result, element));
+    for (Operation &bodyOp : body->without_terminator())
+      b.clone(bodyOp, mapping);
+    Value value = mapping.lookupOrDefault(
+        cast<linalg::YieldOp>(body->getTerminator()).getValues().front());
+    b.create<memref::StoreOp>(value, result, element);
   }
 }
 
@@ -248,6 +389,15 @@ void ContractionBuilder::build() {
   auto size = [&](unsigned loop) {
     return getValueOrCreateConstantIndexOp(b, b.getLoc(), ranges[loop].size);
   };
+  if (linalg::FillOp fill = initializingFill(op)) {
+    filled = fill.getInputs()[0];
+    fill->erase();
+  }
+  if (s.slices == 1 && (epilogue = epilogueOf(op))) {
+    // Where the consumer was: the ops in between (allocations, views) may
+    // define its operands.
+    b.setInsertionPoint(epilogue->op);
+  }
   Value rowCount = size(d.rows);
   Value depthSize = size(d.depth);
   // Column groups (a dynamic column count has groups of one column).
@@ -333,23 +483,37 @@ void ContractionBuilder::build() {
           OpBuilder::InsertionGuard guard(b);
           b.setInsertionPoint(nested.getInsertionBlock(),
                               nested.getInsertionPoint());
-          Value sum = b.create<memref::LoadOp>(output, ivs);
-          auto sum_loop = b.create<scf::ForOp>(index(0), index(s.slices),
-                                               index(1), ValueRange{sum});
+          Value sum = filled
+                          ? filled
+                          : b.create<memref::LoadOp>(output, ivs).getResult();
+          auto sumLoop = b.create<scf::ForOp>(index(0), index(s.slices),
+                                              index(1), ValueRange{sum});
           {
             OpBuilder::InsertionGuard inner(b);
-            b.setInsertionPointToStart(sum_loop.getBody());
-            SmallVector<Value> at{sum_loop.getInductionVar()};
+            b.setInsertionPointToStart(sumLoop.getBody());
+            SmallVector<Value> at{sumLoop.getInductionVar()};
             llvm::append_range(at, ivs);
             Value partial = b.create<memref::LoadOp>(partials, at);
             b.create<scf::YieldOp>(ValueRange{b.create<arith::AddFOp>(
-                sum_loop.getRegionIterArgs()[0], partial)});
+                sumLoop.getRegionIterArgs()[0], partial)});
           }
-          b.create<memref::StoreOp>(sum_loop.getResult(0), output, ivs);
+          b.create<memref::StoreOp>(sumLoop.getResult(0), output, ivs);
         });
     b.create<memref::DeallocOp>(partials);
   }
+  if (epilogue)
+    epilogue->op->erase();
   op->erase();
+  // The product, never stored, needs no buffer.
+  if (epilogue && !epilogue->storeOutput &&
+      output.getDefiningOp<memref::AllocOp>() &&
+      llvm::all_of(output.getUsers(), [](Operation *user) {
+        return isa<memref::DeallocOp>(user);
+      })) {
+    for (Operation *user : llvm::make_early_inc_range(output.getUsers()))
+      user->erase();
+    output.getDefiningOp()->erase();
+  }
 }
 
 void GPUContractionsPass::runOnOperation() {

@@ -1,5 +1,6 @@
 //===- GPUSchedule.cpp - map buffer computations to GPU blocks/threads ----===//
 
+#include "passes/FuseParallelLoops.h"
 #include "passes/Passes.h"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
@@ -140,6 +141,8 @@ void GPUSchedulePass::runOnOperation() {
   copiesToLinalg(func, rewriter);
   if (failed(linalgToLoops(func, rewriter)))
     return signalPassFailure();
+  if (fuse)
+    fuseParallelLoops(func);
   SmallVector<scf::ParallelOp> outermost;
   func.walk([&](scf::ParallelOp loop) {
     if (!loop->getParentOfType<scf::ParallelOp>())

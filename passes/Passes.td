@@ -877,6 +877,17 @@ def SpecGPUContractions
     runs the same arithmetic. A row's values are therefore the same whether
     the forward has one row or nine.
 
+    An output initialized by a `linalg.fill` just before the contraction
+    (with only ops that touch no memory, or allocate, in between) starts its
+    accumulators (or, split, its sum of partial sums) from the fill's value,
+    and the fill is erased: the same arithmetic, one kernel launch fewer.
+    Likewise an elementwise `linalg.generic` right after a contraction that
+    is not split (a residual or bias add, an activation), which reads the
+    output once at the same element and writes a buffer that no thread of
+    the contraction reads: the contraction's threads apply its body to each
+    accumulator lane and store its result, the product itself only where
+    something else reads it (its buffer is erased otherwise).
+
     The loops are ordinary `scf` and `vector` ops: with
     `spec-to-cpu{gpu-schedule-threads}` they run on the CPU, which is how
     the exact-greedy and ONNX Runtime tests check them without a GPU.
@@ -931,6 +942,18 @@ def SpecGPUSchedule : Pass<"spec-gpu-schedule", "::mlir::func::FuncOp"> {
     outputs of the innermost dimension and, in a contraction with row-major
     weights, read adjacent weights: loads are coalesced.
 
+    With `fuse` (the default), adjacent nests over the same iteration space
+    become one nest, so one kernel, where each iteration of the second reads
+    and writes only what the same iteration of the first wrote or read: a
+    reduction's initializing fill and the reduction, an elementwise op and
+    the next, the key and value cache writes of a layer. Each launch costs
+    more than a decode step's small kernels compute, and fusing changes no
+    arithmetic: each output is computed by the same ops in the same order.
+    Only allocations and ops without memory effects may lie between fused
+    nests; accesses other than `memref.load` and `memref.store` (the vector
+    loads of `spec-gpu-contractions`) keep their nest apart from any nest
+    that touches the same buffers.
+
     The loops stay executable on the CPU (they are ordinary `scf` loops with
     mapping attributes until `convert-parallel-loops-to-gpu` runs).
 
@@ -939,7 +962,10 @@ def SpecGPUSchedule : Pass<"spec-gpu-schedule", "::mlir::func::FuncOp"> {
   }];
   let options = [
     Option<"threads", "threads", "int64_t", "128",
-           "Threads per block (a multiple of 32, at most 1024)">
+           "Threads per block (a multiple of 32, at most 1024)">,
+    Option<"fuse", "fuse", "bool", "true",
+           "Fuse adjacent nests over the same iteration space into one "
+           "kernel where each iteration depends only on the same iteration">
   ];
   let dependentDialects = ["::mlir::arith::ArithDialect",
                            "::mlir::gpu::GPUDialect",

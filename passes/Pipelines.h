@@ -201,6 +201,12 @@ struct SpecToCUDAOptions
                      "have at least this many bytes among threads "
                      "(spec-gpu-contractions{split-min-bytes})"),
       llvm::cl::init(kDefaultGPUSplitMinBytes)};
+  Option<bool> fuseKernels{
+      *this, "fuse-kernels",
+      llvm::cl::desc("Fuse adjacent loop nests over the same iteration space "
+                     "into one kernel where each iteration depends only on "
+                     "the same iteration (spec-gpu-schedule{fuse})"),
+      llvm::cl::init(true)};
   Option<bool> asyncLaunches{
       *this, "async-launches",
       llvm::cl::desc("Chain launches on one stream and synchronize only "

@@ -42,6 +42,9 @@ struct ArtifactOptions {
   /// CUDA: contractions whose rows share an operand as
   /// spec-gpu-contractions' row tiles (off: a thread per output).
   bool gpuContractions = true;
+  /// CUDA: adjacent loop nests over the same iteration space as one kernel
+  /// (spec-to-cuda{fuse-kernels}).
+  bool gpuFuseKernels = true;
   /// The spec.decoder to compile.
   std::string decoder = "decoder";
   /// Positions each KV cache holds (0: the models' max_context).

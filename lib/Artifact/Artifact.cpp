@@ -440,6 +440,7 @@ LogicalResult specula::compileToLLVM(ModuleOp module,
     pipeline.weightsFile = weightsFile.str();
     pipeline.splitMinBytes = options.gpuSplitMinBytes;
     pipeline.contractions = options.gpuContractions;
+    pipeline.fuseKernels = options.gpuFuseKernels;
     buildSpecToCUDAPipeline(pm, pipeline);
   } else {
     SpecToCPUOptions pipeline;

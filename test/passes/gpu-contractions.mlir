@@ -87,6 +87,119 @@ func.func @unaligned(%a: memref<?x64xf32>, %w: memref<64x128xf32>, %out: memref<
 
 // -----
 
+// The output's initializing fill, just before (an allocation between):
+// the accumulators start from its value, and the fill is gone (a kernel
+// launch fewer). Split, the partial sums are added to the fill's value.
+// CHECK-LABEL: func.func @filled
+// CHECK-SAME: (%{{.*}}: memref<?x64xf32>, %{{.*}}: memref<64x128xf32>, %[[START:.*]]: f32)
+// CHECK-NOT: linalg.fill
+// CHECK: %[[SPLAT:.*]] = vector.broadcast %[[START]] : f32 to vector<4xf32>
+// CHECK: scf.for {{.*}} iter_args(%{{.*}} = %[[SPLAT]], %{{.*}} = %[[SPLAT]],
+// SPLIT-LABEL: func.func @filled
+// SPLIT-SAME: %[[START:[^:]*]]: f32)
+// SPLIT-NOT: linalg.fill
+// SPLIT: scf.for %{{.*}} iter_args(%{{.*}} = %[[START]]) -> (f32)
+func.func @filled(%a: memref<?x64xf32>, %w: memref<64x128xf32>, %start: f32) -> memref<?x128xf32> {
+  %c0 = arith.constant 0 : index
+  %rows = memref.dim %a, %c0 : memref<?x64xf32>
+  %out = memref.alloc(%rows) {alignment = 64 : i64} : memref<?x128xf32>
+  linalg.fill ins(%start : f32) outs(%out : memref<?x128xf32>)
+  %unrelated = memref.alloc() : memref<4xf32>
+  linalg.matmul ins(%a, %w : memref<?x64xf32>, memref<64x128xf32>) outs(%out : memref<?x128xf32>)
+  memref.dealloc %unrelated : memref<4xf32>
+  return %out : memref<?x128xf32>
+}
+
+// -----
+
+// An elementwise op on the output right after the contraction (a residual
+// add into a fresh buffer, an allocation between): the contraction's
+// threads apply it to their accumulators, lane by lane, and store only its
+// result (nothing else reads the product, whose buffer goes). Split, it
+// stays a separate op.
+// CHECK-LABEL: func.func @residual
+// CHECK-NOT: linalg.generic
+// CHECK: %[[SUM:.*]] = memref.alloc(%{{.*}}) : memref<?x128xf32>
+// CHECK-NOT: memref.alloc
+// CHECK: scf.parallel
+// CHECK: %[[ACC:.*]]:8 = scf.for
+// CHECK-NOT: vector.store
+// CHECK: %[[LANE:.*]] = vector.extract %[[ACC]]#0[0] : f32 from vector<4xf32>
+// CHECK: %[[X:.*]] = memref.load %arg2[
+// CHECK: %[[ADD:.*]] = arith.addf %[[LANE]], %[[X]] : f32
+// CHECK: memref.store %[[ADD]], %[[SUM]][
+// CHECK: vector.extract %[[ACC]]#0[1]
+// CHECK: vector.extract %[[ACC]]#0[3]
+// CHECK-NOT: linalg.generic
+// CHECK-NOT: memref.dealloc
+// CHECK: return %[[SUM]]
+// SPLIT-LABEL: func.func @residual
+// SPLIT: linalg.generic
+func.func @residual(%a: memref<?x64xf32>, %w: memref<64x128xf32>, %x: memref<?x128xf32>) -> memref<?x128xf32> {
+  %c0 = arith.constant 0 : index
+  %zero = arith.constant 0.0 : f32
+  %rows = memref.dim %a, %c0 : memref<?x64xf32>
+  %out = memref.alloc(%rows) : memref<?x128xf32>
+  linalg.fill ins(%zero : f32) outs(%out : memref<?x128xf32>)
+  linalg.matmul ins(%a, %w : memref<?x64xf32>, memref<64x128xf32>) outs(%out : memref<?x128xf32>)
+  %sum = memref.alloc(%rows) : memref<?x128xf32>
+  linalg.generic {indexing_maps = [affine_map<(d0, d1) -> (d0, d1)>, affine_map<(d0, d1) -> (d0, d1)>, affine_map<(d0, d1) -> (d0, d1)>], iterator_types = ["parallel", "parallel"]} ins(%out, %x : memref<?x128xf32>, memref<?x128xf32>) outs(%sum : memref<?x128xf32>) {
+  ^bb0(%p: f32, %in: f32, %o: f32):
+    %r = arith.addf %p, %in : f32
+    linalg.yield %r : f32
+  }
+  memref.dealloc %out : memref<?x128xf32>
+  return %sum : memref<?x128xf32>
+}
+
+// -----
+
+// Epilogues left apart: the consumer reads the output transposed, or writes
+// a buffer that may be the contraction's input (a function argument); the
+// product is stored where it is read later.
+// CHECK-LABEL: func.func @no_epilogue
+// CHECK: vector.store
+// CHECK: linalg.generic
+// CHECK: vector.store
+// CHECK: linalg.generic
+func.func @no_epilogue(%a: memref<128x64xf32>, %w: memref<64x128xf32>, %y: memref<128x128xf32>) -> memref<128x128xf32> {
+  %out = memref.alloc() : memref<128x128xf32>
+  linalg.matmul ins(%a, %w : memref<128x64xf32>, memref<64x128xf32>) outs(%out : memref<128x128xf32>)
+  %t = memref.alloc() : memref<128x128xf32>
+  linalg.generic {indexing_maps = [affine_map<(d0, d1) -> (d1, d0)>, affine_map<(d0, d1) -> (d0, d1)>], iterator_types = ["parallel", "parallel"]} ins(%out : memref<128x128xf32>) outs(%t : memref<128x128xf32>) {
+  ^bb0(%p: f32, %o: f32):
+    linalg.yield %p : f32
+  }
+  %out2 = memref.alloc() : memref<128x128xf32>
+  linalg.matmul ins(%a, %w : memref<128x64xf32>, memref<64x128xf32>) outs(%out2 : memref<128x128xf32>)
+  linalg.generic {indexing_maps = [affine_map<(d0, d1) -> (d0, d1)>, affine_map<(d0, d1) -> (d0, d1)>], iterator_types = ["parallel", "parallel"]} ins(%out2 : memref<128x128xf32>) outs(%y : memref<128x128xf32>) {
+  ^bb0(%p: f32, %o: f32):
+    %n = arith.negf %p : f32
+    linalg.yield %n : f32
+  }
+  memref.dealloc %out : memref<128x128xf32>
+  memref.dealloc %out2 : memref<128x128xf32>
+  return %t : memref<128x128xf32>
+}
+
+// -----
+
+// A fill kept: something between it and the contraction reads the output.
+// CHECK-LABEL: func.func @fill_read_between
+// CHECK: linalg.fill
+// CHECK: memref.load
+// CHECK: vector.load %arg2
+func.func @fill_read_between(%a: memref<?x64xf32>, %w: memref<64x128xf32>, %out: memref<?x128xf32>) -> f32 {
+  %c0 = arith.constant 0 : index
+  %zero = arith.constant 0.0 : f32
+  linalg.fill ins(%zero : f32) outs(%out : memref<?x128xf32>)
+  %first = memref.load %out[%c0, %c0] : memref<?x128xf32>
+  linalg.matmul ins(%a, %w : memref<?x64xf32>, memref<64x128xf32>) outs(%out : memref<?x128xf32>)
+  return %first : f32
+}
+
+// -----
+
 // Attention scores against keys stored [head, 32, positions]: the heads
 // index the keys too (an outer loop of threads), the positions are dynamic
 // columns: one column per thread, scalar loads; the keys are read once for

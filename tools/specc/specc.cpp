@@ -211,6 +211,13 @@ static cl::opt<bool> gpuContractions(
              "(spec-gpu-contractions; default on); off: a thread per "
              "output, to compare"),
     cl::init(true), cl::cat(category));
+static cl::opt<bool> gpuFuseKernels(
+    "gpu-fuse-kernels",
+    cl::desc("With --device cuda: adjacent loop nests over the same "
+             "iteration space as one kernel, where each iteration depends "
+             "only on the same iteration (spec-gpu-schedule{fuse}; default "
+             "on); off: a kernel per op, to compare"),
+    cl::init(true), cl::cat(category));
 static cl::opt<std::string> cpu(
     "cpu",
     cl::desc("CPU the artifact's code is for: native (this host, all its "
@@ -787,6 +794,7 @@ int main(int argc, char **argv) {
   options.gpuScheduleThreads = gpuScheduleOnCPU;
   options.gpuSplitMinBytes = gpuSplitMinBytes;
   options.gpuContractions = gpuContractions;
+  options.gpuFuseKernels = gpuFuseKernels;
   options.linker = linker;
   options.cpu = cpu;
   options.parallelColumns = parallelColumns;
