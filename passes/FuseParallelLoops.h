@@ -22,7 +22,8 @@ namespace specula {
 /// that is legal:
 /// - the loops have no nested scf.parallel and equal bounds and steps
 ///   (equal constants, the same value, or the dimension of the same size);
-/// - the ops between them are free of memory effects or allocate;
+/// - the ops between them have no regions and allocate, or touch no buffer
+///   that may alias one the first loop writes, and write none it reads;
 /// - every pair of accesses, one by each loop with at least one a write,
 ///   to buffers that may alias is a memref.load or memref.store of the same
 ///   view at the same indices, those indices using every loop variable

@@ -259,15 +259,15 @@ private:
   void emitTile(int64_t t, Value firstRow, ArrayRef<Value> outer, Value column,
                 Value k0, Value k1, Value slice);
 
+  /// The epilogue's op on the `s.width` outputs whose first one's indices
+  /// are `at`, their values in `accumulator`.
+  void emitEpilogue(Value accumulator, ArrayRef<Value> at);
+
   Value index(int64_t value) { return b.create<arith::ConstantIndexOp>(value); }
 
   linalg::LinalgOp op;
   const Schedule &s;
   ImplicitLocOpBuilder b;
-  /// The consumer's op on the `s.width` outputs from `column` whose indices
-  /// are `at`, their values in `accumulator`.
-  void emitEpilogue(Value accumulator, ArrayRef<Value> at);
-
   Value partials; // the split reduction's partial sums, [slices, out...]
   Value filled;   // every output's initial value, if a fill set it
   std::optional<Epilogue> epilogue;

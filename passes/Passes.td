@@ -949,8 +949,9 @@ def SpecGPUSchedule : Pass<"spec-gpu-schedule", "::mlir::func::FuncOp"> {
     the next, the key and value cache writes of a layer. Each launch costs
     more than a decode step's small kernels compute, and fusing changes no
     arithmetic: each output is computed by the same ops in the same order.
-    Only allocations and ops without memory effects may lie between fused
-    nests; accesses other than `memref.load` and `memref.store` (the vector
+    Between fused nests may lie only ops without regions that allocate or
+    touch no buffer the first nest touches (host code storing a reshape's
+    shape), none of them writing what it reads; accesses other than `memref.load` and `memref.store` (the vector
     loads of `spec-gpu-contractions`) keep their nest apart from any nest
     that touches the same buffers.
 
