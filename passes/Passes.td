@@ -596,11 +596,17 @@ def SpecFoldShapeTensors : Pass<"spec-fold-shape-tensors"> {
     of rank-1 integer or index tensors with at most `max-elements` elements
     into `tensor.from_elements` of their elements, and a `tensor.extract` at
     constant indices of a `tensor.reshape` between static shapes into an
-    extract of the reshape's source at the same linear index; extracts of
+    extract of the reshape's source at the same linear index; and an
+    elementwise `linalg.generic` on integer tensors of at most
+    `max-elements` elements whose operands are `from_elements` or constants
+    (Expand's `Where(Equal(shape, -1), 1, shape)`, a size divided by the
+    head count) into its body once per element on the scalars. Extracts of
     `from_elements` and of constants fold. What remains of a shape is the
-    scalars it was computed from. Float tensors, larger concatenations,
-    concatenations of inputs of dynamic size and extracts out of bounds are
-    left alone.
+    scalars it was computed from: host arithmetic, where as linalg ops they
+    would be GPU kernels whose results the host reads back. Float tensors,
+    larger concatenations or generics, concatenations of inputs of dynamic
+    size, generics with reductions or reading computed tensors, and
+    extracts out of bounds are left alone.
 
     Example: `spec-opt --spec-fold-shape-tensors='max-elements=8'`
   }];
@@ -715,6 +721,28 @@ def SpecFuseAttention : Pass<"spec-fuse-attention", "::mlir::func::FuncOp"> {
                            "::mlir::scf::SCFDialect",
                            "::mlir::tensor::TensorDialect",
                            "::mlir::vector::VectorDialect"];
+}
+
+def SpecCloneSharedFills : Pass<"spec-clone-shared-fills"> {
+  let summary = "Give each op that accumulates into a shared fill a fill of "
+                "its own";
+  let description = [{
+    CSE merges identical `linalg.fill`s of `tensor.empty`s: the importer's
+    zero (or -inf) accumulators of every contraction and reduction of one
+    shape become one fill. One-Shot Bufferize then gives each op that writes
+    into it a new buffer and a copy of the shared one: 41 copies per forward
+    of the example target, each a kernel launch on the GPU and a strided
+    copy on the CPU. This pass clones a `linalg.fill` on tensors that has
+    more than one use for each use as a destination (a destination-style
+    op's init), right before that op; reads keep the original, which is
+    erased when nothing reads it. Each fill then bufferizes in place, and
+    the device schedules fold it into the op that accumulates into it.
+    Fills used once, fills only read and fills on buffers are left alone.
+    Run it after the last CSE before bufferization.
+
+    Example: `spec-opt --spec-clone-shared-fills`
+  }];
+  let dependentDialects = ["::mlir::linalg::LinalgDialect"];
 }
 
 def SpecInterchangeContractions

@@ -44,6 +44,8 @@ static void buildBufferizationPipeline(OpPassManager &pm, bool fuseElementwise,
     pm.addPass(createCanonicalizerPass());
   }
 
+  // After the last CSE, which merges them.
+  pm.addPass(createSpecCloneSharedFills());
   // tensor.empty only carries a shape: reuse the buffer of a later insert
   // where possible, allocate the rest.
   pm.addPass(bufferization::createEmptyTensorEliminationPass());

@@ -101,3 +101,113 @@ func.func @odd_sizes(%d: tensor<?xi64>, %z: tensor<0xi64>) -> (tensor<3xi64>, i6
   %e = tensor.extract %r[%c0, %c0] : tensor<0x1xi64>
   return %c, %e : tensor<3xi64>, i64
 }
+
+// -----
+
+// ONNX Expand's target shape, `Where(Equal(shape, -1), 1, shape)`, as the
+// importer writes it: elementwise generics on a shape built from scalars, a
+// fill of ones and a constant. They become the scalar ops per element, and
+// the shape's elements fold into them. A 0-d size divided by a constant and
+// an iota (linalg.index) fold the same way.
+// CHECK-LABEL: func.func @expand_shape
+// CHECK-SAME: (%[[A:.*]]: i64, %[[B:.*]]: i64)
+// CHECK-NOT: linalg.generic
+// CHECK-DAG: %[[MINUS1:.*]] = arith.constant -1 : i64
+// CHECK-DAG: %[[ONE:.*]] = arith.constant 1 : i64
+// CHECK-DAG: %[[TWO:.*]] = arith.constant 2 : i64
+// CHECK: %[[EQ:.*]] = arith.cmpi eq, %[[A]], %[[MINUS1]] : i64
+// CHECK: %[[SEL:.*]] = arith.select %[[EQ]], %[[ONE]], %[[A]] : i64
+// CHECK: %[[DIV:.*]] = arith.divsi %[[B]], %[[TWO]] : i64
+// CHECK: return %[[SEL]], %[[ONE]], %[[DIV]]
+// SMALL-LABEL: func.func @expand_shape
+// SMALL-COUNT-3: linalg.generic
+func.func @expand_shape(%a: i64, %b: i64) -> (i64, i64, i64) {
+  %c0 = arith.constant 0 : index
+  %c2 = arith.constant 2 : index
+  %c1_i64 = arith.constant 1 : i64
+  %minus1 = arith.constant dense<-1> : tensor<4xi64>
+  %two = arith.constant dense<2> : tensor<i64>
+  %shape = tensor.from_elements %a, %c1_i64, %c1_i64, %c1_i64 : tensor<4xi64>
+  %empty = tensor.empty() : tensor<4xi64>
+  %ones = linalg.fill ins(%c1_i64 : i64) outs(%empty : tensor<4xi64>) -> tensor<4xi64>
+  %empty_i1 = tensor.empty() : tensor<4xi1>
+  %eq = linalg.generic {indexing_maps = [affine_map<(d0) -> (d0)>, affine_map<(d0) -> (d0)>, affine_map<(d0) -> (d0)>], iterator_types = ["parallel"]} ins(%shape, %minus1 : tensor<4xi64>, tensor<4xi64>) outs(%empty_i1 : tensor<4xi1>) {
+  ^bb0(%x: i64, %y: i64, %out: i1):
+    %r = arith.cmpi eq, %x, %y : i64
+    linalg.yield %r : i1
+  } -> tensor<4xi1>
+  %where = linalg.generic {indexing_maps = [affine_map<(d0) -> (d0)>, affine_map<(d0) -> (d0)>, affine_map<(d0) -> (d0)>, affine_map<(d0) -> (d0)>], iterator_types = ["parallel"]} ins(%eq, %ones, %shape : tensor<4xi1>, tensor<4xi64>, tensor<4xi64>) outs(%empty : tensor<4xi64>) {
+  ^bb0(%c: i1, %x: i64, %y: i64, %out: i64):
+    %r = arith.select %c, %x, %y : i64
+    linalg.yield %r : i64
+  } -> tensor<4xi64>
+  %size = tensor.from_elements %b : tensor<i64>
+  %empty_0d = tensor.empty() : tensor<i64>
+  %half = linalg.generic {indexing_maps = [affine_map<() -> ()>, affine_map<() -> ()>, affine_map<() -> ()>], iterator_types = []} ins(%size, %two : tensor<i64>, tensor<i64>) outs(%empty_0d : tensor<i64>) {
+  ^bb0(%x: i64, %y: i64, %out: i64):
+    %r = arith.divsi %x, %y : i64
+    linalg.yield %r : i64
+  } -> tensor<i64>
+  %e0 = tensor.extract %where[%c0] : tensor<4xi64>
+  %e2 = tensor.extract %where[%c2] : tensor<4xi64>
+  %h = tensor.extract %half[] : tensor<i64>
+  return %e0, %e2, %h : i64, i64, i64
+}
+
+// -----
+
+// An iota over a 2x3 shape, broadcast along its rows: the element [1, 2] is
+// linalg.index 1 at the sixth point, 2.
+// CHECK-LABEL: func.func @iota
+// CHECK-NOT: linalg.generic
+// CHECK: %[[TWO:.*]] = arith.constant 2 : i64
+// CHECK: return %[[TWO]]
+func.func @iota() -> i64 {
+  %c1 = arith.constant 1 : index
+  %c2 = arith.constant 2 : index
+  %empty = tensor.empty() : tensor<2x3xi64>
+  %iota = linalg.generic {indexing_maps = [affine_map<(d0, d1) -> (d0, d1)>], iterator_types = ["parallel", "parallel"]} outs(%empty : tensor<2x3xi64>) {
+  ^bb0(%out: i64):
+    %i = linalg.index 1 : index
+    %r = arith.index_cast %i : index to i64
+    linalg.yield %r : i64
+  } -> tensor<2x3xi64>
+  %e = tensor.extract %iota[%c1, %c2] : tensor<2x3xi64>
+  return %e : i64
+}
+
+// -----
+
+// Left alone: a generic reading a tensor computed elsewhere (an argument),
+// one on floats, one with a reduction, one writing a transposed result.
+// CHECK-LABEL: func.func @generics_left_alone
+// CHECK-COUNT-4: linalg.generic
+func.func @generics_left_alone(%t: tensor<4xi64>, %a: i64, %f: f32) -> (tensor<4xi64>, tensor<2xf32>, tensor<i64>, tensor<2x2xi64>) {
+  %shape = tensor.from_elements %a, %a, %a, %a : tensor<4xi64>
+  %empty = tensor.empty() : tensor<4xi64>
+  %sum = linalg.generic {indexing_maps = [affine_map<(d0) -> (d0)>, affine_map<(d0) -> (d0)>, affine_map<(d0) -> (d0)>], iterator_types = ["parallel"]} ins(%t, %shape : tensor<4xi64>, tensor<4xi64>) outs(%empty : tensor<4xi64>) {
+  ^bb0(%x: i64, %y: i64, %out: i64):
+    %r = arith.addi %x, %y : i64
+    linalg.yield %r : i64
+  } -> tensor<4xi64>
+  %floats = tensor.from_elements %f, %f : tensor<2xf32>
+  %empty_f = tensor.empty() : tensor<2xf32>
+  %neg = linalg.generic {indexing_maps = [affine_map<(d0) -> (d0)>, affine_map<(d0) -> (d0)>], iterator_types = ["parallel"]} ins(%floats : tensor<2xf32>) outs(%empty_f : tensor<2xf32>) {
+  ^bb0(%x: f32, %out: f32):
+    %r = arith.negf %x : f32
+    linalg.yield %r : f32
+  } -> tensor<2xf32>
+  %zero = tensor.from_elements %a : tensor<i64>
+  %total = linalg.generic {indexing_maps = [affine_map<(d0) -> (d0)>, affine_map<(d0) -> ()>], iterator_types = ["reduction"]} ins(%shape : tensor<4xi64>) outs(%zero : tensor<i64>) {
+  ^bb0(%x: i64, %out: i64):
+    %r = arith.addi %x, %out : i64
+    linalg.yield %r : i64
+  } -> tensor<i64>
+  %square = tensor.from_elements %a, %a, %a, %a : tensor<2x2xi64>
+  %empty_2 = tensor.empty() : tensor<2x2xi64>
+  %transposed = linalg.generic {indexing_maps = [affine_map<(d0, d1) -> (d0, d1)>, affine_map<(d0, d1) -> (d1, d0)>], iterator_types = ["parallel", "parallel"]} ins(%square : tensor<2x2xi64>) outs(%empty_2 : tensor<2x2xi64>) {
+  ^bb0(%x: i64, %out: i64):
+    linalg.yield %x : i64
+  } -> tensor<2x2xi64>
+  return %sum, %neg, %total, %transposed : tensor<4xi64>, tensor<2xf32>, tensor<i64>, tensor<2x2xi64>
+}
