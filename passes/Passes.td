@@ -598,8 +598,8 @@ def SpecFoldShapeTensors : Pass<"spec-fold-shape-tensors"> {
     constant indices of a `tensor.reshape` between static shapes into an
     extract of the reshape's source at the same linear index; and an
     elementwise `linalg.generic` on integer tensors of at most
-    `max-elements` elements whose operands are `from_elements` or constants
-    (Expand's `Where(Equal(shape, -1), 1, shape)`, a size divided by the
+    `max-elements` elements whose operands are `from_elements`, fills or
+    constants (Expand's `Where(Equal(shape, -1), 1, shape)`, a size divided by the
     head count) into its body once per element on the scalars. Extracts of
     `from_elements` and of constants fold. What remains of a shape is the
     scalars it was computed from: host arithmetic, where as linalg ops they
