@@ -131,11 +131,10 @@ bool hasScalarElements(Value value) {
 /// An elementwise `linalg.generic` on small static integer tensors whose
 /// operands are scalars known here (`tensor.from_elements`, fills,
 /// constants) -> its body once per element, on the scalars, into
-/// `tensor.from_elements`.
-/// ONNX computes shapes this way (Expand's `Where(Equal(shape, -1), 1,
-/// shape)`, a size divided by the head count): as linalg ops they would be
-/// kernels on the GPU whose results the host reads back before it can
-/// allocate, a synchronization each.
+/// `tensor.from_elements`. ONNX computes shapes this way (Expand's
+/// `Where(Equal(shape, -1), 1, shape)`, a size divided by the head count): as
+/// linalg ops they would be kernels on the GPU whose results the host reads
+/// back before it can allocate, a synchronization each.
 struct ElementwiseOnScalars : OpRewritePattern<linalg::GenericOp> {
   ElementwiseOnScalars(MLIRContext *context, int64_t maxElements)
       : OpRewritePattern(context), maxElements(maxElements) {}

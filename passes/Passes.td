@@ -599,14 +599,14 @@ def SpecFoldShapeTensors : Pass<"spec-fold-shape-tensors"> {
     extract of the reshape's source at the same linear index; and an
     elementwise `linalg.generic` on integer tensors of at most
     `max-elements` elements whose operands are `from_elements`, fills or
-    constants (Expand's `Where(Equal(shape, -1), 1, shape)`, a size divided by the
-    head count) into its body once per element on the scalars. Extracts of
-    `from_elements` and of constants fold. What remains of a shape is the
-    scalars it was computed from: host arithmetic, where as linalg ops they
-    would be GPU kernels whose results the host reads back. Float tensors,
-    larger concatenations or generics, concatenations of inputs of dynamic
-    size, generics with reductions or reading computed tensors, and
-    extracts out of bounds are left alone.
+    constants (Expand's `Where(Equal(shape, -1), 1, shape)`, a size divided
+    by the head count) into its body once per element on the scalars.
+    Extracts of `from_elements` and of constants fold. What remains of a
+    shape is the scalars it was computed from: host arithmetic, where as
+    linalg ops they would be GPU kernels whose results the host reads back.
+    Float tensors, larger concatenations or generics, concatenations of
+    inputs of dynamic size, generics with reductions or reading computed
+    tensors, and extracts out of bounds are left alone.
 
     Example: `spec-opt --spec-fold-shape-tensors='max-elements=8'`
   }];
