@@ -863,6 +863,61 @@ def SpecOrderGlobals : Pass<"spec-order-globals", "::mlir::ModuleOp"> {
   let dependentDialects = ["::mlir::memref::MemRefDialect"];
 }
 
+def SpecGPUAttention : Pass<"spec-gpu-attention", "::mlir::func::FuncOp"> {
+  let summary = "Compute the importer's attention in two GPU kernels that "
+                "read the cached keys and values in place";
+  let description = [{
+    The GPU's counterpart of `spec-fuse-attention`, on tensors. The
+    importer's attention, `softmax(modify(q . k^T)) . v` with the keys and
+    values expanded to every query head (grouped-query attention) and the
+    keys transposed, bufferizes to a kernel per op: the expansions and the
+    transpose copy the cached prefix, and softmax's maximum, exp, sum and
+    divide each make a pass over the scores. On a decode step every one of
+    them costs a launch, more than it computes.
+
+    This pass matches the same chain as `spec-fuse-attention` and replaces
+    it by two ops. The scores become a contraction that reads the cached key
+    rows where they are (query head `h` reads kv head `h / repeat`, an
+    affine `floordiv` in its indexing map), one thread per score once
+    scheduled; the modifier (scaling, masks) stays the elementwise op it
+    was, fused with the scores' nest by `spec-gpu-schedule`. Softmax and the
+    product with the values become one `linalg.generic` over the output's
+    elements `[1, heads, rows, head_dim]` whose body makes three passes over
+    the positions: the row's maximum, the sum of `exp(x - max)`, and the sum
+    of `exp(x - max) / sum` times the value row's element, read in place.
+    Each pass clones the body of the op it replaces, in the same order over
+    the positions, so every output is computed by the same arithmetic as
+    before, bit for bit (and a row's values never depend on how many rows
+    the forward has: batch invariance holds as it did).
+
+    With `fold-transposes` (the default), a query that is a
+    `linalg.transpose` is read through it (the transpose's input, with the
+    permuted indexing map), and an output whose only use is a transpose is
+    written in that transpose's layout: two copy kernels fewer per
+    attention.
+
+    The sizes the match assumes of dimensions computed in the graph (batch
+    1, the reshapes' kv heads, repeat, positions and head size) are checked
+    at run time with `cf.assert` (reported by `spec-lower-checks`), and a
+    layer's keys read from the cache before its values were written into it
+    are read after the write, in place (as `spec-fuse-attention` does). A
+    chain that does not match is left as it is.
+
+    Example: `spec-opt --spec-gpu-attention='fold-transposes=false'`
+  }];
+  let options = [
+    Option<"foldTransposes", "fold-transposes", "bool", "true",
+           "Read a transposed query through its transpose and write the "
+           "output in the layout of a transpose that is its only use">
+  ];
+  let dependentDialects = ["::mlir::affine::AffineDialect",
+                           "::mlir::arith::ArithDialect",
+                           "::mlir::cf::ControlFlowDialect",
+                           "::mlir::linalg::LinalgDialect",
+                           "::mlir::scf::SCFDialect",
+                           "::mlir::tensor::TensorDialect"];
+}
+
 def SpecGPUContractions
     : Pass<"spec-gpu-contractions", "::mlir::func::FuncOp"> {
   let summary = "GPU loops for contractions whose rows share an operand: "

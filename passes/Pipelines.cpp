@@ -27,17 +27,21 @@ using namespace specula;
 /// compilation every device shares.
 /// `blockContractions`: the CPU's register-blocked contractions (weights,
 /// attention keys and values), scheduled on tensors (spec-block-contractions).
-/// `fuseAttention`: the CPU's attention loops (spec-fuse-attention).
+/// `fuseAttention`: the CPU's attention loops (spec-fuse-attention);
+/// `gpuAttention`: the GPU's attention kernels (spec-gpu-attention).
 static void buildBufferizationPipeline(OpPassManager &pm, bool fuseElementwise,
                                        bool blockContractions,
-                                       bool fuseAttention) {
+                                       bool fuseAttention, bool gpuAttention) {
   pm.addPass(createSpecFoldShapeTensors());
   pm.addPass(createCanonicalizerPass());
   pm.addPass(createCSEPass());
   if (fuseElementwise)
     pm.addPass(createSpecFuseElementwise());
-  if (fuseAttention) {
-    pm.addNestedPass<func::FuncOp>(createSpecFuseAttention());
+  if (fuseAttention || gpuAttention) {
+    if (fuseAttention)
+      pm.addNestedPass<func::FuncOp>(createSpecFuseAttention());
+    else
+      pm.addNestedPass<func::FuncOp>(createSpecGPUAttention());
     // The run-time checks of sizes the graph computes the same way as the
     // loops fold away (CSE first: the sizes are recomputed per check).
     pm.addPass(createCSEPass());
@@ -111,7 +115,8 @@ void specula::buildGraphToLLVMPipeline(OpPassManager &pm,
   bool gpuSchedule = options.gpuScheduleThreads > 0;
   buildBufferizationPipeline(pm, options.fuseElementwise,
                              options.blockContractions && !gpuSchedule,
-                             options.fuseAttention && !gpuSchedule);
+                             options.fuseAttention && !gpuSchedule,
+                             options.fuseAttention && gpuSchedule);
   bool parallel = options.parallelColumns && options.blockContractions &&
                   !gpuSchedule;
   if (parallel) {
@@ -198,7 +203,7 @@ void specula::buildSpecToCUDAPipeline(OpPassManager &pm,
   buildDecoderToTensorsPipeline(pm, options.capacity, /*argmaxLanes=*/0);
   buildBufferizationPipeline(pm, /*fuseElementwise=*/true,
                              /*blockContractions=*/false,
-                             /*fuseAttention=*/false);
+                             /*fuseAttention=*/false, options.attention);
 
   // The device split: linalg ops and copies become kernels; the decode
   // loops' control and scalar bookkeeping stay on the host.

@@ -33,7 +33,8 @@ struct GraphToLLVMOptions : public mlir::PassPipelineOptions<GraphToLLVMOptions>
       *this, "fuse-attention",
       llvm::cl::desc("Compute attention in one pass over the cached keys and "
                      "values per query row, with online softmax "
-                     "(spec-fuse-attention; not with gpu-schedule-threads)"),
+                     "(spec-fuse-attention; with gpu-schedule-threads, "
+                     "spec-gpu-attention's kernels)"),
       llvm::cl::init(true)};
   Option<bool> interchangeContractions{
       *this, "interchange-contractions",
@@ -206,6 +207,12 @@ struct SpecToCUDAOptions
       llvm::cl::desc("Fuse adjacent loop nests over the same iteration space "
                      "into one kernel where each iteration depends only on "
                      "the same iteration (spec-gpu-schedule{fuse})"),
+      llvm::cl::init(true)};
+  Option<bool> attention{
+      *this, "attention",
+      llvm::cl::desc("The importer's attention as two kernels that read the "
+                     "cached keys and values in place (spec-gpu-attention); "
+                     "off: a kernel per op of the chain"),
       llvm::cl::init(true)};
   Option<bool> asyncLaunches{
       *this, "async-launches",

@@ -45,6 +45,9 @@ struct ArtifactOptions {
   /// CUDA: adjacent loop nests over the same iteration space as one kernel
   /// (spec-to-cuda{fuse-kernels}).
   bool gpuFuseKernels = true;
+  /// CUDA: attention as spec-gpu-attention's two kernels per layer
+  /// (spec-to-cuda{attention}).
+  bool gpuAttention = true;
   /// The spec.decoder to compile.
   std::string decoder = "decoder";
   /// Positions each KV cache holds (0: the models' max_context).

@@ -441,6 +441,7 @@ LogicalResult specula::compileToLLVM(ModuleOp module,
     pipeline.splitMinBytes = options.gpuSplitMinBytes;
     pipeline.contractions = options.gpuContractions;
     pipeline.fuseKernels = options.gpuFuseKernels;
+    pipeline.attention = options.gpuAttention;
     buildSpecToCUDAPipeline(pm, pipeline);
   } else {
     SpecToCPUOptions pipeline;

@@ -218,6 +218,13 @@ static cl::opt<bool> gpuFuseKernels(
              "only on the same iteration (spec-gpu-schedule{fuse}; default "
              "on); off: a kernel per op, to compare"),
     cl::init(true), cl::cat(category));
+static cl::opt<bool> gpuAttention(
+    "gpu-attention",
+    cl::desc("With --device cuda: attention as two kernels per layer that "
+             "read the cached keys and values in place (spec-gpu-attention; "
+             "default on); off: a kernel per op of the imported chain, to "
+             "compare"),
+    cl::init(true), cl::cat(category));
 static cl::opt<std::string> cpu(
     "cpu",
     cl::desc("CPU the artifact's code is for: native (this host, all its "
@@ -795,6 +802,7 @@ int main(int argc, char **argv) {
   options.gpuSplitMinBytes = gpuSplitMinBytes;
   options.gpuContractions = gpuContractions;
   options.gpuFuseKernels = gpuFuseKernels;
+  options.gpuAttention = gpuAttention;
   options.linker = linker;
   options.cpu = cpu;
   options.parallelColumns = parallelColumns;
