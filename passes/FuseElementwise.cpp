@@ -1,5 +1,6 @@
 //===- FuseElementwise.cpp - elementwise fusion without recomputation ----===//
 
+#include "passes/IndexingMaps.h"
 #include "passes/Passes.h"
 
 #include "mlir/Dialect/Affine/IR/AffineOps.h"
@@ -301,6 +302,76 @@ private:
   int64_t maxInputs;
 };
 
+/// A slice of a transpose is the transpose of the slice of its input, the
+/// dimensions permuted: the importer's rotary embedding slices the
+/// transposed queries and keys into halves, and so the transposes (a copy
+/// kernel each on the GPU) reach the elementwise ops that read them.
+struct SliceBeforeTranspose : OpRewritePattern<tensor::ExtractSliceOp> {
+  using OpRewritePattern::OpRewritePattern;
+
+  LogicalResult matchAndRewrite(tensor::ExtractSliceOp slice,
+                                PatternRewriter &rewriter) const override {
+    auto transpose = slice.getSource().getDefiningOp<linalg::TransposeOp>();
+    if (!transpose || !transpose.hasPureTensorSemantics() ||
+        slice.getType().getRank() != slice.getSourceType().getRank())
+      return rewriter.notifyMatchFailure(slice, "not a slice of a transpose");
+    ArrayRef<int64_t> permutation = transpose.getPermutation();
+    auto permute = [&](ArrayRef<OpFoldResult> values) {
+      SmallVector<OpFoldResult> permuted(values.size());
+      for (auto [i, dim] : llvm::enumerate(permutation))
+        permuted[dim] = values[i];
+      return permuted;
+    };
+    SmallVector<OpFoldResult> sizes = slice.getMixedSizes();
+    Location loc = slice.getLoc();
+    Value input = tensor::ExtractSliceOp::create(
+        rewriter, loc, transpose.getInput(), permute(slice.getMixedOffsets()),
+        permute(sizes), permute(slice.getMixedStrides()));
+    Value init = tensor::EmptyOp::create(rewriter, loc, sizes,
+                                         slice.getType().getElementType());
+    Value result =
+        linalg::TransposeOp::create(rewriter, loc, input, init, permutation)
+            .getResult()[0];
+    if (result.getType() != slice.getType())
+      result = tensor::CastOp::create(rewriter, loc, slice.getType(), result);
+    rewriter.replaceOp(slice, result);
+    return success();
+  }
+};
+
+/// An elementwise generic reads a transpose's input through the permuted
+/// indexing map instead of the transpose's result; once no op reads the
+/// result, the transpose is gone. (Only elementwise consumers: the
+/// attention passes match the transposes their contractions read.)
+struct ReadThroughTranspose : OpRewritePattern<linalg::GenericOp> {
+  using OpRewritePattern::OpRewritePattern;
+
+  LogicalResult matchAndRewrite(linalg::GenericOp op,
+                                PatternRewriter &rewriter) const override {
+    if (!op.hasPureTensorSemantics() ||
+        op.getNumParallelLoops() != op.getNumLoops())
+      return rewriter.notifyMatchFailure(op, "not elementwise on tensors");
+    SmallVector<Value> inputs = op.getDpsInputs();
+    SmallVector<AffineMap> maps = op.getIndexingMapsArray();
+    bool changed = false;
+    for (auto [i, input] : llvm::enumerate(inputs)) {
+      auto transpose = input.getDefiningOp<linalg::TransposeOp>();
+      if (!transpose || !transpose.hasPureTensorSemantics())
+        continue;
+      inputs[i] = transpose.getInput();
+      maps[i] = throughTranspose(maps[i], transpose.getPermutation());
+      changed = true;
+    }
+    if (!changed)
+      return rewriter.notifyMatchFailure(op, "reads no transpose");
+    rewriter.modifyOpInPlace(op, [&] {
+      op.getInputsMutable().assign(inputs);
+      op.setIndexingMapsAttr(rewriter.getAffineMapArrayAttr(maps));
+    });
+    return success();
+  }
+};
+
 struct FuseElementwisePass
     : public specula::impl::SpecFuseElementwiseBase<FuseElementwisePass> {
   using SpecFuseElementwiseBase::SpecFuseElementwiseBase;
@@ -333,6 +404,8 @@ struct FuseElementwisePass
     linalg::populateConstantFoldLinalgOperations(patterns,
                                                  fusesWithoutRecomputing);
     patterns.add<FoldConstantGeneric>(context);
+    if (foldTransposes)
+      patterns.add<SliceBeforeTranspose, ReadThroughTranspose>(context);
     if (maxConcatInputs > 0) {
       patterns.add<ConcatToPieces>(context, maxConcatInputs);
       // The pieces' sizes are dims of their inputs: folded to the sizes

@@ -214,6 +214,15 @@ static Value withoutIdentity(Value index) {
   return index;
 }
 
+/// `index` if it is a constant (linalg's loops index a dimension an indexing
+/// map makes constant with an affine.apply of no operands).
+static std::optional<int64_t> constantIndex(Value index) {
+  if (auto apply = index.getDefiningOp<affine::AffineApplyOp>();
+      apply && apply.getAffineMap().isSingleConstant())
+    return apply.getAffineMap().getSingleConstantResult();
+  return getConstantIntValue(index);
+}
+
 /// Whether index `x` of the first loop is index `y` of the second: the same
 /// value once the first loop's variables are the second's, or the same
 /// affine map of such values.
@@ -221,6 +230,9 @@ static bool sameIndex(Value x, Value y, IRMapping &firstToSecond) {
   x = withoutIdentity(x);
   y = withoutIdentity(y);
   if (firstToSecond.lookupOrDefault(x) == y)
+    return true;
+  std::optional<int64_t> constantX = constantIndex(x);
+  if (constantX && constantX == constantIndex(y))
     return true;
   auto applyX = x.getDefiningOp<affine::AffineApplyOp>();
   auto applyY = y.getDefiningOp<affine::AffineApplyOp>();
@@ -251,6 +263,30 @@ static bool sameElementOnly(const Access &a, const Access &b,
   });
 }
 
+/// Whether views `a` and `b` are subviews of one buffer whose index ranges
+/// do not overlap in some dimension (static offsets and sizes, unit
+/// strides): the two halves of a rotary embedding's output in the cache.
+static bool disjointViews(Value a, Value b) {
+  auto viewA = a.getDefiningOp<memref::SubViewOp>();
+  auto viewB = b.getDefiningOp<memref::SubViewOp>();
+  if (!viewA || !viewB || viewA.getSource() != viewB.getSource())
+    return false;
+  for (auto [offsetA, sizeA, strideA, offsetB, sizeB, strideB] :
+       llvm::zip(viewA.getMixedOffsets(), viewA.getMixedSizes(),
+                 viewA.getMixedStrides(), viewB.getMixedOffsets(),
+                 viewB.getMixedSizes(), viewB.getMixedStrides())) {
+    std::optional<int64_t> oA = getConstantIntValue(offsetA),
+                           sA = getConstantIntValue(sizeA),
+                           oB = getConstantIntValue(offsetB),
+                           sB = getConstantIntValue(sizeB);
+    if (oA && sA && oB && sB && isConstantIntValue(strideA, 1) &&
+        isConstantIntValue(strideB, 1) &&
+        (*oA + *sA <= *oB || *oB + *sB <= *oA))
+      return true;
+  }
+  return false;
+}
+
 /// Fuses `first` into `second` (the first's body before the second's) if
 /// that is legal.
 static bool fuseInto(scf::ParallelOp first, scf::ParallelOp second) {
@@ -268,7 +304,8 @@ static bool fuseInto(scf::ParallelOp first, scf::ParallelOp second) {
     for (const Access &a : firstAccesses)
       for (const Access &b : secondAccesses)
         if ((a.write || b.write) && mayAlias(a.root, b.root) &&
-            !sameElementOnly(a, b, firstToSecond, second.getInductionVars()))
+            !sameElementOnly(a, b, firstToSecond, second.getInductionVars()) &&
+            !disjointViews(a.memref, b.memref))
           return false;
   }
   for (auto [from, to] :
@@ -319,6 +356,47 @@ bool specula::mayShareMemory(Value a, Value b) {
   return mayAlias(rootOf(a), rootOf(b));
 }
 
+/// `loop` without its dimensions of one iteration (each variable its lower
+/// bound), when others remain: a [rows, 1] fill's nest and the nest of the
+/// reduction it initializes (over rows, its output indexed [row, 0]) are
+/// then the same iteration space. (scf.parallel's canonicalization does
+/// this too, but inlines a loop left without dimensions, which would move a
+/// kernel's body to the host.)
+static scf::ParallelOp withoutUnitDims(scf::ParallelOp loop) {
+  SmallVector<unsigned> kept;
+  for (unsigned i = 0; i < loop.getNumLoops(); ++i) {
+    std::optional<int64_t> l = getConstantIntValue(loop.getLowerBound()[i]),
+                           u = getConstantIntValue(loop.getUpperBound()[i]),
+                           s = getConstantIntValue(loop.getStep()[i]);
+    if (!l || !u || !s || *s <= 0 || *u - *l != 1)
+      kept.push_back(i);
+  }
+  if (kept.empty() || kept.size() == loop.getNumLoops() || loop.getNumResults())
+    return loop;
+  OpBuilder b(loop);
+  auto pick = [&](ValueRange values) {
+    return llvm::to_vector(
+        llvm::map_range(kept, [&](unsigned i) { return values[i]; }));
+  };
+  auto narrow =
+      scf::ParallelOp::create(b, loop.getLoc(), pick(loop.getLowerBound()),
+                              pick(loop.getUpperBound()), pick(loop.getStep()));
+  narrow->setDiscardableAttrs(loop->getDiscardableAttrDictionary());
+  Block *body = narrow.getBody();
+  narrow.getBody()->getTerminator()->erase();
+  SmallVector<Value> ivs(loop.getNumLoops());
+  for (auto [i, index] : llvm::enumerate(kept))
+    ivs[index] = narrow.getInductionVars()[i];
+  for (unsigned i = 0; i < loop.getNumLoops(); ++i)
+    if (!ivs[i])
+      ivs[i] = loop.getLowerBound()[i];
+  body->getOperations().splice(body->end(), loop.getBody()->getOperations());
+  for (auto [old, now] : llvm::zip(loop.getInductionVars(), ivs))
+    old.replaceAllUsesWith(now);
+  loop.erase();
+  return narrow;
+}
+
 unsigned specula::fuseParallelLoops(Operation *root) {
   // The blocks whose loops are kernels: those outside parallel loops.
   SmallVector<Block *> blocks;
@@ -332,6 +410,7 @@ unsigned specula::fuseParallelLoops(Operation *root) {
     scf::ParallelOp previous;
     for (Operation &op : llvm::make_early_inc_range(*block)) {
       if (auto loop = dyn_cast<scf::ParallelOp>(op)) {
+        loop = withoutUnitDims(loop);
         if (previous && fuseInto(previous, loop))
           ++fused;
         previous = loop;

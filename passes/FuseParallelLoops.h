@@ -19,16 +19,18 @@ namespace specula {
 
 /// Fuses chains of adjacent outermost scf.parallel loops under `root` into
 /// one loop each (the first's body prepended to the second's) where
-/// that is legal:
+/// that is legal, after dropping their dimensions of one iteration (where
+/// others remain):
 /// - the loops have no nested scf.parallel and equal bounds and steps
 ///   (equal constants, the same value, or the dimension of the same size);
 /// - the ops between them have no regions and allocate, or touch no buffer
 ///   that may alias one the first loop writes, and write none it reads;
 /// - every pair of accesses, one by each loop with at least one a write,
 ///   to buffers that may alias is a memref.load or memref.store of the same
-///   view at the same indices, those indices using every loop variable
-///   directly (so the same iteration touches the element in both loops and
-///   no other iteration does);
+///   view at the same indices (or equal constants), those indices using
+///   every loop variable directly (so the same iteration touches the
+///   element in both loops and no other iteration does), or of subviews of
+///   one buffer whose static ranges in some dimension do not overlap;
 /// - the loops' other memory effects are reads or writes of known buffers.
 /// Returns the number of loops fused away.
 unsigned fuseParallelLoops(mlir::Operation *root);

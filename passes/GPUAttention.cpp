@@ -10,6 +10,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "passes/AttentionMatch.h"
+#include "passes/IndexingMaps.h"
 #include "passes/Passes.h"
 
 #include "mlir/Dialect/Affine/IR/AffineOps.h"
@@ -49,16 +50,6 @@ static Value fillValue(Value init) {
   return init.getDefiningOp<linalg::FillOp>().value();
 }
 
-/// `map` of a transpose's result as a map of its input: result dimension i
-/// is input dimension permutation[i].
-static AffineMap throughTranspose(AffineMap map,
-                                  ArrayRef<int64_t> permutation) {
-  SmallVector<AffineExpr> exprs(map.getNumResults());
-  for (auto [i, dim] : llvm::enumerate(permutation))
-    exprs[dim] = map.getResult(i);
-  return AffineMap::get(map.getNumDims(), 0, exprs, map.getContext());
-}
-
 /// [b, h, positions, k] of rows that query head h reads as kv head
 /// h / repeat, for loops (b, h, s, positions, k) or (b, h, s, d).
 static AffineMap rowsMap(MLIRContext *ctx, unsigned loops, int64_t repeat,
@@ -90,14 +81,33 @@ static Value buildScores(ImplicitLocOpBuilder &b, Attention &attention,
     queryMap = throughTranspose(queryMap, transpose.getPermutation());
   }
   linalg::GenericOp scores = attention.scores;
-  SmallVector<AffineMap> maps = {queryMap,
-                                 rowsMap(ctx, 5, attention.keys.repeat, 3, 4),
-                                 dims({0, 1, 2, 3})};
+  AffineMap keysMap = rowsMap(ctx, 5, attention.keys.repeat, 3, 4);
+  SmallVector<AffineMap> maps = {queryMap, keysMap, dims({0, 1, 2, 3})};
   SmallVector<utils::IteratorType> iterators(4, utils::IteratorType::parallel);
   iterators.push_back(utils::IteratorType::reduction);
+  // The accumulators anew, sized by the operands the loops read (the
+  // importer's sizes are the same at run time, but other values): the
+  // fill's loop nest is then the scores' one, one kernel on the GPU.
+  auto type = cast<RankedTensorType>(scores.getResult(0).getType());
+  SmallVector<Value> sizes;
+  for (int64_t loop = 0; loop < type.getRank(); ++loop) {
+    if (!type.isDynamicDim(loop))
+      continue;
+    AffineExpr expr = getAffineDimExpr(loop, ctx);
+    if (std::optional<unsigned> dim = queryMap.getResultPosition(expr))
+      sizes.push_back(tensor::DimOp::create(b, query, *dim));
+    else
+      sizes.push_back(tensor::DimOp::create(b, attention.keys.rows,
+                                            *keysMap.getResultPosition(expr)));
+  }
+  Value empty =
+      tensor::EmptyOp::create(b, type.getShape(), type.getElementType(), sizes);
+  Value accumulators =
+      linalg::FillOp::create(b, fillValue(scores.getDpsInits()[0]), empty)
+          .getResult(0);
   auto fused = linalg::GenericOp::create(
       b, scores.getResultTypes(), ValueRange{query, attention.keys.rows},
-      scores.getDpsInits(), maps, iterators,
+      ValueRange{accumulators}, maps, iterators,
       [&](OpBuilder &nb, Location loc, ValueRange args) {
         linalg::YieldOp::create(nb, loc, cloneBody(nb, scores, args));
       });

@@ -648,12 +648,26 @@ def SpecFuseElementwise : Pass<"spec-fuse-elementwise"> {
     element is computed by the same body as before, so results are
     bit-identical.
 
-    Example: `spec-opt --spec-fuse-elementwise='max-concat-inputs=2'`
+    With `fold-transposes` (spec-to-cuda's choice; off by default, the
+    CPU's vectorized loops prefer the copy), a `linalg.transpose` read by
+    elementwise generics is read through: each of them reads the
+    transpose's input with the permuted indexing map, and a slice of a
+    transpose becomes the transpose of the slice of its input, so that the
+    rotary embedding's halves of the transposed queries and keys are read
+    from the projections where they are. On the GPU each transpose was a
+    copy kernel.
+
+    Example: `spec-opt --spec-fuse-elementwise='max-concat-inputs=2
+    fold-transposes=true'`
   }];
   let options = [
     Option<"maxConcatInputs", "max-concat-inputs", "int64_t", "4",
            "Concatenations of at most this many inputs are fused piecewise "
-           "into their consumer (0: none)">
+           "into their consumer (0: none)">,
+    Option<"foldTransposes", "fold-transposes", "bool", "false",
+           "Elementwise generics read transposes' inputs through permuted "
+           "indexing maps (slices of transposes become transposes of "
+           "slices)">
   ];
   let dependentDialects = ["::mlir::affine::AffineDialect",
                            "::mlir::linalg::LinalgDialect",
@@ -1029,7 +1043,12 @@ def SpecGPUSchedule : Pass<"spec-gpu-schedule", "::mlir::func::FuncOp"> {
     become one nest, so one kernel, where each iteration of the second reads
     and writes only what the same iteration of the first wrote or read: a
     reduction's initializing fill and the reduction, an elementwise op and
-    the next, the key and value cache writes of a layer. Each launch costs
+    the next, the key and value cache writes of a layer, or writes only
+    subviews of one buffer whose static ranges in some dimension do not
+    overlap those of the other (a rotary embedding's two halves). A nest's
+    dimensions of one iteration are dropped first, so that a `[rows, 1]`
+    fill and the reduction over `rows` it initializes (its output indexed
+    `[row, 0]`) are the same iteration space. Each launch costs
     more than a decode step's small kernels compute, and fusing changes no
     arithmetic: each output is computed by the same ops in the same order.
     Between fused nests may lie only ops without regions that allocate or

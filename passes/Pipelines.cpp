@@ -29,24 +29,35 @@ using namespace specula;
 /// attention keys and values), scheduled on tensors (spec-block-contractions).
 /// `fuseAttention`: the CPU's attention loops (spec-fuse-attention);
 /// `gpuAttention`: the GPU's attention kernels (spec-gpu-attention).
+/// `foldTransposes`: elementwise ops read transposes' inputs in place
+/// (spec-fuse-elementwise{fold-transposes}), for the GPU's kernels; the
+/// CPU's vectorized loops prefer the copy.
 static void buildBufferizationPipeline(OpPassManager &pm, bool fuseElementwise,
                                        bool blockContractions,
-                                       bool fuseAttention, bool gpuAttention) {
+                                       bool fuseAttention, bool gpuAttention,
+                                       bool foldTransposes) {
   pm.addPass(createSpecFoldShapeTensors());
   pm.addPass(createCanonicalizerPass());
   pm.addPass(createCSEPass());
-  if (fuseElementwise)
-    pm.addPass(createSpecFuseElementwise());
-  if (fuseAttention || gpuAttention) {
-    if (fuseAttention)
-      pm.addNestedPass<func::FuncOp>(createSpecFuseAttention());
-    else
-      pm.addNestedPass<func::FuncOp>(createSpecGPUAttention());
-    // The run-time checks of sizes the graph computes the same way as the
-    // loops fold away (CSE first: the sizes are recomputed per check).
-    pm.addPass(createCSEPass());
-    pm.addPass(createCanonicalizerPass());
+  if (fuseElementwise) {
+    SpecFuseElementwiseOptions fuse;
+    fuse.foldTransposes = foldTransposes;
+    pm.addPass(createSpecFuseElementwise(fuse));
   }
+  if (fuseAttention)
+    pm.addNestedPass<func::FuncOp>(createSpecFuseAttention());
+  else if (gpuAttention)
+    pm.addNestedPass<func::FuncOp>(createSpecGPUAttention());
+  // A rank-reducing slice's sizes (each layer's cached keys and values) are
+  // not folded by canonicalization: resolved, every layer computes what it
+  // derives from them (the attention mask) from the same values, and CSE
+  // makes that one computation per forward.
+  pm.addPass(memref::createResolveRankedShapeTypeResultDimsPass());
+  // The run-time checks of sizes the graph computes the same way as the
+  // attention loops fold away (CSE first: the sizes are recomputed per
+  // check).
+  pm.addPass(createCSEPass());
+  pm.addPass(createCanonicalizerPass());
 
   // After the last CSE, which merges them.
   pm.addPass(createSpecCloneSharedFills());
@@ -116,7 +127,8 @@ void specula::buildGraphToLLVMPipeline(OpPassManager &pm,
   buildBufferizationPipeline(pm, options.fuseElementwise,
                              options.blockContractions && !gpuSchedule,
                              options.fuseAttention && !gpuSchedule,
-                             options.fuseAttention && gpuSchedule);
+                             options.fuseAttention && gpuSchedule,
+                             /*foldTransposes=*/gpuSchedule);
   bool parallel = options.parallelColumns && options.blockContractions &&
                   !gpuSchedule;
   if (parallel) {
@@ -203,7 +215,8 @@ void specula::buildSpecToCUDAPipeline(OpPassManager &pm,
   buildDecoderToTensorsPipeline(pm, options.capacity, /*argmaxLanes=*/0);
   buildBufferizationPipeline(pm, /*fuseElementwise=*/true,
                              /*blockContractions=*/false,
-                             /*fuseAttention=*/false, options.attention);
+                             /*fuseAttention=*/false, options.attention,
+                             /*foldTransposes=*/true);
 
   // The device split: linalg ops and copies become kernels; the decode
   // loops' control and scalar bookkeeping stay on the host.

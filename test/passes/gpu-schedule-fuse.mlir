@@ -120,3 +120,74 @@ func.func @other_space(%x: memref<64xf32>, %y: memref<32xf32>) {
   memref.dealloc %u : memref<32xf32>
   return
 }
+
+// -----
+
+// RMSNorm's statistics over [rows, cols, 1]: the fill and the root are
+// nests over three dimensions, the last of one iteration, the reduction's
+// over two (its output indexed [i, j, 0]). Without the dimension of one
+// iteration they are one iteration space: one kernel over [rows, cols].
+// CHECK-LABEL: func.func @unit_dims
+// CHECK: scf.parallel (%{{[^,]+}}, %{{[^)]+}}) =
+// CHECK: memref.store %cst, %[[ACC:.*]][%{{.*}}, %{{.*}}, %{{.*}}] : memref<?x?x1xf32>
+// CHECK: scf.for
+// CHECK: math.powf
+// CHECK: math.sqrt
+// CHECK-COUNT-1: processor = block_x
+// CHECK-NOT: processor = block_x
+// CHECK: return
+// APART-LABEL: func.func @unit_dims
+// APART-COUNT-3: processor = block_x
+func.func @unit_dims(%n: index, %m: index) -> memref<?x?x1xf32> {
+  %zero = arith.constant 0.0 : f32
+  %two = arith.constant 2.0 : f32
+  %x = memref.alloc(%n, %m) : memref<?x?x128xf32>
+  %acc = memref.alloc(%n, %m) : memref<?x?x1xf32>
+  linalg.fill ins(%zero : f32) outs(%acc : memref<?x?x1xf32>)
+  linalg.generic {indexing_maps = [affine_map<(d0, d1, d2) -> (d0, d1, d2)>, affine_map<(d0, d1, d2) -> (d0, d1, 0)>], iterator_types = ["parallel", "parallel", "reduction"]} ins(%x : memref<?x?x128xf32>) outs(%acc : memref<?x?x1xf32>) {
+  ^bb0(%in: f32, %out: f32):
+    %p = math.powf %in, %two : f32
+    %s = arith.addf %out, %p : f32
+    linalg.yield %s : f32
+  }
+  linalg.generic {indexing_maps = [affine_map<(d0, d1, d2) -> (d0, d1, d2)>, affine_map<(d0, d1, d2) -> (d0, d1, d2)>], iterator_types = ["parallel", "parallel", "parallel"]} ins(%acc : memref<?x?x1xf32>) outs(%acc : memref<?x?x1xf32>) {
+  ^bb0(%in: f32, %out: f32):
+    %r = math.sqrt %in : f32
+    linalg.yield %r : f32
+  }
+  memref.dealloc %x : memref<?x?x128xf32>
+  return %acc : memref<?x?x1xf32>
+}
+
+// -----
+
+// The two halves of a rotary embedding written into a cache row: subviews
+// of one buffer whose last dimensions, [0, 16) and [16, 32), do not
+// overlap (the halves computed in fresh buffers, which the cache cannot
+// be): one kernel. Halves that overlap ([0, 16) and [8, 24)) stay two.
+// CHECK-LABEL: func.func @disjoint_halves
+// CHECK-COUNT-1: processor = block_x
+// CHECK-NOT: processor = block_x
+// CHECK: return
+// CHECK-LABEL: func.func @overlapping_halves
+// CHECK-COUNT-2: processor = block_x
+// APART-LABEL: func.func @disjoint_halves
+// APART-COUNT-2: processor = block_x
+func.func @disjoint_halves(%cache: memref<8x32xf32>, %row: index) {
+  %x = memref.alloc() : memref<4x16xf32>
+  %y = memref.alloc() : memref<4x16xf32>
+  %low = memref.subview %cache[%row, 0] [4, 16] [1, 1] : memref<8x32xf32> to memref<4x16xf32, strided<[32, 1], offset: ?>>
+  %high = memref.subview %cache[%row, 16] [4, 16] [1, 1] : memref<8x32xf32> to memref<4x16xf32, strided<[32, 1], offset: ?>>
+  linalg.copy ins(%x : memref<4x16xf32>) outs(%low : memref<4x16xf32, strided<[32, 1], offset: ?>>)
+  linalg.copy ins(%y : memref<4x16xf32>) outs(%high : memref<4x16xf32, strided<[32, 1], offset: ?>>)
+  return
+}
+func.func @overlapping_halves(%cache: memref<8x32xf32>, %row: index) {
+  %x = memref.alloc() : memref<4x16xf32>
+  %y = memref.alloc() : memref<4x16xf32>
+  %low = memref.subview %cache[%row, 0] [4, 16] [1, 1] : memref<8x32xf32> to memref<4x16xf32, strided<[32, 1], offset: ?>>
+  %high = memref.subview %cache[%row, 8] [4, 16] [1, 1] : memref<8x32xf32> to memref<4x16xf32, strided<[32, 1], offset: ?>>
+  linalg.copy ins(%x : memref<4x16xf32>) outs(%low : memref<4x16xf32, strided<[32, 1], offset: ?>>)
+  linalg.copy ins(%y : memref<4x16xf32>) outs(%high : memref<4x16xf32, strided<[32, 1], offset: ?>>)
+  return
+}
