@@ -114,12 +114,39 @@ static Value buildScores(ImplicitLocOpBuilder &b, Attention &attention,
   return fused.getResult(0);
 }
 
+/// The modifier's value at `indices` (the scores' loops), by its body on
+/// its operands' elements there. (The match made sure it can: elementwise,
+/// its operands read at loop indices or constants, its output not read.)
+static Value modifierAt(ImplicitLocOpBuilder &b, linalg::GenericOp modifier,
+                        ArrayRef<Value> indices) {
+  SmallVector<Value> args;
+  for (OpOperand *input : modifier.getDpsInputOperands()) {
+    if (!isa<RankedTensorType>(input->get().getType())) {
+      args.push_back(input->get());
+      continue;
+    }
+    SmallVector<Value> at;
+    for (AffineExpr e : modifier.getMatchingIndexingMap(input).getResults())
+      at.push_back(isa<AffineDimExpr>(e)
+                       ? indices[cast<AffineDimExpr>(e).getPosition()]
+                       : Value(arith::ConstantIndexOp::create(
+                             b, cast<AffineConstantExpr>(e).getValue())));
+    args.push_back(tensor::ExtractOp::create(b, input->get(), at));
+  }
+  // The output's element, which the body does not read.
+  args.push_back(args.front());
+  return cloneBody(b, modifier, args);
+}
+
 /// out[b, h, s, d] = sum_t (exp(x_t - m) / l) * rows[b, h / repeat, t, d]
 /// with m = max_t x_t and l = sum_t exp(x_t - m): three passes over the
 /// positions per output element, each by the body of the op it replaces.
+/// x is the modifier's value, computed where each pass reads a score (not
+/// a kernel of its own).
 static Value buildSoftmaxProduct(ImplicitLocOpBuilder &b, Attention &attention,
-                                 Value x, Value positions,
+                                 Value scores, Value positions,
                                  linalg::TransposeOp layout) {
+  linalg::GenericOp modifier = attention.modifier;
   MLIRContext *ctx = b.getContext();
   auto outType =
       cast<RankedTensorType>(attention.output.getResult(0).getType());
@@ -136,7 +163,7 @@ static Value buildSoftmaxProduct(ImplicitLocOpBuilder &b, Attention &attention,
     for (int64_t d = 0; d < 4; ++d)
       if (outType.isDynamicDim(d))
         sizes.push_back(
-            d < 3 ? Value(tensor::DimOp::create(b, x, d))
+            d < 3 ? Value(tensor::DimOp::create(b, scores, d))
                   : Value(arith::ConstantIndexOp::create(
                         b, cast<RankedTensorType>(attention.query.getType())
                                .getDimSize(3))));
@@ -176,8 +203,11 @@ static Value buildSoftmaxProduct(ImplicitLocOpBuilder &b, Attention &attention,
                   ib, c0, positions, c1, ValueRange{initial},
                   [&](OpBuilder &lb, Location l, Value t, ValueRange carried) {
                     ImplicitLocOpBuilder tb(l, lb);
-                    Value score = tensor::ExtractOp::create(
-                        tb, x, ValueRange{batch, head, row, t});
+                    Value score =
+                        modifier
+                            ? modifierAt(tb, modifier, {batch, head, row, t})
+                            : Value(tensor::ExtractOp::create(
+                                  tb, scores, ValueRange{batch, head, row, t}));
                     scf::YieldOp::create(tb, step(tb, t, score, carried[0]));
                   });
               return loop.getResult(0);
@@ -219,7 +249,6 @@ struct GPUAttentionPass
       ImplicitLocOpBuilder b(attention.scores.getLoc(), attention.scores);
       Value scores = buildScores(b, attention, foldTransposes);
       attention.scores.getResult(0).replaceAllUsesWith(scores);
-      Value x = attention.modifier ? attention.modifier.getResult(0) : scores;
 
       // The output in its consumer's layout, built where that consumer's
       // init is defined.
@@ -232,7 +261,8 @@ struct GPUAttentionPass
       b.setLoc(attention.output.getLoc());
       Value positions = tensor::DimOp::create(b, attention.keys.rows, 2);
       emitAttentionChecks(b, attention, positions, "spec-gpu-attention");
-      Value product = buildSoftmaxProduct(b, attention, x, positions, layout);
+      Value product =
+          buildSoftmaxProduct(b, attention, scores, positions, layout);
       (layout ? layout->getResult(0) : result).replaceAllUsesWith(product);
     }
     // What only fed the replaced ops: softmax, the expanded and transposed

@@ -893,13 +893,15 @@ def SpecGPUAttention : Pass<"spec-gpu-attention", "::mlir::func::FuncOp"> {
     it by two ops. The scores become a contraction that reads the cached key
     rows where they are (query head `h` reads kv head `h / repeat`, an
     affine `floordiv` in its indexing map), one thread per score once
-    scheduled; the modifier (scaling, masks) stays the elementwise op it
-    was, fused with the scores' nest by `spec-gpu-schedule`. Softmax and the
-    product with the values become one `linalg.generic` over the output's
-    elements `[1, heads, rows, head_dim]` whose body makes three passes over
-    the positions: the row's maximum, the sum of `exp(x - max)`, and the sum
-    of `exp(x - max) / sum` times the value row's element, read in place.
-    Each pass clones the body of the op it replaces, in the same order over
+    scheduled, its accumulators' fill sized by what it reads (one nest with
+    it). Softmax and the product with the values become one
+    `linalg.generic` over the output's elements `[1, heads, rows,
+    head_dim]` whose body makes three passes over the positions: the row's
+    maximum, the sum of `exp(x - max)`, and the sum of `exp(x - max) / sum`
+    times the value row's element, read in place. `x` is the modifier's
+    value (scaling, masks), its body run on its operands' elements where a
+    pass reads a score, so it is no kernel of its own. Each pass clones the
+    body of the op it replaces, in the same order over
     the positions, so every output is computed by the same arithmetic as
     before, bit for bit (and a row's values never depend on how many rows
     the forward has: batch invariance holds as it did).

@@ -3,8 +3,9 @@
 
 // The importer's attention becomes two ops: the scores from the cached key
 // rows in place (query head h reads kv head h / 2), and one elementwise op
-// over the output that makes softmax's passes over the positions and the
-// product with the value rows. Nothing is expanded or transposed.
+// over the output that makes softmax's passes over the positions, applying
+// the scaling and mask where it reads a score, and the product with the
+// value rows. Nothing is expanded or transposed.
 
 #id4 = affine_map<(d0, d1, d2, d3) -> (d0, d1, d2, d3)>
 #row = affine_map<(d0, d1, d2, d3) -> (d0, d1, d2, 0)>
@@ -99,24 +100,27 @@ func.func @gqa(%q: tensor<?x4x?x8xf32>, %keys: tensor<1x2x?x8xf32>, %values: ten
 // CHECK-DAG: #[[OUTT:.+]] = affine_map<(d0, d1, d2, d3) -> (d0, d2, d1, d3)>
 
 // CHECK-LABEL: func.func @gqa(
-// CHECK-SAME: %[[QUERY:[^:]+]]: tensor<?x4x?x8xf32>, %[[KEYS:[^:]+]]: tensor<1x2x?x8xf32>, %[[VALUES:[^:]+]]: tensor<1x2x?x8xf32>
+// CHECK-SAME: %[[QUERY:[^:]+]]: tensor<?x4x?x8xf32>, %[[KEYS:[^:]+]]: tensor<1x2x?x8xf32>, %[[VALUES:[^:]+]]: tensor<1x2x?x8xf32>, %[[MASK:[^:]+]]: tensor<?x?xi1>
 // CHECK-NOT: linalg.transpose
 // CHECK: %[[T:.+]] = tensor.dim %[[KEYS]], %c2
 // CHECK: %[[SCORES:.+]] = linalg.generic {indexing_maps = [#[[Q]], #[[ROWS]], {{.+}}], iterator_types = ["parallel", "parallel", "parallel", "parallel", "reduction"]} ins(%[[QUERY]], %[[KEYS]] :
 // CHECK-NEXT: ^bb0(%[[A:.+]]: f32, %[[K:.+]]: f32, %[[ACC:.+]]: f32):
 // CHECK-NEXT: %[[M:.+]] = arith.mulf %[[A]], %[[K]]
 // CHECK-NEXT: arith.addf %[[ACC]], %[[M]]
-// CHECK: %[[X:.+]] = linalg.generic {{.+}} ins(%{{.+}}, %[[SCORES]] :
-// CHECK: arith.select
+// CHECK-NOT: arith.select
 // CHECK: cf.assert {{.+}} "spec-gpu-attention: the keys do not have the sizes the attention was fused for"
 // CHECK: cf.assert {{.+}} "spec-gpu-attention: keys and values of different lengths"
 // CHECK: cf.assert {{.+}} "spec-gpu-attention: the queries' batch is not 1"
 // CHECK: linalg.generic {{.+}} iterator_types = ["parallel", "parallel", "parallel", "parallel"]} outs(
 // CHECK: %[[HEAD:.+]] = linalg.index 1
+// CHECK: %[[ROW:.+]] = linalg.index 2
 // CHECK: %[[COLUMN:.+]] = linalg.index 3
 // CHECK: %[[KV:.+]] = arith.divui %[[HEAD]], %c2
-// CHECK: %[[MAX:.+]] = scf.for %{{.+}} = %c0 to %[[T]] step %c1 iter_args(%{{.+}} = %cst_0)
-// CHECK: tensor.extract %[[X]]
+// CHECK: %[[MAX:.+]] = scf.for %[[P0:[^ ]+]] = %c0 to %[[T]] step %c1 iter_args(%{{.+}} = %cst_0)
+// CHECK: tensor.extract %[[MASK]][%[[ROW]], %[[P0]]]
+// CHECK: tensor.extract %[[SCORES]][%{{.+}}, %[[HEAD]], %[[ROW]], %[[P0]]]
+// CHECK: arith.divf
+// CHECK: arith.select
 // CHECK: arith.maximumf
 // CHECK: %[[SUM:.+]] = scf.for
 // CHECK: arith.subf %{{.+}}, %[[MAX]]
