@@ -3,6 +3,7 @@
 #include "passes/FuseParallelLoops.h"
 
 #include "mlir/Dialect/Affine/IR/AffineOps.h"
+#include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/MemRef/IR/MemRef.h"
 #include "mlir/Dialect/SCF/IR/SCF.h"
 #include "mlir/Dialect/Utils/StaticValueUtils.h"
@@ -397,16 +398,20 @@ static scf::ParallelOp withoutUnitDims(scf::ParallelOp loop) {
   return narrow;
 }
 
-unsigned specula::fuseParallelLoops(Operation *root) {
-  // The blocks whose loops are kernels: those outside parallel loops.
+/// The blocks whose loops are kernels: those outside parallel loops.
+static SmallVector<Block *> kernelBlocks(Operation *root) {
   SmallVector<Block *> blocks;
   root->walk([&](Block *block) {
     if (!block->getParentOp()->getParentOfType<scf::ParallelOp>() &&
         !isa<scf::ParallelOp>(block->getParentOp()))
       blocks.push_back(block);
   });
+  return blocks;
+}
+
+unsigned specula::fuseParallelLoops(Operation *root) {
   unsigned fused = 0;
-  for (Block *block : blocks) {
+  for (Block *block : kernelBlocks(root)) {
     scf::ParallelOp previous;
     for (Operation &op : llvm::make_early_inc_range(*block)) {
       if (auto loop = dyn_cast<scf::ParallelOp>(op)) {
@@ -420,4 +425,136 @@ unsigned specula::fuseParallelLoops(Operation *root) {
     }
   }
   return fused;
+}
+
+/// Whether loops with accesses `a` and `b` may run at once: neither writes a
+/// buffer that may alias one the other touches, but for disjoint subviews.
+static bool independent(ArrayRef<Access> a, ArrayRef<Access> b) {
+  for (const Access &x : a)
+    for (const Access &y : b)
+      if ((x.write || y.write) && mayAlias(x.root, y.root) &&
+          !disjointViews(x.memref, y.memref))
+        return false;
+  return true;
+}
+
+/// The iterations of `loop`'s dimension `i`.
+static Value tripCount(OpBuilder &b, Location loc, scf::ParallelOp loop,
+                       unsigned i) {
+  Value lower = loop.getLowerBound()[i], upper = loop.getUpperBound()[i],
+        step = loop.getStep()[i];
+  if (isConstantIntValue(lower, 0) && isConstantIntValue(step, 1))
+    return upper;
+  Value span = arith::SubIOp::create(b, loc, upper, lower);
+  Value count = arith::CeilDivSIOp::create(b, loc, span, step);
+  return arith::MaxSIOp::create(b, loc, count,
+                                arith::ConstantIndexOp::create(b, loc, 0));
+}
+
+/// One loop, where the last of `loops` was, running each of them: over the
+/// sum of their iteration counts, an iteration in the `k`th range runs the
+/// `k`th body with its variables delinearized from the offset in the range.
+static void mergeLoops(ArrayRef<scf::ParallelOp> loops) {
+  OpBuilder b(loops.back());
+  SmallVector<Location> locations;
+  for (scf::ParallelOp loop : loops)
+    locations.push_back(loop.getLoc());
+  Location loc = b.getFusedLoc(locations);
+  Value zero = arith::ConstantIndexOp::create(b, loc, 0);
+  Value one = arith::ConstantIndexOp::create(b, loc, 1);
+  SmallVector<SmallVector<Value>> counts;
+  SmallVector<Value> starts, ends;
+  Value end = zero;
+  for (scf::ParallelOp loop : loops) {
+    SmallVector<Value> &count = counts.emplace_back();
+    Value total = one;
+    for (unsigned i = 0; i < loop.getNumLoops(); ++i) {
+      count.push_back(tripCount(b, loc, loop, i));
+      total = i ? arith::MulIOp::create(b, loc, total, count.back()).getResult()
+                : count.back();
+    }
+    starts.push_back(end);
+    end = end == zero ? total : arith::AddIOp::create(b, loc, end, total);
+    ends.push_back(end);
+  }
+  auto merged = scf::ParallelOp::create(b, loc, ValueRange{zero},
+                                        ValueRange{end}, ValueRange{one});
+  Value index = merged.getInductionVars()[0];
+  b.setInsertionPoint(merged.getBody()->getTerminator());
+  for (size_t k = 0; k < loops.size(); ++k) {
+    scf::ParallelOp loop = loops[k];
+    Operation *before = b.getInsertionBlock()->getTerminator();
+    if (k + 1 < loops.size()) {
+      Value inRange = arith::CmpIOp::create(b, loc, arith::CmpIPredicate::ult,
+                                            index, ends[k]);
+      auto branch = scf::IfOp::create(b, loc, inRange, /*withElseRegion=*/true);
+      before = branch.thenBlock()->getTerminator();
+      b.setInsertionPoint(branch.elseBlock()->getTerminator());
+    }
+    OpBuilder local(before);
+    Value offset =
+        starts[k] == zero
+            ? index
+            : arith::SubIOp::create(local, loc, index, starts[k]).getResult();
+    // Row-major: the last dimension varies fastest, as the threads of a
+    // block did over it before.
+    for (int64_t i = loop.getNumLoops() - 1; i >= 0; --i) {
+      Value position =
+          i ? arith::RemUIOp::create(local, loc, offset, counts[k][i])
+                  .getResult()
+            : offset;
+      if (i)
+        offset = arith::DivUIOp::create(local, loc, offset, counts[k][i]);
+      Value iv = position;
+      if (!isConstantIntValue(loop.getStep()[i], 1))
+        iv = arith::MulIOp::create(local, loc, iv, loop.getStep()[i]);
+      if (!isConstantIntValue(loop.getLowerBound()[i], 0))
+        iv = arith::AddIOp::create(local, loc, iv, loop.getLowerBound()[i]);
+      loop.getInductionVars()[i].replaceAllUsesWith(iv);
+    }
+    Block *body = loop.getBody();
+    before->getBlock()->getOperations().splice(
+        before->getIterator(), body->getOperations(), body->begin(),
+        body->getTerminator()->getIterator());
+    loop.erase();
+  }
+}
+
+unsigned specula::mergeIndependentLoops(Operation *root) {
+  unsigned merged = 0;
+  for (Block *block : kernelBlocks(root)) {
+    SmallVector<scf::ParallelOp> chain;
+    SmallVector<SmallVector<Access>> chainAccesses;
+    auto close = [&] {
+      if (chain.size() > 1) {
+        mergeLoops(chain);
+        merged += chain.size() - 1;
+      }
+      chain.clear();
+      chainAccesses.clear();
+    };
+    for (Operation &op : llvm::make_early_inc_range(*block)) {
+      auto loop = dyn_cast<scf::ParallelOp>(op);
+      if (!loop) {
+        if (!llvm::all_of(chain, [&](scf::ParallelOp member) {
+              return canMovePast(op, member);
+            }))
+          close();
+        continue;
+      }
+      SmallVector<Access> accesses;
+      if (loop.getNumResults() || failed(collectAccesses(loop, accesses))) {
+        close();
+        continue;
+      }
+      if (!llvm::all_of(chainAccesses, [&](ArrayRef<Access> other) {
+            return independent(accesses, other);
+          }))
+        close();
+      chain.push_back(loop);
+      chainAccesses.push_back(std::move(accesses));
+    }
+    close();
+  }
+  return merged;
 }

@@ -5,7 +5,9 @@
 // the same iteration space (a reduction's initializing fill and the
 // reduction, an elementwise op and the next one, the key and value cache
 // writes) can be one kernel when each iteration of the second reads only
-// what the same iteration of the first wrote.
+// what the same iteration of the first wrote; adjacent nests that touch no
+// common buffer (a layer's projections) can be one kernel over both their
+// iterations.
 //
 //===----------------------------------------------------------------------===//
 
@@ -34,6 +36,17 @@ namespace specula {
 /// - the loops' other memory effects are reads or writes of known buffers.
 /// Returns the number of loops fused away.
 unsigned fuseParallelLoops(mlir::Operation *root);
+
+/// Merges chains of adjacent outermost scf.parallel loops under `root` that
+/// may run at once into one loop each, over the concatenation of their
+/// iteration spaces (row-major, one dimension): an iteration runs the body
+/// of the loop its index falls in. Legal where no loop of a chain writes a
+/// buffer that may alias one another touches (subviews of one buffer whose
+/// static ranges in some dimension do not overlap excepted), and the ops
+/// between them may move past the earlier ones (as for fusion); run after
+/// fuseParallelLoops, whose loops must keep their own dimensions. Returns the
+/// number of loops merged away.
+unsigned mergeIndependentLoops(mlir::Operation *root);
 
 /// Whether buffers `a` and `b` may share memory, seen through their views: a
 /// fresh allocation shares none with any other buffer, distinct globals

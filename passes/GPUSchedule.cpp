@@ -143,6 +143,8 @@ void GPUSchedulePass::runOnOperation() {
     return signalPassFailure();
   if (fuse)
     fuseParallelLoops(func);
+  if (merge)
+    mergeIndependentLoops(func);
   SmallVector<scf::ParallelOp> outermost;
   func.walk([&](scf::ParallelOp loop) {
     if (!loop->getParentOfType<scf::ParallelOp>())

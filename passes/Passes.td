@@ -1059,6 +1059,17 @@ def SpecGPUSchedule : Pass<"spec-gpu-schedule", "::mlir::func::FuncOp"> {
     loads of `spec-gpu-contractions`) keep their nest apart from any nest
     that touches the same buffers.
 
+    With `merge` (the default), after fusion, adjacent nests that may run
+    at once become one nest, so one kernel, over the concatenation of their
+    iterations (one dimension, row-major): an iteration runs the body of the
+    nest its index falls in, with that nest's variables recovered from the
+    offset. Such nests write no buffer that may alias one another touches,
+    but for subviews of one buffer whose static ranges in some dimension do
+    not overlap: a layer's query, key and value projections, which read
+    the same normalized rows; its rotary embeddings of the queries and keys
+    and its value cache write. The ops between them obey the rule for
+    fusion. Merging too changes no arithmetic.
+
     The loops stay executable on the CPU (they are ordinary `scf` loops with
     mapping attributes until `convert-parallel-loops-to-gpu` runs).
 
@@ -1070,7 +1081,11 @@ def SpecGPUSchedule : Pass<"spec-gpu-schedule", "::mlir::func::FuncOp"> {
            "Threads per block (a multiple of 32, at most 1024)">,
     Option<"fuse", "fuse", "bool", "true",
            "Fuse adjacent nests over the same iteration space into one "
-           "kernel where each iteration depends only on the same iteration">
+           "kernel where each iteration depends only on the same iteration">,
+    Option<"merge", "merge", "bool", "true",
+           "Merge adjacent nests that may run at once (no buffer one writes "
+           "is touched by another) into one kernel over all their "
+           "iterations">
   ];
   let dependentDialects = ["::mlir::arith::ArithDialect",
                            "::mlir::gpu::GPUDialect",

@@ -228,6 +228,7 @@ void specula::buildSpecToCUDAPipeline(OpPassManager &pm,
   SpecGPUScheduleOptions schedule;
   schedule.threads = options.threads;
   schedule.fuse = options.fuseKernels;
+  schedule.merge = options.fuseKernels;
   pm.addNestedPass<func::FuncOp>(createSpecGPUSchedule(schedule));
   pm.addNestedPass<func::FuncOp>(createConvertParallelLoopToGpuPass());
   pm.addPass(createGpuKernelOutliningPass());

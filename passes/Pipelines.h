@@ -204,9 +204,11 @@ struct SpecToCUDAOptions
       llvm::cl::init(kDefaultGPUSplitMinBytes)};
   Option<bool> fuseKernels{
       *this, "fuse-kernels",
-      llvm::cl::desc("Fuse adjacent loop nests over the same iteration space "
-                     "into one kernel where each iteration depends only on "
-                     "the same iteration (spec-gpu-schedule{fuse})"),
+      llvm::cl::desc("Adjacent loop nests as one kernel: over the same "
+                     "iteration space where each iteration depends only on "
+                     "the same iteration (spec-gpu-schedule{fuse}), "
+                     "independent ones over both their iterations "
+                     "(spec-gpu-schedule{merge})"),
       llvm::cl::init(true)};
   Option<bool> attention{
       *this, "attention",

@@ -42,8 +42,8 @@ struct ArtifactOptions {
   /// CUDA: contractions whose rows share an operand as
   /// spec-gpu-contractions' row tiles (off: a thread per output).
   bool gpuContractions = true;
-  /// CUDA: adjacent loop nests over the same iteration space as one kernel
-  /// (spec-to-cuda{fuse-kernels}).
+  /// CUDA: adjacent loop nests as one kernel, dependent ones over the same
+  /// iteration space, independent ones over both (spec-to-cuda{fuse-kernels}).
   bool gpuFuseKernels = true;
   /// CUDA: attention as spec-gpu-attention's two kernels per layer
   /// (spec-to-cuda{attention}).

@@ -1,5 +1,5 @@
-// RUN: spec-opt %s --pass-pipeline='builtin.module(func.func(spec-gpu-schedule))' -split-input-file | FileCheck %s
-// RUN: spec-opt %s --pass-pipeline='builtin.module(func.func(spec-gpu-schedule{fuse=false}))' -split-input-file | FileCheck %s --check-prefix=APART
+// RUN: spec-opt %s --pass-pipeline='builtin.module(func.func(spec-gpu-schedule{merge=false}))' -split-input-file | FileCheck %s
+// RUN: spec-opt %s --pass-pipeline='builtin.module(func.func(spec-gpu-schedule{fuse=false merge=false}))' -split-input-file | FileCheck %s --check-prefix=APART
 
 // A reduction's initializing fill, the reduction and an elementwise op on
 // its result, over the same rows (the allocation's size is the rows'

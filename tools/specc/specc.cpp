@@ -213,10 +213,11 @@ static cl::opt<bool> gpuContractions(
     cl::init(true), cl::cat(category));
 static cl::opt<bool> gpuFuseKernels(
     "gpu-fuse-kernels",
-    cl::desc("With --device cuda: adjacent loop nests over the same "
-             "iteration space as one kernel, where each iteration depends "
-             "only on the same iteration (spec-gpu-schedule{fuse}; default "
-             "on); off: a kernel per op, to compare"),
+    cl::desc("With --device cuda: adjacent loop nests as one kernel, over "
+             "the same iteration space where each iteration depends only "
+             "on the same iteration (spec-gpu-schedule{fuse}), independent "
+             "ones over both their iterations (spec-gpu-schedule{merge}); "
+             "default on; off: a kernel per op, to compare"),
     cl::init(true), cl::cat(category));
 static cl::opt<bool> gpuAttention(
     "gpu-attention",
