@@ -22,6 +22,7 @@
 #include "mlir/IR/ImplicitLocOpBuilder.h"
 #include "mlir/IR/SymbolTable.h"
 #include "mlir/Interfaces/SideEffectInterfaces.h"
+#include "llvm/ADT/DenseSet.h"
 #include "llvm/Support/MathExtras.h"
 
 namespace specula {
@@ -167,6 +168,59 @@ static linalg::FillOp initializingFill(linalg::LinalgOp op) {
              : nullptr;
 }
 
+/// `op`'s value at the element whose loop values are `element`: an
+/// elementwise generic's body on its operands loaded there (operand number
+/// `given`, if set, is `givenValue` instead).
+static Value computeElement(ImplicitLocOpBuilder &b, linalg::GenericOp op,
+                            ArrayRef<Value> element,
+                            std::optional<unsigned> given = std::nullopt,
+                            Value givenValue = {}) {
+  Block *body = op.getBody();
+  auto load = [&](OpOperand *operand) -> Value {
+    SmallVector<Value> indices;
+    for (AffineExpr expr : op.getMatchingIndexingMap(operand).getResults()) {
+      if (auto dim = dyn_cast<AffineDimExpr>(expr))
+        indices.push_back(element[dim.getPosition()]);
+      else
+        indices.push_back(b.create<arith::ConstantIndexOp>(
+            cast<AffineConstantExpr>(expr).getValue()));
+    }
+    return b.create<memref::LoadOp>(operand->get(), indices);
+  };
+  IRMapping mapping;
+  for (OpOperand &operand : op->getOpOperands()) {
+    BlockArgument argument = body->getArgument(operand.getOperandNumber());
+    if (operand.getOperandNumber() == given)
+      mapping.map(argument, givenValue);
+    else if (!argument.use_empty())
+      mapping.map(argument, load(&operand));
+  }
+  for (Operation &bodyOp : body->without_terminator())
+    b.clone(bodyOp, mapping);
+  return mapping.lookupOrDefault(
+      cast<linalg::YieldOp>(body->getTerminator()).getValues().front());
+}
+
+/// Whether `op` is elementwise over its one output: all loops parallel, the
+/// output's dimensions, identity output map, inputs read at dimensions or
+/// constants, no linalg.index.
+static bool isElementwise(linalg::GenericOp op) {
+  if (!op.hasPureBufferSemantics() || op.getNumDpsInits() != 1 ||
+      op.getNumLoops() != op.getNumParallelLoops() ||
+      op.getNumLoops() !=
+          cast<MemRefType>(op.getDpsInitOperand(0)->get().getType())
+              .getRank() ||
+      !op.getMatchingIndexingMap(op.getDpsInitOperand(0)).isIdentity() ||
+      !op.getBody()->getOps<linalg::IndexOp>().empty())
+    return false;
+  return llvm::all_of(op.getDpsInputOperands(), [&](OpOperand *input) {
+    return llvm::all_of(op.getMatchingIndexingMap(input).getResults(),
+                        [](AffineExpr expr) {
+                          return isa<AffineDimExpr, AffineConstantExpr>(expr);
+                        });
+  });
+}
+
 namespace {
 /// An elementwise op that reads a contraction's output element by element
 /// right after it: the contraction's threads apply it to their accumulators.
@@ -186,22 +240,13 @@ static std::optional<Epilogue> epilogueOf(linalg::LinalgOp op) {
   while (next && touchesNoMemory(next))
     next = next->getNextNode();
   auto consumer = dyn_cast_or_null<linalg::GenericOp>(next);
-  if (!consumer || !consumer.hasPureBufferSemantics() ||
-      consumer.getNumDpsInits() != 1 ||
-      consumer.getNumLoops() != consumer.getNumParallelLoops() ||
-      consumer.getNumLoops() != cast<MemRefType>(out.getType()).getRank() ||
-      !consumer.getMatchingIndexingMap(consumer.getDpsInitOperand(0))
-           .isIdentity() ||
-      !consumer.getBody()->getOps<linalg::IndexOp>().empty())
+  if (!consumer || !isElementwise(consumer) ||
+      consumer.getNumLoops() != cast<MemRefType>(out.getType()).getRank())
     return std::nullopt;
   Value result = consumer.getDpsInitOperand(0)->get();
   std::optional<unsigned> outputInput;
   for (OpOperand *input : consumer.getDpsInputOperands()) {
     AffineMap map = consumer.getMatchingIndexingMap(input);
-    if (!llvm::all_of(map.getResults(), [](AffineExpr expr) {
-          return isa<AffineDimExpr, AffineConstantExpr>(expr);
-        }))
-      return std::nullopt;
     if (input->get() == out && map.isIdentity() && !outputInput) {
       outputInput = input->getOperandNumber();
       continue;
@@ -231,8 +276,9 @@ namespace {
 /// Builds the loops of one contraction in place of `op`.
 class ContractionBuilder {
 public:
-  ContractionBuilder(linalg::LinalgOp op, const Schedule &schedule)
-      : op(op), s(schedule), b(op.getLoc(), op) {}
+  ContractionBuilder(linalg::LinalgOp op, const Schedule &schedule,
+                     linalg::GenericOp prologue)
+      : op(op), s(schedule), b(op.getLoc(), op), prologue(prologue) {}
 
   void build();
 
@@ -271,6 +317,7 @@ private:
   Value partials; // the split reduction's partial sums, [slices, out...]
   Value filled;   // every output's initial value, if a fill set it
   std::optional<Epilogue> epilogue;
+  linalg::GenericOp prologue; // computes the rows input, if set
 };
 } // namespace
 
@@ -318,8 +365,11 @@ void ContractionBuilder::emitTile(int64_t t, Value firstRow,
     SmallVector<Value> next;
     for (int64_t i = 0; i < t; ++i) {
       loops[d.rows] = b.create<arith::AddIOp>(firstRow, index(i));
+      // The prologue's loops are the rows input's dimensions.
+      SmallVector<Value> at = indices(rowsInput, loops);
       Value a =
-          b.create<memref::LoadOp>(rowsInput->get(), indices(rowsInput, loops));
+          prologue ? computeElement(b, prologue, at)
+                   : b.create<memref::LoadOp>(rowsInput->get(), at).getResult();
       Value broadcast = b.create<vector::BroadcastOp>(type, a);
       next.push_back(b.create<vector::FMAOp>(broadcast, load.getResult(),
                                              loop.getRegionIterArgs()[i]));
@@ -342,40 +392,16 @@ void ContractionBuilder::emitTile(int64_t t, Value firstRow,
 
 void ContractionBuilder::emitEpilogue(Value accumulator, ArrayRef<Value> at) {
   linalg::GenericOp consumer = epilogue->op;
-  Block *body = consumer.getBody();
   Value result = consumer.getDpsInitOperand(0)->get();
   for (int64_t lane = 0; lane < s.width; ++lane) {
     // The consumer's loops are the output's dimensions (identity maps).
     SmallVector<Value> element(at);
     if (lane)
       element.back() = b.create<arith::AddIOp>(at.back(), index(lane));
-    IRMapping mapping;
-    for (OpOperand *input : consumer.getDpsInputOperands()) {
-      BlockArgument argument = body->getArgument(input->getOperandNumber());
-      if (input->getOperandNumber() == epilogue->outputInput) {
-        mapping.map(argument, b.create<vector::ExtractOp>(
-                                  accumulator, ArrayRef<int64_t>{lane}));
-        continue;
-      }
-      if (argument.use_empty())
-        continue;
-      SmallVector<Value> indices;
-      for (AffineExpr expr :
-           consumer.getMatchingIndexingMap(input).getResults()) {
-        if (auto dim = dyn_cast<AffineDimExpr>(expr))
-          indices.push_back(element[dim.getPosition()]);
-        else
-          indices.push_back(index(cast<AffineConstantExpr>(expr).getValue()));
-      }
-      mapping.map(argument, b.create<memref::LoadOp>(input->get(), indices));
-    }
-    BlockArgument current = body->getArgument(consumer.getNumDpsInputs());
-    if (!current.use_empty())
-      mapping.map(current, b.create<memref::LoadOp>(result, element));
-    for (Operation &bodyOp : body->without_terminator())
-      b.clone(bodyOp, mapping);
-    Value value = mapping.lookupOrDefault(
-        cast<linalg::YieldOp>(body->getTerminator()).getValues().front());
+    Value product =
+        b.create<vector::ExtractOp>(accumulator, ArrayRef<int64_t>{lane});
+    Value value =
+        computeElement(b, consumer, element, epilogue->outputInput, product);
     b.create<memref::StoreOp>(value, result, element);
   }
 }
@@ -516,6 +542,122 @@ void ContractionBuilder::build() {
   }
 }
 
+/// Whether `op` may be computed again wherever its output is read: an
+/// elementwise generic that never reads its output's old value, whose inputs
+/// share no memory with its output (but for the output itself at the same
+/// element: an op in place) and whose body is at most four arith ops (each
+/// thread that reads an element computes it: no math functions).
+static bool isRecomputable(linalg::GenericOp op) {
+  if (!isElementwise(op))
+    return false;
+  Block *body = op.getBody();
+  if (!body->getArguments().back().use_empty() ||
+      body->getOperations().size() > 5 ||
+      !llvm::all_of(body->without_terminator(), [](Operation &bodyOp) {
+        return isa<arith::ArithDialect>(bodyOp.getDialect());
+      }))
+    return false;
+  Value out = op.getDpsInitOperand(0)->get();
+  return llvm::all_of(op.getDpsInputOperands(), [&](OpOperand *input) {
+    return !mayShareMemory(input->get(), out) ||
+           (input->get() == out &&
+            op.getMatchingIndexingMap(input).isIdentity());
+  });
+}
+
+/// Whether `op` writes every element of `buffer` without reading it.
+static bool overwrites(linalg::LinalgOp op, Value buffer) {
+  if (auto fill = dyn_cast<linalg::FillOp>(op.getOperation()))
+    return fill.getOutputs()[0] == buffer;
+  auto generic = dyn_cast<linalg::GenericOp>(op.getOperation());
+  return generic && isElementwise(generic) &&
+         generic.getDpsInitOperand(0)->get() == buffer &&
+         generic.getBody()->getArguments().back().use_empty() &&
+         llvm::none_of(generic.getDpsInputOperands(), [&](OpOperand *input) {
+           return mayShareMemory(input->get(), buffer);
+         });
+}
+
+/// The contractions that may compute recomputable `producer` where they read
+/// its output as their rows input (`rowsInputOf` names each contraction's),
+/// instead of `producer` writing it: every read of that output, from
+/// `producer` to where it is overwritten, freed or its block ends (a fresh
+/// allocation's), is such a contraction's, and nothing before the last one
+/// writes `producer`'s inputs or the output. Empty where there are none or
+/// something else may read the output.
+static SmallVector<Operation *>
+prologueReaders(linalg::GenericOp producer,
+                const DenseMap<Operation *, unsigned> &rowsInputOf) {
+  Value out = producer.getDpsInitOperand(0)->get();
+  SmallVector<Value> inputs = producer.getDpsInputs();
+  auto touchesInputs = [&](Value buffer) {
+    return llvm::any_of(
+        inputs, [&](Value input) { return mayShareMemory(buffer, input); });
+  };
+  auto memrefs = [](Operation *op) {
+    return llvm::make_filter_range(op->getOperands(), [](Value operand) {
+      return isa<MemRefType>(operand.getType());
+    });
+  };
+  SmallVector<Operation *> readers;
+  bool inputsKept = true;
+  for (Operation *op = producer->getNextNode(); op; op = op->getNextNode()) {
+    if (auto dealloc = dyn_cast<memref::DeallocOp>(op)) {
+      if (mayShareMemory(dealloc.getMemref(), out))
+        return readers;
+      inputsKept &= !touchesInputs(dealloc.getMemref());
+      continue;
+    }
+    auto linalgOp = dyn_cast<linalg::LinalgOp>(op);
+    if (!linalgOp || !linalgOp.hasPureBufferSemantics()) {
+      // Views, sizes and allocations; a terminator must not pass the output
+      // on; anything else must stay away from both buffers.
+      if (op->hasTrait<OpTrait::IsTerminator>() &&
+          llvm::any_of(memrefs(op), [&](Value buffer) {
+            return mayShareMemory(buffer, out);
+          }))
+        return {};
+      if (touchesNoMemory(op))
+        continue;
+      if (op->getNumRegions() || isa<CallOpInterface>(op) ||
+          llvm::any_of(memrefs(op), [&](Value buffer) {
+            return mayShareMemory(buffer, out) || touchesInputs(buffer);
+          }))
+        return {};
+      continue;
+    }
+    bool readsOut = llvm::any_of(linalgOp.getDpsInputs(), [&](Value buffer) {
+      return mayShareMemory(buffer, out);
+    });
+    bool writesOut = llvm::any_of(linalgOp.getDpsInits(), [&](Value buffer) {
+      return mayShareMemory(buffer, out);
+    });
+    bool writesInputs = llvm::any_of(linalgOp.getDpsInits(), touchesInputs);
+    auto rows = rowsInputOf.find(op);
+    if (rows != rowsInputOf.end() && op->getOperand(rows->second) == out &&
+        !writesOut) {
+      // Its threads write while others still read the inputs.
+      if (!inputsKept || writesInputs ||
+          llvm::any_of(linalgOp.getDpsInputOperands(), [&](OpOperand *input) {
+            return input->getOperandNumber() != rows->second &&
+                   mayShareMemory(input->get(), out);
+          }))
+        return {};
+      readers.push_back(op);
+      continue;
+    }
+    if (readsOut)
+      return {};
+    if (writesOut)
+      return overwrites(linalgOp, out) ? readers : SmallVector<Operation *>{};
+    inputsKept &= !writesInputs;
+  }
+  auto alloc = out.getDefiningOp<memref::AllocOp>();
+  if (alloc && alloc->getBlock() == producer->getBlock())
+    return readers;
+  return {};
+}
+
 void GPUContractionsPass::runOnOperation() {
   SmallVector<std::pair<linalg::LinalgOp, Schedule>> work;
   getOperation().walk([&](linalg::LinalgOp op) {
@@ -562,6 +704,34 @@ void GPUContractionsPass::runOnOperation() {
     schedule.rowTiles = rowTileSizes(rows);
     work.emplace_back(op, schedule);
   });
+
+  // Prologues: elementwise producers of contractions' rows inputs (a
+  // normalization's scaling) that the contractions compute as they read.
+  DenseMap<Operation *, linalg::GenericOp> prologueOf;
+  SmallVector<linalg::GenericOp> producers;
+  if (prologues) {
+    DenseMap<Operation *, unsigned> rowsInputOf;
+    DenseSet<Operation *> epilogues;
+    for (auto &[op, schedule] : work) {
+      rowsInputOf[op] =
+          op.getDpsInputOperand(1 - schedule.dims.weight)->getOperandNumber();
+      if (schedule.slices == 1)
+        if (std::optional<Epilogue> epilogue = epilogueOf(op))
+          epilogues.insert(epilogue->op);
+    }
+    getOperation().walk([&](linalg::GenericOp producer) {
+      if (epilogues.contains(producer) || !isRecomputable(producer))
+        return;
+      SmallVector<Operation *> readers = prologueReaders(producer, rowsInputOf);
+      if (readers.empty())
+        return;
+      for (Operation *reader : readers)
+        prologueOf[reader] = producer;
+      producers.push_back(producer);
+    });
+  }
   for (auto &[op, schedule] : work)
-    ContractionBuilder(op, schedule).build();
+    ContractionBuilder(op, schedule, prologueOf.lookup(op)).build();
+  for (linalg::GenericOp producer : producers)
+    producer->erase();
 }

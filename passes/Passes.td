@@ -987,6 +987,18 @@ def SpecGPUContractions
     accumulator lane and store its result, the product itself only where
     something else reads it (its buffer is erased otherwise).
 
+    With `prologues`, an elementwise `linalg.generic` of at most four arith
+    ops (RMSNorm's scaling `x / rms * gain`) that writes the rows input of
+    contractions is computed by their threads where they read it, and
+    erased: legal when every read of its output, until the output is
+    overwritten, freed or its allocation's block ends, is such a
+    contraction's rows input, when nothing writes the producer's inputs
+    before the last of them, and when the producer is not another
+    contraction's epilogue. Each thread computes the rows it reads with the
+    producer's own ops, so the values are the same; the cost is that
+    arithmetic per row and reduction step in every thread, which is why
+    math functions (an exponential) are left to a kernel of their own.
+
     The loops are ordinary `scf` and `vector` ops: with
     `spec-to-cpu{gpu-schedule-threads}` they run on the CPU, which is how
     the exact-greedy and ONNX Runtime tests check them without a GPU.
@@ -1011,6 +1023,9 @@ def SpecGPUContractions
            "Split the reduction of contractions whose shared operand has at "
            "least this many bytes (0: every one with a static reduction "
            "longer than slice-depth)">,
+    Option<"prologues", "prologues", "bool", "true",
+           "Compute an elementwise producer of the rows input (a norm's "
+           "scaling) where the contraction reads it">,
   ];
   let dependentDialects = ["::mlir::arith::ArithDialect",
                            "::mlir::math::MathDialect",

@@ -1,6 +1,7 @@
 // RUN: spec-opt %s --pass-pipeline='builtin.module(func.func(spec-gpu-contractions))' -split-input-file | FileCheck %s
 // RUN: spec-opt %s --pass-pipeline='builtin.module(func.func(spec-gpu-contractions{split-min-bytes=0 slice-depth=16}))' -split-input-file | FileCheck %s --check-prefix=SPLIT
 // RUN: spec-opt %s --pass-pipeline='builtin.module(func.func(spec-gpu-contractions{rows=2 vector-width=2}))' -split-input-file | FileCheck %s --check-prefix=SMALL
+// RUN: spec-opt %s --pass-pipeline='builtin.module(func.func(spec-gpu-contractions{prologues=false}))' -split-input-file | FileCheck %s --check-prefix=NOPRO
 
 // A weight matrix (a 16-byte aligned global): a thread per 4 columns and
 // tile of 8 rows. One aligned 128-bit load of the weights per k serves all
@@ -254,4 +255,96 @@ func.func @left_alone(%a: memref<?x64xf32>, %w: memref<64x128xf32>, %out: memref
   }
   %r = linalg.matmul ins(%at, %wt : tensor<?x64xf32>, tensor<64x128xf32>) outs(%outt : tensor<?x128xf32>) -> tensor<?x128xf32>
   return %r : tensor<?x128xf32>
+}
+
+// -----
+
+// A norm's scaling (x / root * gain) read by two projections and nothing
+// else before its buffer is overwritten: each contraction's threads compute
+// it where they read their rows input, and the scaling is erased.
+// CHECK-LABEL: func.func @prologue
+// CHECK-NOT: linalg.generic
+// CHECK: scf.parallel
+// CHECK: scf.for
+// CHECK: vector.load %[[W1:.*]][
+// CHECK: %[[X:.*]] = memref.load %arg0[%[[ROW:.*]], %[[K:.*]]] : memref<?x64xf32>
+// CHECK: %[[ROOT:.*]] = memref.load %arg1[%[[ROW]], %c0{{.*}}] : memref<?x1xf32>
+// CHECK: %[[GAIN:.*]] = memref.load %arg2[%[[K]]] : memref<64xf32>
+// CHECK: %[[DIV:.*]] = arith.divf %[[X]], %[[ROOT]] : f32
+// CHECK: %[[A:.*]] = arith.mulf %[[DIV]], %[[GAIN]] : f32
+// CHECK: vector.broadcast %[[A]]
+// CHECK: scf.parallel
+// CHECK: arith.divf
+// CHECK-NOT: linalg.generic
+// CHECK: linalg.fill
+// NOPRO-LABEL: func.func @prologue
+// NOPRO: linalg.generic
+// NOPRO: linalg.yield
+// NOPRO-NOT: arith.divf
+// NOPRO: return
+func.func @prologue(%x: memref<?x64xf32>, %root: memref<?x1xf32>, %gain: memref<64xf32>, %w1: memref<64x128xf32>, %w2: memref<64x128xf32>) -> (memref<?x128xf32>, memref<?x128xf32>) {
+  %c0 = arith.constant 0 : index
+  %zero = arith.constant 0.0 : f32
+  %rows = memref.dim %x, %c0 : memref<?x64xf32>
+  %o1 = memref.alloc(%rows) : memref<?x128xf32>
+  %o2 = memref.alloc(%rows) : memref<?x128xf32>
+  %normed = memref.alloc(%rows) : memref<?x64xf32>
+  linalg.generic {indexing_maps = [affine_map<(d0, d1) -> (d0, d1)>, affine_map<(d0, d1) -> (d0, 0)>, affine_map<(d0, d1) -> (d1)>, affine_map<(d0, d1) -> (d0, d1)>], iterator_types = ["parallel", "parallel"]} ins(%x, %root, %gain : memref<?x64xf32>, memref<?x1xf32>, memref<64xf32>) outs(%normed : memref<?x64xf32>) {
+  ^bb0(%in: f32, %r: f32, %g: f32, %o: f32):
+    %d = arith.divf %in, %r : f32
+    %m = arith.mulf %d, %g : f32
+    linalg.yield %m : f32
+  }
+  linalg.matmul ins(%normed, %w1 : memref<?x64xf32>, memref<64x128xf32>) outs(%o1 : memref<?x128xf32>)
+  linalg.matmul ins(%normed, %w2 : memref<?x64xf32>, memref<64x128xf32>) outs(%o2 : memref<?x128xf32>)
+  linalg.fill ins(%zero : f32) outs(%normed : memref<?x64xf32>)
+  memref.dealloc %normed : memref<?x64xf32>
+  return %o1, %o2 : memref<?x128xf32>, memref<?x128xf32>
+}
+
+// -----
+
+// Producers kept: the scaling's buffer is returned; the second one's input
+// is written before the contraction reads it; the third's body calls a math
+// function (every thread reading an element would compute it).
+// CHECK-LABEL: func.func @no_prologue
+// CHECK: linalg.generic
+// CHECK: scf.parallel
+// CHECK: linalg.generic
+// CHECK: linalg.fill
+// CHECK: scf.parallel
+// CHECK: linalg.generic
+// CHECK: scf.parallel
+// CHECK: return
+func.func @no_prologue(%x: memref<?x64xf32>, %root: memref<?x1xf32>, %w: memref<64x128xf32>) -> memref<?x64xf32> {
+  %c0 = arith.constant 0 : index
+  %one = arith.constant 1.0 : f32
+  %rows = memref.dim %x, %c0 : memref<?x64xf32>
+  %o = memref.alloc(%rows) : memref<?x128xf32>
+  %normed = memref.alloc(%rows) : memref<?x64xf32>
+  linalg.generic {indexing_maps = [affine_map<(d0, d1) -> (d0, d1)>, affine_map<(d0, d1) -> (d0, 0)>, affine_map<(d0, d1) -> (d0, d1)>], iterator_types = ["parallel", "parallel"]} ins(%x, %root : memref<?x64xf32>, memref<?x1xf32>) outs(%normed : memref<?x64xf32>) {
+  ^bb0(%in: f32, %r: f32, %out: f32):
+    %d = arith.divf %in, %r : f32
+    linalg.yield %d : f32
+  }
+  linalg.matmul ins(%normed, %w : memref<?x64xf32>, memref<64x128xf32>) outs(%o : memref<?x128xf32>)
+  %scaled = memref.alloc(%rows) : memref<?x64xf32>
+  linalg.generic {indexing_maps = [affine_map<(d0, d1) -> (d0, d1)>, affine_map<(d0, d1) -> (d0, 0)>, affine_map<(d0, d1) -> (d0, d1)>], iterator_types = ["parallel", "parallel"]} ins(%x, %root : memref<?x64xf32>, memref<?x1xf32>) outs(%scaled : memref<?x64xf32>) {
+  ^bb0(%in: f32, %r: f32, %out: f32):
+    %d = arith.divf %in, %r : f32
+    linalg.yield %d : f32
+  }
+  linalg.fill ins(%one : f32) outs(%root : memref<?x1xf32>)
+  linalg.matmul ins(%scaled, %w : memref<?x64xf32>, memref<64x128xf32>) outs(%o : memref<?x128xf32>)
+  %exp = memref.alloc(%rows) : memref<?x64xf32>
+  linalg.generic {indexing_maps = [affine_map<(d0, d1) -> (d0, d1)>, affine_map<(d0, d1) -> (d0, d1)>], iterator_types = ["parallel", "parallel"]} ins(%x : memref<?x64xf32>) outs(%exp : memref<?x64xf32>) {
+  ^bb0(%in: f32, %out: f32):
+    %e = math.exp %in : f32
+    linalg.yield %e : f32
+  }
+  linalg.matmul ins(%exp, %w : memref<?x64xf32>, memref<64x128xf32>) outs(%o : memref<?x128xf32>)
+  memref.dealloc %scaled : memref<?x64xf32>
+  memref.dealloc %exp : memref<?x64xf32>
+  memref.dealloc %o : memref<?x128xf32>
+  return %normed : memref<?x64xf32>
 }
