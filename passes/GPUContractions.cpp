@@ -169,12 +169,11 @@ static linalg::FillOp initializingFill(linalg::LinalgOp op) {
 }
 
 /// `op`'s value at the element whose loop values are `element`: an
-/// elementwise generic's body on its operands loaded there (operand number
-/// `given`, if set, is `givenValue` instead).
+/// elementwise generic's body on its operands loaded there (or, for the
+/// operand numbers in `given`, the values given with them).
 static Value computeElement(ImplicitLocOpBuilder &b, linalg::GenericOp op,
                             ArrayRef<Value> element,
-                            std::optional<unsigned> given = std::nullopt,
-                            Value givenValue = {}) {
+                            ArrayRef<std::pair<unsigned, Value>> given = {}) {
   Block *body = op.getBody();
   auto load = [&](OpOperand *operand) -> Value {
     SmallVector<Value> indices;
@@ -190,8 +189,11 @@ static Value computeElement(ImplicitLocOpBuilder &b, linalg::GenericOp op,
   IRMapping mapping;
   for (OpOperand &operand : op->getOpOperands()) {
     BlockArgument argument = body->getArgument(operand.getOperandNumber());
-    if (operand.getOperandNumber() == given)
-      mapping.map(argument, givenValue);
+    auto it = llvm::find_if(given, [&](const auto &pair) {
+      return pair.first == operand.getOperandNumber();
+    });
+    if (it != given.end())
+      mapping.map(argument, it->second);
     else if (!argument.use_empty())
       mapping.map(argument, load(&operand));
   }
@@ -277,8 +279,9 @@ namespace {
 class ContractionBuilder {
 public:
   ContractionBuilder(linalg::LinalgOp op, const Schedule &schedule,
-                     linalg::GenericOp prologue)
-      : op(op), s(schedule), b(op.getLoc(), op), prologue(prologue) {}
+                     linalg::GenericOp prologue, linalg::LinalgOp partner)
+      : op(op), s(schedule), b(op.getLoc(), op), prologue(prologue),
+        partner(partner) {}
 
   void build();
 
@@ -306,8 +309,9 @@ private:
                 Value k0, Value k1, Value slice);
 
   /// The epilogue's op on the `s.width` outputs whose first one's indices
-  /// are `at`, their values in `accumulator`.
-  void emitEpilogue(Value accumulator, ArrayRef<Value> at);
+  /// are `at`, their values in `accumulator` (and `op`'s, for a partner's
+  /// epilogue, in `first`).
+  void emitEpilogue(Value accumulator, ArrayRef<Value> at, Value first = {});
 
   Value index(int64_t value) { return b.create<arith::ConstantIndexOp>(value); }
 
@@ -318,6 +322,12 @@ private:
   Value filled;   // every output's initial value, if a fill set it
   std::optional<Epilogue> epilogue;
   linalg::GenericOp prologue; // computes the rows input, if set
+  // A contraction computed by the same threads, whose epilogue reads `op`'s
+  // output (the epilogue is then its).
+  linalg::LinalgOp partner;
+  Value partnerFilled;     // the partner's initial value, if a fill set it
+  unsigned firstInput = 0; // the epilogue's input that is `op`'s output
+  bool storeFirst = true;  // whether `op`'s products are read elsewhere
 };
 } // namespace
 
@@ -325,9 +335,15 @@ void ContractionBuilder::emitTile(int64_t t, Value firstRow,
                                   ArrayRef<Value> outer, Value column, Value k0,
                                   Value k1, Value slice) {
   const ContractionDims &d = s.dims;
-  OpOperand *weight = op.getDpsInputOperand(d.weight);
   OpOperand *rowsInput = op.getDpsInputOperand(1 - d.weight);
   OpOperand *init = op.getDpsInitOperand(0);
+  // The contractions computed: `op` and its partner, with the same maps.
+  SmallVector<linalg::LinalgOp, 2> products{op};
+  SmallVector<Value, 2> initial{filled};
+  if (partner) {
+    products.push_back(partner);
+    initial.push_back(partnerFilled);
+  }
   SmallVector<Value> loops(op.getNumLoops());
   for (auto [loop, value] : llvm::zip(d.outer, outer))
     loops[loop] = value;
@@ -339,18 +355,22 @@ void ContractionBuilder::emitTile(int64_t t, Value firstRow,
     loops[d.rows] = b.create<arith::AddIOp>(firstRow, index(i));
     return indices(init, loops);
   };
+  // Accumulator j * t + i: product j, row i.
   SmallVector<Value> accumulators;
   Value zero = b.create<arith::ConstantOp>(
       type, DenseElementsAttr::get(type, b.getF32FloatAttr(0.0f)));
-  Value start = filled && !slice
-                    ? b.create<vector::BroadcastOp>(type, filled).getResult()
-                    : zero;
-  for (int64_t i = 0; i < t; ++i)
-    accumulators.push_back(
-        slice || filled
-            ? start
-            : b.create<vector::LoadOp>(type, init->get(), outputAt(i))
-                  .getResult());
+  for (auto [product, start] : llvm::zip(products, initial)) {
+    Value first = start && !slice
+                      ? b.create<vector::BroadcastOp>(type, start).getResult()
+                      : zero;
+    for (int64_t i = 0; i < t; ++i)
+      accumulators.push_back(
+          slice || start
+              ? first
+              : b.create<vector::LoadOp>(
+                     type, product.getDpsInitOperand(0)->get(), outputAt(i))
+                    .getResult());
+  }
 
   auto loop = b.create<scf::ForOp>(k0, k1, index(1), accumulators);
   {
@@ -358,11 +378,16 @@ void ContractionBuilder::emitTile(int64_t t, Value firstRow,
     b.setInsertionPointToStart(loop.getBody());
     loops[d.depth] = loop.getInductionVar();
     loops[d.rows] = firstRow;
-    auto load =
-        b.create<vector::LoadOp>(type, weight->get(), indices(weight, loops));
-    if (s.aligned)
-      load.setAlignment(static_cast<uint64_t>(s.width * 4));
-    SmallVector<Value> next;
+    SmallVector<Value, 2> weights;
+    for (linalg::LinalgOp product : products) {
+      OpOperand *weight = product.getDpsInputOperand(d.weight);
+      auto load =
+          b.create<vector::LoadOp>(type, weight->get(), indices(weight, loops));
+      if (s.aligned)
+        load.setAlignment(static_cast<uint64_t>(s.width * 4));
+      weights.push_back(load);
+    }
+    SmallVector<Value> next(accumulators.size());
     for (int64_t i = 0; i < t; ++i) {
       loops[d.rows] = b.create<arith::AddIOp>(firstRow, index(i));
       // The prologue's loops are the rows input's dimensions.
@@ -371,8 +396,9 @@ void ContractionBuilder::emitTile(int64_t t, Value firstRow,
           prologue ? computeElement(b, prologue, at)
                    : b.create<memref::LoadOp>(rowsInput->get(), at).getResult();
       Value broadcast = b.create<vector::BroadcastOp>(type, a);
-      next.push_back(b.create<vector::FMAOp>(broadcast, load.getResult(),
-                                             loop.getRegionIterArgs()[i]));
+      for (auto [j, weight] : llvm::enumerate(weights))
+        next[j * t + i] = b.create<vector::FMAOp>(
+            broadcast, weight, loop.getRegionIterArgs()[j * t + i]);
     }
     b.create<scf::YieldOp>(next);
   }
@@ -383,6 +409,15 @@ void ContractionBuilder::emitTile(int64_t t, Value firstRow,
       b.create<vector::StoreOp>(loop.getResult(i), partials, at);
       continue;
     }
+    if (partner) {
+      Value first = loop.getResult(i), second = loop.getResult(t + i);
+      if (storeFirst)
+        b.create<vector::StoreOp>(first, init->get(), at);
+      if (epilogue->storeOutput)
+        b.create<vector::StoreOp>(second, partner.getDpsInits()[0], at);
+      emitEpilogue(second, at, first);
+      continue;
+    }
     if (!epilogue || epilogue->storeOutput)
       b.create<vector::StoreOp>(loop.getResult(i), init->get(), at);
     if (epilogue)
@@ -390,7 +425,8 @@ void ContractionBuilder::emitTile(int64_t t, Value firstRow,
   }
 }
 
-void ContractionBuilder::emitEpilogue(Value accumulator, ArrayRef<Value> at) {
+void ContractionBuilder::emitEpilogue(Value accumulator, ArrayRef<Value> at,
+                                      Value first) {
   linalg::GenericOp consumer = epilogue->op;
   Value result = consumer.getDpsInitOperand(0)->get();
   for (int64_t lane = 0; lane < s.width; ++lane) {
@@ -398,10 +434,13 @@ void ContractionBuilder::emitEpilogue(Value accumulator, ArrayRef<Value> at) {
     SmallVector<Value> element(at);
     if (lane)
       element.back() = b.create<arith::AddIOp>(at.back(), index(lane));
-    Value product =
-        b.create<vector::ExtractOp>(accumulator, ArrayRef<int64_t>{lane});
-    Value value =
-        computeElement(b, consumer, element, epilogue->outputInput, product);
+    SmallVector<std::pair<unsigned, Value>, 2> given{
+        {epilogue->outputInput,
+         b.create<vector::ExtractOp>(accumulator, ArrayRef<int64_t>{lane})}};
+    if (first)
+      given.emplace_back(firstInput, b.create<vector::ExtractOp>(
+                                         first, ArrayRef<int64_t>{lane}));
+    Value value = computeElement(b, consumer, element, given);
     b.create<memref::StoreOp>(value, result, element);
   }
 }
@@ -419,11 +458,27 @@ void ContractionBuilder::build() {
     filled = fill.getInputs()[0];
     fill->erase();
   }
-  if (s.slices == 1 && (epilogue = epilogueOf(op))) {
-    // Where the consumer was: the ops in between (allocations, views) may
-    // define its operands.
-    b.setInsertionPoint(epilogue->op);
+  if (partner) {
+    if (linalg::FillOp fill = initializingFill(partner)) {
+      partnerFilled = fill.getInputs()[0];
+      fill->erase();
+    }
+    epilogue = epilogueOf(partner);
+    for (OpOperand *input : epilogue->op.getDpsInputOperands())
+      if (input->get() == output)
+        firstInput = input->getOperandNumber();
+    storeFirst = !output.getDefiningOp<memref::AllocOp>() ||
+                 llvm::any_of(output.getUsers(), [&](Operation *user) {
+                   return user != op && user != epilogue->op &&
+                          !isa<memref::DeallocOp>(user);
+                 });
+  } else if (s.slices == 1) {
+    epilogue = epilogueOf(op);
   }
+  // Where the consumer was: the ops in between (allocations, views) may
+  // define its operands.
+  if (epilogue)
+    b.setInsertionPoint(epilogue->op);
   Value rowCount = size(d.rows);
   Value depthSize = size(d.depth);
   // Column groups (a dynamic column count has groups of one column).
@@ -527,19 +582,83 @@ void ContractionBuilder::build() {
         });
     b.create<memref::DeallocOp>(partials);
   }
+  Value second = partner ? partner.getDpsInits()[0] : Value();
   if (epilogue)
     epilogue->op->erase();
+  if (partner)
+    partner->erase();
   op->erase();
-  // The product, never stored, needs no buffer.
-  if (epilogue && !epilogue->storeOutput &&
-      output.getDefiningOp<memref::AllocOp>() &&
-      llvm::all_of(output.getUsers(), [](Operation *user) {
-        return isa<memref::DeallocOp>(user);
-      })) {
-    for (Operation *user : llvm::make_early_inc_range(output.getUsers()))
+  // Products never stored need no buffer.
+  auto eraseIfUnused = [](Value buffer) {
+    if (!buffer.getDefiningOp<memref::AllocOp>() ||
+        !llvm::all_of(buffer.getUsers(), [](Operation *user) {
+          return isa<memref::DeallocOp>(user);
+        }))
+      return;
+    for (Operation *user : llvm::make_early_inc_range(buffer.getUsers()))
       user->erase();
-    output.getDefiningOp()->erase();
-  }
+    buffer.getDefiningOp()->erase();
+  };
+  if (epilogue && !epilogue->storeOutput)
+    eraseIfUnused(partner ? second : output);
+  if (partner && !storeFirst)
+    eraseIfUnused(output);
+}
+
+/// The contraction right after `op` (but for an initializing fill and ops
+/// that touch no memory) that `op`'s threads may compute too, in the same
+/// loop over the reduction: the same schedule, indexing maps, loop sizes and
+/// rows input, an epilogue that reads `op`'s output at the same element
+/// (SwiGLU's `silu(gate) * up` after the gate and up projections), `op`
+/// without an epilogue of its own, and no buffer one of them writes touched
+/// by the other. Null if there is none.
+static linalg::LinalgOp
+partnerOf(linalg::LinalgOp op, const Schedule &s,
+          const DenseMap<Operation *, const Schedule *> &scheduleOf) {
+  if (s.slices != 1 || epilogueOf(op))
+    return {};
+  Operation *next = op->getNextNode();
+  while (next && (touchesNoMemory(next) || isa<linalg::FillOp>(next)))
+    next = next->getNextNode();
+  auto partner = dyn_cast_or_null<linalg::LinalgOp>(next);
+  auto found = scheduleOf.find(partner);
+  if (!partner || found == scheduleOf.end())
+    return {};
+  const Schedule &t = *found->second;
+  const ContractionDims &d = s.dims, &e = t.dims;
+  if (t.slices != 1 || t.width != s.width || t.aligned != s.aligned ||
+      t.rowTiles != s.rowTiles || d.outer != e.outer || d.rows != e.rows ||
+      d.columns != e.columns || d.depth != e.depth || d.weight != e.weight ||
+      op.getIndexingMapsArray() != partner.getIndexingMapsArray() ||
+      op.getStaticLoopRanges() != partner.getStaticLoopRanges() ||
+      op.getDpsInputs()[1 - d.weight] != partner.getDpsInputs()[1 - d.weight])
+    return {};
+  // The fills passed over initialize the partner's output.
+  linalg::FillOp fill = initializingFill(partner);
+  for (Operation *between = op->getNextNode(); between != next;
+       between = between->getNextNode())
+    if (isa<linalg::FillOp>(between) && between != fill)
+      return {};
+  std::optional<Epilogue> epilogue = epilogueOf(partner);
+  Value out = op.getDpsInits()[0];
+  if (!epilogue ||
+      llvm::none_of(epilogue->op.getDpsInputOperands(), [&](OpOperand *input) {
+        return input->get() == out &&
+               epilogue->op.getMatchingIndexingMap(input).isIdentity();
+      }))
+    return {};
+  SmallVector<Value> partnerWrites{partner.getDpsInits()[0],
+                                   epilogue->op.getDpsInits()[0]};
+  for (Value written : partnerWrites)
+    if (mayShareMemory(written, out) ||
+        llvm::any_of(op.getDpsInputs(), [&](Value input) {
+          return mayShareMemory(written, input);
+        }))
+      return {};
+  if (llvm::any_of(partner.getDpsInputs(),
+                   [&](Value input) { return mayShareMemory(out, input); }))
+    return {};
+  return partner;
 }
 
 /// Whether `op` may be computed again wherever its output is read: an
@@ -730,8 +849,24 @@ void GPUContractionsPass::runOnOperation() {
       producers.push_back(producer);
     });
   }
+  // Partners: contractions computed by the threads of the one before.
+  DenseMap<Operation *, const Schedule *> scheduleOf;
   for (auto &[op, schedule] : work)
-    ContractionBuilder(op, schedule, prologueOf.lookup(op)).build();
+    scheduleOf[op] = &schedule;
+  DenseMap<Operation *, linalg::LinalgOp> pairedWith;
+  DenseSet<Operation *> partners;
+  if (pairs)
+    for (auto &[op, schedule] : work)
+      if (!partners.contains(op))
+        if (linalg::LinalgOp partner = partnerOf(op, schedule, scheduleOf)) {
+          pairedWith[op] = partner;
+          partners.insert(partner);
+        }
+  for (auto &[op, schedule] : work)
+    if (!partners.contains(op))
+      ContractionBuilder(op, schedule, prologueOf.lookup(op),
+                         pairedWith.lookup(op))
+          .build();
   for (linalg::GenericOp producer : producers)
     producer->erase();
 }

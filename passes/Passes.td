@@ -999,6 +999,17 @@ def SpecGPUContractions
     arithmetic per row and reduction step in every thread, which is why
     math functions (an exponential) are left to a kernel of their own.
 
+    With `pairs`, a contraction right after another one (an initializing
+    fill and ops that touch no memory between) whose epilogue reads the
+    first one's product at the same element (SwiGLU's `silu(gate) * up`
+    after the gate and up projections) is computed by the first one's
+    threads in the same loop over the reduction: one load of each weight and
+    of the rows per step, and the first products passed to the epilogue in
+    registers (stored only where something else reads them). Legal when
+    both are not split and have the same schedule, indexing maps, loop
+    sizes and rows input, the first has no epilogue of its own, and neither
+    writes a buffer the other reads.
+
     The loops are ordinary `scf` and `vector` ops: with
     `spec-to-cpu{gpu-schedule-threads}` they run on the CPU, which is how
     the exact-greedy and ONNX Runtime tests check them without a GPU.
@@ -1023,6 +1034,10 @@ def SpecGPUContractions
            "Split the reduction of contractions whose shared operand has at "
            "least this many bytes (0: every one with a static reduction "
            "longer than slice-depth)">,
+    Option<"pairs", "pairs", "bool", "true",
+           "Compute a contraction whose epilogue reads the previous one's "
+           "product (SwiGLU's up projection after its gate) in the same "
+           "threads and loop">,
     Option<"prologues", "prologues", "bool", "true",
            "Compute an elementwise producer of the rows input (a norm's "
            "scaling) where the contraction reads it">,

@@ -2,6 +2,7 @@
 // RUN: spec-opt %s --pass-pipeline='builtin.module(func.func(spec-gpu-contractions{split-min-bytes=0 slice-depth=16}))' -split-input-file | FileCheck %s --check-prefix=SPLIT
 // RUN: spec-opt %s --pass-pipeline='builtin.module(func.func(spec-gpu-contractions{rows=2 vector-width=2}))' -split-input-file | FileCheck %s --check-prefix=SMALL
 // RUN: spec-opt %s --pass-pipeline='builtin.module(func.func(spec-gpu-contractions{prologues=false}))' -split-input-file | FileCheck %s --check-prefix=NOPRO
+// RUN: spec-opt %s --pass-pipeline='builtin.module(func.func(spec-gpu-contractions{pairs=false}))' -split-input-file | FileCheck %s --check-prefix=NOPAIR
 
 // A weight matrix (a 16-byte aligned global): a thread per 4 columns and
 // tile of 8 rows. One aligned 128-bit load of the weights per k serves all
@@ -347,4 +348,107 @@ func.func @no_prologue(%x: memref<?x64xf32>, %root: memref<?x1xf32>, %w: memref<
   memref.dealloc %exp : memref<?x64xf32>
   memref.dealloc %o : memref<?x128xf32>
   return %normed : memref<?x64xf32>
+}
+
+// -----
+
+// SwiGLU: the up projection's epilogue reads the gate projection's product
+// at the same element. The gate's threads compute both in one loop over the
+// reduction (one load of each weight and of the rows per step) and apply the
+// epilogue to the accumulators; the gate's products, read nowhere else, are
+// never stored and their buffer goes.
+// CHECK-LABEL: func.func @pair
+// CHECK: %[[UP:.*]] = memref.alloc
+// CHECK-NOT: memref.alloc
+// CHECK-NOT: linalg.
+// CHECK: scf.parallel
+// CHECK: scf.for {{.*}} -> (vector<4xf32>, vector<4xf32>, vector<4xf32>, vector<4xf32>, vector<4xf32>, vector<4xf32>, vector<4xf32>, vector<4xf32>, vector<4xf32>, vector<4xf32>, vector<4xf32>, vector<4xf32>, vector<4xf32>, vector<4xf32>, vector<4xf32>, vector<4xf32>)
+// CHECK-NEXT: vector.load %arg1[
+// CHECK-NEXT: vector.load %arg2[
+// CHECK-COUNT-2: vector.fma
+// CHECK-NOT: scf.parallel
+// CHECK: math.exp
+// CHECK: memref.store %{{.*}}, %[[UP]][
+// CHECK-NOT: scf.parallel
+// CHECK-NOT: linalg.
+// CHECK-NOT: memref.dealloc
+// CHECK: return %[[UP]]
+// NOPAIR-LABEL: func.func @pair
+// NOPAIR: scf.parallel
+// NOPAIR: scf.parallel
+// NOPAIR: math.exp
+// NOPAIR: return
+func.func @pair(%x: memref<?x64xf32>, %wg: memref<64x128xf32>, %wu: memref<64x128xf32>) -> memref<?x128xf32> {
+  %c0 = arith.constant 0 : index
+  %zero = arith.constant 0.0 : f32
+  %one = arith.constant 1.0 : f32
+  %rows = memref.dim %x, %c0 : memref<?x64xf32>
+  %gate = memref.alloc(%rows) : memref<?x128xf32>
+  %up = memref.alloc(%rows) : memref<?x128xf32>
+  linalg.fill ins(%zero : f32) outs(%gate : memref<?x128xf32>)
+  linalg.matmul ins(%x, %wg : memref<?x64xf32>, memref<64x128xf32>) outs(%gate : memref<?x128xf32>)
+  linalg.fill ins(%zero : f32) outs(%up : memref<?x128xf32>)
+  linalg.matmul ins(%x, %wu : memref<?x64xf32>, memref<64x128xf32>) outs(%up : memref<?x128xf32>)
+  linalg.generic {indexing_maps = [affine_map<(d0, d1) -> (d0, d1)>, affine_map<(d0, d1) -> (d0, d1)>, affine_map<(d0, d1) -> (d0, d1)>], iterator_types = ["parallel", "parallel"]} ins(%gate, %up : memref<?x128xf32>, memref<?x128xf32>) outs(%up : memref<?x128xf32>) {
+  ^bb0(%g: f32, %u: f32, %o: f32):
+    %n = arith.negf %g : f32
+    %e = math.exp %n : f32
+    %s = arith.addf %e, %one : f32
+    %r = arith.divf %one, %s : f32
+    %silu = arith.mulf %g, %r : f32
+    %m = arith.mulf %silu, %u : f32
+    linalg.yield %m : f32
+  }
+  memref.dealloc %gate : memref<?x128xf32>
+  return %up : memref<?x128xf32>
+}
+
+// -----
+
+// Pairs refused: the second contraction reads other rows (two nests); the
+// next one's weights are another shape (two nests). The last pair is
+// computed together, and the first product, read again after the
+// epilogue, is stored.
+// CHECK-LABEL: func.func @no_pair
+// CHECK: scf.parallel
+// CHECK: :8 = scf.for
+// CHECK: scf.parallel
+// CHECK: :8 = scf.for
+// CHECK: scf.parallel
+// CHECK: :8 = scf.for
+// CHECK: scf.parallel
+// CHECK: :8 = scf.for
+// CHECK: scf.parallel
+// CHECK: %[[BOTH:.*]]:16 = scf.for
+// CHECK: vector.store %[[BOTH]]#0, %[[FIRST:.*]][
+// CHECK-NOT: scf.parallel
+// CHECK: memref.load %[[FIRST]][%c0, %c0]
+func.func @no_pair(%x: memref<?x64xf32>, %y: memref<?x64xf32>, %wg: memref<64x128xf32>, %wu: memref<64x128xf32>, %wn: memref<64x64xf32>) -> (memref<?x128xf32>, memref<?x64xf32>, memref<?x128xf32>, f32) {
+  %c0 = arith.constant 0 : index
+  %zero = arith.constant 0.0 : f32
+  %rows = memref.dim %x, %c0 : memref<?x64xf32>
+  %a = memref.alloc(%rows) : memref<?x128xf32>
+  %b = memref.alloc(%rows) : memref<?x128xf32>
+  linalg.matmul ins(%x, %wg : memref<?x64xf32>, memref<64x128xf32>) outs(%a : memref<?x128xf32>)
+  linalg.matmul ins(%y, %wu : memref<?x64xf32>, memref<64x128xf32>) outs(%b : memref<?x128xf32>)
+  linalg.generic {indexing_maps = [affine_map<(d0, d1) -> (d0, d1)>, affine_map<(d0, d1) -> (d0, d1)>, affine_map<(d0, d1) -> (d0, d1)>], iterator_types = ["parallel", "parallel"]} ins(%a, %b : memref<?x128xf32>, memref<?x128xf32>) outs(%b : memref<?x128xf32>) {
+  ^bb0(%g: f32, %u: f32, %o: f32):
+    %m = arith.mulf %g, %u : f32
+    linalg.yield %m : f32
+  }
+  %c = memref.alloc(%rows) : memref<?x64xf32>
+  %d = memref.alloc(%rows) : memref<?x128xf32>
+  linalg.matmul ins(%x, %wn : memref<?x64xf32>, memref<64x64xf32>) outs(%c : memref<?x64xf32>)
+  linalg.matmul ins(%x, %wu : memref<?x64xf32>, memref<64x128xf32>) outs(%d : memref<?x128xf32>)
+  %e = memref.alloc(%rows) : memref<?x128xf32>
+  %f = memref.alloc(%rows) : memref<?x128xf32>
+  linalg.matmul ins(%x, %wg : memref<?x64xf32>, memref<64x128xf32>) outs(%e : memref<?x128xf32>)
+  linalg.matmul ins(%x, %wu : memref<?x64xf32>, memref<64x128xf32>) outs(%f : memref<?x128xf32>)
+  linalg.generic {indexing_maps = [affine_map<(d0, d1) -> (d0, d1)>, affine_map<(d0, d1) -> (d0, d1)>, affine_map<(d0, d1) -> (d0, d1)>], iterator_types = ["parallel", "parallel"]} ins(%e, %f : memref<?x128xf32>, memref<?x128xf32>) outs(%f : memref<?x128xf32>) {
+  ^bb0(%g: f32, %u: f32, %o: f32):
+    %m = arith.mulf %g, %u : f32
+    linalg.yield %m : f32
+  }
+  %read = memref.load %e[%c0, %c0] : memref<?x128xf32>
+  return %b, %c, %f, %read : memref<?x128xf32>, memref<?x64xf32>, memref<?x128xf32>, f32
 }
