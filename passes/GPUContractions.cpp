@@ -168,6 +168,21 @@ static linalg::FillOp initializingFill(linalg::LinalgOp op) {
              : nullptr;
 }
 
+/// Indices through `map` (of dimensions and constants) for the loop values
+/// `loops` (unset ones are never read).
+static SmallVector<Value> mapIndices(ImplicitLocOpBuilder &b, AffineMap map,
+                                     ArrayRef<Value> loops) {
+  SmallVector<Value> indices;
+  for (AffineExpr expr : map.getResults()) {
+    if (auto dim = dyn_cast<AffineDimExpr>(expr))
+      indices.push_back(loops[dim.getPosition()]);
+    else
+      indices.push_back(b.create<arith::ConstantIndexOp>(
+          cast<AffineConstantExpr>(expr).getValue()));
+  }
+  return indices;
+}
+
 /// `op`'s value at the element whose loop values are `element`: an
 /// elementwise generic's body on its operands loaded there (or, for the
 /// operand numbers in `given`, the values given with them).
@@ -176,15 +191,9 @@ static Value computeElement(ImplicitLocOpBuilder &b, linalg::GenericOp op,
                             ArrayRef<std::pair<unsigned, Value>> given = {}) {
   Block *body = op.getBody();
   auto load = [&](OpOperand *operand) -> Value {
-    SmallVector<Value> indices;
-    for (AffineExpr expr : op.getMatchingIndexingMap(operand).getResults()) {
-      if (auto dim = dyn_cast<AffineDimExpr>(expr))
-        indices.push_back(element[dim.getPosition()]);
-      else
-        indices.push_back(b.create<arith::ConstantIndexOp>(
-            cast<AffineConstantExpr>(expr).getValue()));
-    }
-    return b.create<memref::LoadOp>(operand->get(), indices);
+    return b.create<memref::LoadOp>(
+        operand->get(),
+        mapIndices(b, op.getMatchingIndexingMap(operand), element));
   };
   IRMapping mapping;
   for (OpOperand &operand : op->getOpOperands()) {
@@ -289,15 +298,7 @@ private:
   /// Indices into `operand` (an input or the init) for the loop values
   /// `loops` (one per loop of the op; unset ones are never read).
   SmallVector<Value> indices(OpOperand *operand, ArrayRef<Value> loops) {
-    SmallVector<Value> result;
-    for (AffineExpr expr : op.getMatchingIndexingMap(operand).getResults()) {
-      if (auto dim = dyn_cast<AffineDimExpr>(expr))
-        result.push_back(loops[dim.getPosition()]);
-      else
-        result.push_back(b.create<arith::ConstantIndexOp>(
-            cast<AffineConstantExpr>(expr).getValue()));
-    }
-    return result;
+    return mapIndices(b, op.getMatchingIndexingMap(operand), loops);
   }
 
   VectorType vectorType() { return VectorType::get({s.width}, b.getF32Type()); }
@@ -380,9 +381,10 @@ void ContractionBuilder::emitTile(int64_t t, Value firstRow,
     loops[d.rows] = firstRow;
     SmallVector<Value, 2> weights;
     for (linalg::LinalgOp product : products) {
-      OpOperand *weight = product.getDpsInputOperand(d.weight);
-      auto load =
-          b.create<vector::LoadOp>(type, weight->get(), indices(weight, loops));
+      // The partner's maps are `op`'s.
+      auto load = b.create<vector::LoadOp>(
+          type, product.getDpsInputs()[d.weight],
+          indices(op.getDpsInputOperand(d.weight), loops));
       if (s.aligned)
         load.setAlignment(static_cast<uint64_t>(s.width * 4));
       weights.push_back(load);
