@@ -643,11 +643,16 @@ partnerOf(linalg::LinalgOp op, const Schedule &s,
       return {};
   std::optional<Epilogue> epilogue = epilogueOf(partner);
   Value out = op.getDpsInits()[0];
-  if (!epilogue ||
-      llvm::none_of(epilogue->op.getDpsInputOperands(), [&](OpOperand *input) {
-        return input->get() == out &&
-               epilogue->op.getMatchingIndexingMap(input).isIdentity();
-      }))
+  // The epilogue reads `op`'s output once, at the same element: from the
+  // same thread's registers.
+  if (!epilogue)
+    return {};
+  SmallVector<OpOperand *> outReads;
+  for (OpOperand *input : epilogue->op.getDpsInputOperands())
+    if (mayShareMemory(input->get(), out))
+      outReads.push_back(input);
+  if (outReads.size() != 1 || outReads.front()->get() != out ||
+      !epilogue->op.getMatchingIndexingMap(outReads.front()).isIdentity())
     return {};
   SmallVector<Value> partnerWrites{partner.getDpsInits()[0],
                                    epilogue->op.getDpsInits()[0]};
