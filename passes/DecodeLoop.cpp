@@ -16,7 +16,8 @@ using namespace specula::spec;
 /// split their time between proposing and verifying.
 static constexpr llvm::StringLiteral kClockFunction = "specrt_clock_ns";
 /// The runtime's hook for each committed token, in order (streaming): the
-/// runtime passes them on to the caller as rounds commit them.
+/// runtime passes them on to the caller as rounds commit them, and answers
+/// whether the loop should stop after this round (a cancelled request).
 static constexpr llvm::StringLiteral kTokenHook = "specrt_on_token";
 
 /// Sampling keys below this are the target-only steps' (one per position);
@@ -89,7 +90,7 @@ DecodeLoopBuilder::DecodeLoopBuilder(DecoderOp decoder,
   if (!tokenHook) {
     b.setInsertionPoint(func);
     tokenHook = func::FuncOp::create(b, kTokenHook,
-                                     b.getFunctionType({i64Type}, {}));
+                                     b.getFunctionType({i64Type}, {b.getI1Type()}));
     tokenHook.setPrivate();
     symbols.insert(tokenHook);
   }
@@ -326,8 +327,9 @@ Value DecodeLoopBuilder::committedStop(Value seq, Value from, Value to) {
 }
 
 Value DecodeLoopBuilder::reportedStop(Value token) {
-  func::CallOp::create(b, tokenHook, ValueRange{token});
-  return isStop(token);
+  Value cancelled =
+      func::CallOp::create(b, tokenHook, ValueRange{token}).getResult(0);
+  return arith::OrIOp::create(b, cancelled, isStop(token));
 }
 
 DecodeState DecodeLoopBuilder::targetStep(const DecodeState &state) {

@@ -217,7 +217,8 @@ public:
 private:
   struct Counters;
   mlir::Value isStop(mlir::Value token);
-  /// Hands a committed `token` to the runtime's hook; whether it stops.
+  /// Hands a committed `token` to the runtime's hook; whether it stops the
+  /// generation (a stop token, or the runtime's request).
   mlir::Value reportedStop(mlir::Value token);
   /// Reports the tokens `seq` holds after `from` up to `to`; whether one
   /// stops.

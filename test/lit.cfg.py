@@ -20,13 +20,17 @@ llvm_config.use_default_substitutions()
 config.substitutions.append(("%specula_src_root", config.specula_src_root))
 config.substitutions.append(("%specula_obj_root", config.specula_obj_root))
 config.substitutions.append(("%specula_libs", config.specula_libs_dir))
+# Example decoders compiled once per build (test/CMakeLists.txt).
+config.substitutions.append(
+    ("%test_artifacts", os.path.join(config.specula_obj_root, "test", "artifacts")))
 
 # Our tools first, then LLVM's FileCheck/not/count and the stock mlir-opt that
 # the plugin tests load our plugin into.
 llvm_config.with_environment("PATH", config.llvm_tools_dir, append_path=True)
 llvm_config.with_environment("PATH", config.specula_tools_dir, append_path=True)
 llvm_config.add_tool_substitutions(
-    ["spec-opt", "spec-translate", "spec-run", "spec-tokenize"], [config.specula_tools_dir])
+    ["spec-opt", "spec-translate", "spec-run", "spec-serve", "spec-tokenize"],
+    [config.specula_tools_dir])
 config.substitutions.append(
     ("%mlir_opt", os.path.join(config.llvm_tools_dir, "mlir-opt")))
 config.environment["ORT_NODE_PATH"] = config.ort_node_path

@@ -148,8 +148,8 @@ static int64_t clockNanoseconds() {
 }
 
 /// Where decode loops hand each committed token (the runtime's
-/// specrt_on_token, which streams them): nowhere, in the JIT.
-static void ignoreToken(int64_t) {}
+/// specrt_on_token, which streams them and may cancel): nowhere, in the JIT.
+static bool ignoreToken(int64_t) { return false; }
 
 /// The first failed run-time check of the current call on this thread
 /// (spec-lower-checks), as the runtime keeps it for artifacts.

@@ -57,14 +57,17 @@ const char *takeCheckFailure();
 
 /// Where the committed tokens of the current run on this thread go
 /// (specrt_on_token, which compiled code calls for each, in order): to the
-/// caller's callback, up to max_new_tokens and the first stop token.
+/// caller's callback, up to max_new_tokens and the first stop token; and
+/// the caller's answer to whether the run should stop there (cancelled).
 struct TokenStream {
   void (*callback)(int64_t token, void *user) = nullptr;
+  int (*shouldStop)(void *user) = nullptr;
   void *user = nullptr;
   int64_t maxNew = 0, eos = -1;
   const std::vector<int64_t> *stops = nullptr;
   int64_t forwarded = 0;
   bool stopped = false;
+  bool cancelled = false;
 };
 
 /// Makes `stream` (or none) the current run's on this thread.

@@ -100,15 +100,22 @@ thread_local specrt::TokenStream *tokenStream = nullptr;
 
 void specrt::setTokenStream(TokenStream *stream) { tokenStream = stream; }
 
-extern "C" SPECRT_API void specrt_on_token(int64_t token) {
+/// Returns whether the decode loop should stop after this round: the
+/// caller cancelled the run (specrt_generate_options.should_stop).
+extern "C" SPECRT_API bool specrt_on_token(int64_t token) {
   specrt::TokenStream *stream = tokenStream;
-  if (!stream || stream->stopped || stream->forwarded >= stream->maxNew)
-    return;
-  ++stream->forwarded;
-  stream->stopped = token == stream->eos ||
-                    std::find(stream->stops->begin(), stream->stops->end(),
-                              token) != stream->stops->end();
-  stream->callback(token, stream->user);
+  if (!stream || stream->cancelled)
+    return stream != nullptr;
+  if (!stream->stopped && stream->forwarded < stream->maxNew) {
+    ++stream->forwarded;
+    stream->stopped = token == stream->eos ||
+                      std::find(stream->stops->begin(), stream->stops->end(),
+                                token) != stream->stops->end();
+    if (stream->callback)
+      stream->callback(token, stream->user);
+  }
+  stream->cancelled = stream->shouldStop && stream->shouldStop(stream->user);
+  return stream->cancelled;
 }
 
 namespace {

@@ -172,6 +172,7 @@ void specrt_generate_options_init(specrt_generate_options *options) {
   options->stop_tokens = nullptr;
   options->num_stop_tokens = 0;
   options->on_token = nullptr;
+  options->should_stop = nullptr;
   options->user_data = nullptr;
   options->temperature = -1;
   options->top_k = -1;
@@ -246,6 +247,7 @@ specrt_status specrt_generate(specrt_model *model, const int64_t *prompt,
     return status;
 
   DecodeOutput output;
+  TokenStream stream;
   std::string error;
   // The caller's stop tokens and the model's own (model.stop_token_ids).
   std::vector<int64_t> stopTokens;
@@ -255,15 +257,16 @@ specrt_status specrt_generate(specrt_model *model, const int64_t *prompt,
     stopTokens.assign(options->stop_tokens,
                       options->stop_tokens + options->num_stop_tokens);
     stopTokens.insert(stopTokens.end(), m.stopTokenIds.begin(), m.stopTokenIds.end());
-    TokenStream stream;
-    if (options->on_token) {
+    bool streamed = options->on_token || options->should_stop;
+    if (streamed) {
       stream.callback = options->on_token;
+      stream.shouldStop = options->should_stop;
       stream.user = options->user_data;
       stream.maxNew = options->max_new_tokens;
       stream.eos = m.eosTokenId;
       stream.stops = &stopTokens;
     }
-    setTokenStream(options->on_token ? &stream : nullptr);
+    setTokenStream(streamed ? &stream : nullptr);
     struct Reset {
       ~Reset() { setTokenStream(nullptr); }
     } reset;
@@ -303,6 +306,12 @@ specrt_status specrt_generate(specrt_model *model, const int64_t *prompt,
   if (result->stop_reason == SPECRT_STOP_MAX_TOKENS &&
       static_cast<int64_t>(generated.size()) < options->max_new_tokens)
     result->stop_reason = SPECRT_STOP_CONTEXT;
+  // A cancelled run's result is what it streamed, though its last round
+  // committed more.
+  if (stream.cancelled) {
+    generated.resize(std::min<size_t>(generated.size(), stream.forwarded));
+    result->stop_reason = SPECRT_STOP_CANCELLED;
+  }
 
   result->num_tokens = generated.size();
   result->tokens = static_cast<int64_t *>(

@@ -111,9 +111,10 @@ spec.decoder @greedy target(@target) proposer(#spec.draft<@draft, gamma = 2>) ve
 // CHECK-NEXT: %[[TOTAL:.*]] = arith.subi %[[RNDEND]], %[[START]] : i64
 // CHECK: %[[SAWEOS:.*]] = scf.for {{.*}} -> (i1)
 // CHECK: %[[COMMITTED:.*]] = tensor.extract %[[NEWSEQ]][%{{.*}}] : tensor<32xi64>
-// CHECK-NEXT: func.call @specrt_on_token(%[[COMMITTED]]) : (i64) -> ()
+// CHECK-NEXT: %[[CANCELLED:.*]] = func.call @specrt_on_token(%[[COMMITTED]]) : (i64) -> i1
 // CHECK: arith.cmpi eq, %[[COMMITTED]], %c15_i64{{.*}} : i64
 // CHECK: tensor.extract %[[STOP]]
+// CHECK: arith.ori %[[CANCELLED]], %{{.*}} : i1
 // CHECK: %[[COUNT:.*]] = tensor.extract %[[HIST]][%[[N]]] : tensor<3xi64>
 // CHECK-NEXT: arith.constant 1 : i64
 // CHECK-NEXT: %[[INC:.*]] = arith.addi %[[COUNT]], %{{.*}} : i64

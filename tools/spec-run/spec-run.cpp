@@ -335,7 +335,7 @@ int main(int argc, char **argv) {
   }
 
   static const char *kStopReasons[] = {"max_new_tokens", "stop_token",
-                                       "context_full"};
+                                       "context_full", "cancelled"};
   if (o.json) {
     auto stats = [&](const Run &run, bool withAcceptance) {
       const specrt_result &s = run.stats;

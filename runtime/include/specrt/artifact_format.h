@@ -13,19 +13,20 @@
  * Shared by the compiler (which writes artifacts) and the runtime (which
  * reads them); it has no dependencies.
  *
- * Entry points (ABI "mlir-ciface-5"), one per decode loop:
+ * Entry points (ABI "mlir-ciface-6"), one per decode loop:
  *
  *   void entry(specrt_entry_result *result, specrt_memref_i64 *prompt,
  *              int64_t max_new_tokens, int64_t seed,
  *              specrt_memref_i64 *stop_tokens);
  *
- * The loop ends after a round that commits EOS or one of `stop_tokens`.
+ * The loop ends after a round that commits EOS or one of `stop_tokens`, or
+ * in which the runtime's token hook asked it to stop.
  *
  * Compiled code calls back into the runtime for its buffers
  * (_mlir_memref_to_llvm_alloc / _free), strided copies (memrefCopy), the
  * time (int64_t specrt_clock_ns(void), a monotonic clock), each committed
- * token in order (void specrt_on_token(int64_t token), for streaming) and
- * the model's
+ * token in order (bool specrt_on_token(int64_t token), for streaming; true
+ * stops the loop after the round: a cancelled run) and the model's
  * run-time checks (void specrt_check(bool ok, const char *message): the
  * first failed one of a run becomes the run's error; the code goes on in
  * bounds until it returns).
@@ -45,7 +46,8 @@
 #define SPECRT_ARTIFACT_FORMAT "specula-artifact"
 /* Version 2: decoder.so states its facts (SPECRT_FACTS_SYMBOL). */
 #define SPECRT_ARTIFACT_FORMAT_VERSION 2
-#define SPECRT_ARTIFACT_ABI "mlir-ciface-5"
+/* 6: specrt_on_token returns whether to stop (cancellation). */
+#define SPECRT_ARTIFACT_ABI "mlir-ciface-6"
 #define SPECRT_MANIFEST_FILE "manifest.json"
 #define SPECRT_LIBRARY_FILE "decoder.so"
 #define SPECRT_WEIGHTS_FILE "weights.bin"

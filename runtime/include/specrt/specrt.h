@@ -123,7 +123,14 @@ typedef struct specrt_generate_options {
    * generation (the same tokens the result holds), on the calling thread;
    * NULL (the default): no calls. */
   void (*on_token)(int64_t token, void *user_data);
-  void *user_data;
+  /* Cancellation: asked after each committed token (and its on_token call)
+   * on the calling thread; once it returns nonzero the decode loop stops at
+   * the end of the current round, no further tokens are streamed, and the
+   * result holds the tokens streamed so far with stop_reason
+   * SPECRT_STOP_CANCELLED. It may read a flag another thread sets. NULL
+   * (the default): never. */
+  int (*should_stop)(void *user_data);
+  void *user_data; /* passed to on_token and should_stop */
 } specrt_generate_options;
 
 SPECRT_API void specrt_generate_options_init(specrt_generate_options *options);
@@ -132,6 +139,7 @@ typedef enum specrt_stop_reason {
   SPECRT_STOP_MAX_TOKENS = 0,
   SPECRT_STOP_TOKEN = 1,   /* EOS or a stop token (included in tokens) */
   SPECRT_STOP_CONTEXT = 2, /* the context capacity is full */
+  SPECRT_STOP_CANCELLED = 3, /* should_stop asked to stop */
 } specrt_stop_reason;
 
 typedef struct specrt_result {
