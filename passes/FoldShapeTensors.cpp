@@ -228,6 +228,14 @@ struct FoldShapeTensorsPass
     : public specula::impl::SpecFoldShapeTensorsBase<FoldShapeTensorsPass> {
   using Base::Base;
 
+  LogicalResult initialize(MLIRContext *context) override {
+    if (maxElements < 1)
+      return emitError(UnknownLoc::get(context))
+             << "spec-fold-shape-tensors: max-elements must be positive, got "
+             << static_cast<int64_t>(maxElements);
+    return success();
+  }
+
   void runOnOperation() override {
     MLIRContext *context = &getContext();
     RewritePatternSet patterns(context);

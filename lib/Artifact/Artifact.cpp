@@ -527,7 +527,7 @@ LogicalResult specula::writeArtifact(ModuleOp module, StringRef path,
   // What the code is, stated by the code itself (SPECRT_FACTS_SYMBOL): the
   // manifest repeats it, and the runtime refuses a manifest that disagrees.
   llvm::json::Object target{
-      {"device", cuda ? "cuda" : "cpu"},
+      {"device", cuda ? SPECRT_DEVICE_NAME_CUDA : SPECRT_DEVICE_NAME_CPU},
       {"triple", (*machine)->getTargetTriple().str()},
       {"cpu", (*machine)->getTargetCPU().str()},
       {"features", usedFeatures(**machine)}};

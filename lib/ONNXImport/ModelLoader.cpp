@@ -154,6 +154,24 @@ static std::string typeCaseName(const onnx::TypeProto &type) {
 /// Elements times bytes per element stays far below 2^63.
 static constexpr uint64_t kMaxElements = uint64_t(1) << 48;
 
+/// Whether `values` holds each of 0 .. size - 1 once.
+bool isPermutation(const google::protobuf::RepeatedField<int64_t> &values) {
+  std::vector<bool> seen(values.size(), false);
+  for (int64_t value : values) {
+    if (value < 0 || value >= values.size() || seen[value])
+      return false;
+    seen[value] = true;
+  }
+  return true;
+}
+
+std::string joinIntegers(const google::protobuf::RepeatedField<int64_t> &values) {
+  std::string out;
+  for (int64_t value : values)
+    out += (out.empty() ? "" : ", ") + std::to_string(value);
+  return out;
+}
+
 class GraphValidator {
 public:
   explicit GraphValidator(std::string &error) : error(error) {}
@@ -259,6 +277,14 @@ public:
         if (attribute.has_sparse_tensor() ||
             attribute.sparse_tensors_size()) {
           error = where + ": sparse tensors are not supported";
+          return false;
+        }
+        if (node.op_type() == "Transpose" && node.domain().empty() &&
+            attribute.name() == "perm" && !isPermutation(attribute.ints())) {
+          // libonnx's inference indexes the input's dims with it.
+          error = where + ": [" + joinIntegers(attribute.ints()) +
+                  "] is not a permutation of 0.." +
+                  std::to_string(attribute.ints_size() - 1);
           return false;
         }
         if (attribute.has_g() && !check(attribute.g()))
@@ -687,6 +713,26 @@ bool checkTypeParameters(const onnx::ModelProto &model, std::string &error) {
   }
   return true;
 }
+/// A model that imports a newer opset of the ONNX domain than libonnx
+/// knows would be read with older operators' meanings (ONNX Runtime
+/// refuses it too).
+bool checkOpsetVersions(const onnx::ModelProto &model, std::string &error) {
+  const auto &ranges = onnx::OpSchemaRegistry::DomainToVersionRange::Instance().Map();
+  for (const auto &opset : model.opset_import()) {
+    std::string domain = opset.domain() == "ai.onnx" ? "" : opset.domain();
+    auto range = ranges.find(domain);
+    if (range == ranges.end() || opset.version() <= range->second.second)
+      continue;
+    error = "the model imports opset " + std::to_string(opset.version()) +
+            " of the " + (domain.empty() ? "ONNX" : "'" + domain + "'") +
+            " domain; the newest this importer supports is " +
+            std::to_string(range->second.second) +
+            " (export with an older opset, e.g. torch.onnx.export(..., "
+            "opset_version=" + std::to_string(range->second.second) + "))";
+    return false;
+  }
+  return true;
+}
 } // namespace
 
 bool specula::onnx_import::loadModel(const std::string &contents,
@@ -710,6 +756,8 @@ bool specula::onnx_import::loadModel(const std::string &contents,
       error = "the model has no graph";
       return false;
     }
+    if (!checkOpsetVersions(model, error))
+      return false;
     for (auto &tensor : *model.mutable_graph()->mutable_initializer())
       if (!loadExternalData(tensor, modelDir, error))
         return false;

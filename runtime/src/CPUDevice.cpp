@@ -71,6 +71,9 @@ public:
   }
 
   void setThreads(int threads) override { library.setThreads(threads); }
+  // Each run's caches and scratch buffers are its own (the allocator is
+  // thread-safe) and the OpenMP thread count is set per calling thread.
+  bool runsConcurrently() const override { return true; }
 
 private:
   MappedFile weights;

@@ -49,6 +49,11 @@ public:
 
   /// Threads for the host code's parallel loops (0: OpenMP's default).
   virtual void setThreads(int threads) = 0;
+
+  /// Whether decode() may run on several threads at once (the compiled
+  /// loops are reentrant; a device with one stream and per-model scratch
+  /// state serializes them).
+  virtual bool runsConcurrently() const { return false; }
 };
 
 /// The message of the first run-time check (specrt_check) that failed on

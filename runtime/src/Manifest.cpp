@@ -1,7 +1,6 @@
 //===- Manifest.cpp - read and check an artifact's manifest ---------------===//
 
 #include "Manifest.h"
-#include "Json.h"
 
 #include "specrt/artifact_format.h"
 
@@ -10,12 +9,14 @@
 #include <cmath>
 #include <cstdio>
 #include <cstring>
+#include <set>
 
 #include <fcntl.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
 using namespace specrt;
+using nlohmann::json;
 
 namespace {
 /// What is wrong with the manifest's tree of candidates, or "". Parents come
@@ -38,13 +39,21 @@ std::string checkTree(const Manifest &m) {
   return {};
 }
 
+/// The member `key` of an object, or null when absent or not an object.
+const json *member(const json &object, const std::string &key) {
+  if (!object.is_object())
+    return nullptr;
+  auto it = object.find(key);
+  return it == object.end() ? nullptr : &*it;
+}
+
 /// The value at a dotted path, or null.
-const JsonValue *at(const JsonValue &root, const std::string &path) {
-  const JsonValue *value = &root;
+const json *at(const json &root, const std::string &path) {
+  const json *value = &root;
   size_t start = 0;
   while (value) {
     size_t dot = path.find('.', start);
-    value = value->get(path.substr(start, dot - start));
+    value = member(*value, path.substr(start, dot - start));
     if (dot == std::string::npos)
       break;
     start = dot + 1;
@@ -52,73 +61,89 @@ const JsonValue *at(const JsonValue &root, const std::string &path) {
   return value;
 }
 
+/// Whether `value` is a number with an integer value that a double holds
+/// exactly (as the manifest's writer wrote it).
+bool isInteger(const json &value) {
+  constexpr int64_t kLimit = 9000000000000000LL;
+  if (value.is_number_unsigned())
+    return value.get<uint64_t>() <= static_cast<uint64_t>(kLimit);
+  if (value.is_number_integer())
+    return value.get<int64_t>() >= -kLimit && value.get<int64_t>() <= kLimit;
+  if (!value.is_number_float())
+    return false;
+  double number = value.get<double>();
+  return std::floor(number) == number && std::fabs(number) <= 9.0e15;
+}
+
+int64_t integerOf(const json &value) {
+  return value.is_number_float() ? static_cast<int64_t>(value.get<double>())
+                                 : value.get<int64_t>();
+}
+
 /// Reads typed fields of the manifest; the first problem is kept and names
 /// the field's path ("decoder.proposals").
 class FieldReader {
 public:
-  FieldReader(const JsonValue &root, std::string file)
+  FieldReader(const json &root, std::string file)
       : root(root), file(std::move(file)) {}
 
-  const JsonValue *find(const std::string &path, bool required = true) {
-    const JsonValue *value = at(root, path);
+  const json *find(const std::string &path, bool required = true) {
+    const json *value = at(root, path);
     if (!value && required)
       problem(path, "is missing");
     return value;
   }
 
   std::string string(const std::string &path) {
-    const JsonValue *v = find(path);
-    if (v && v->kind != JsonValue::Kind::String)
+    const json *v = find(path);
+    if (v && !v->is_string())
       problem(path, "is not a string");
-    return v && v->kind == JsonValue::Kind::String ? v->string : "";
+    return v && v->is_string() ? v->get<std::string>() : "";
   }
 
   /// An integer; `nullable` fields may be null (read as -1).
   int64_t integer(const std::string &path, bool nullable = false) {
-    const JsonValue *v = find(path);
+    const json *v = find(path);
     if (!v)
       return 0;
-    if (nullable && v->kind == JsonValue::Kind::Null)
+    if (nullable && v->is_null())
       return -1;
-    if (v->kind != JsonValue::Kind::Number || std::floor(v->number) != v->number ||
-        std::fabs(v->number) > 9.0e15) {
+    if (!isInteger(*v)) {
       problem(path, "is not an integer");
       return 0;
     }
-    return static_cast<int64_t>(v->number);
+    return integerOf(*v);
   }
 
   /// An optional array of integers (empty when absent).
   std::vector<int64_t> integers(const std::string &path) {
     std::vector<int64_t> values;
-    const JsonValue *v = find(path, /*required=*/false);
+    const json *v = find(path, /*required=*/false);
     if (!v)
       return values;
-    if (v->kind != JsonValue::Kind::Array) {
+    if (!v->is_array()) {
       problem(path, "is not an array");
       return values;
     }
-    for (const JsonValue &entry : v->array) {
-      if (entry.kind != JsonValue::Kind::Number ||
-          std::floor(entry.number) != entry.number ||
-          std::fabs(entry.number) > 9.0e15) {
+    for (const json &entry : *v) {
+      if (!isInteger(entry)) {
         problem(path, "has an entry that is not an integer");
         return {};
       }
-      values.push_back(static_cast<int64_t>(entry.number));
+      values.push_back(integerOf(entry));
     }
     return values;
   }
 
   double number(const std::string &path, double fallback) {
-    const JsonValue *v = find(path, /*required=*/false);
+    const json *v = find(path, /*required=*/false);
     if (!v)
       return fallback;
-    if (v->kind != JsonValue::Kind::Number) {
+    if (!v->is_number()) {
       problem(path, "is not a number");
       return fallback;
     }
-    return v->number;
+    return v->get<double>();
   }
 
   void problem(const std::string &path, const std::string &what) {
@@ -129,7 +154,7 @@ public:
   std::string error;
 
 private:
-  const JsonValue &root;
+  const json &root;
   std::string file;
 };
 
@@ -175,61 +200,126 @@ bool readText(const std::string &path, std::string &text, std::string &why) {
 }
 
 /// A value as a message shows it.
-std::string show(const JsonValue &value) {
-  switch (value.kind) {
-  case JsonValue::Kind::Null: return "null";
-  case JsonValue::Kind::Bool: return value.boolean ? "true" : "false";
-  case JsonValue::Kind::Number: {
-    char text[32];
-    std::snprintf(text, sizeof(text), "%.17g", value.number);
-    return text;
-  }
-  case JsonValue::Kind::String: return "'" + value.string + "'";
-  case JsonValue::Kind::Array: {
+std::string show(const json &value) {
+  switch (value.type()) {
+  case json::value_t::string: return "'" + value.get<std::string>() + "'";
+  case json::value_t::object: return "an object";
+  case json::value_t::array: {
     std::string text = "[";
-    for (const JsonValue &element : value.array)
+    for (const json &element : value)
       text += (text.size() > 1 ? ", " : "") + show(element);
     return text + "]";
   }
-  case JsonValue::Kind::Object: return "an object";
+  case json::value_t::number_float: {
+    char text[32];
+    std::snprintf(text, sizeof(text), "%.17g", value.get<double>());
+    return text;
   }
-  return "?";
+  default: return value.dump();
+  }
 }
 
 /// The first path under `path` where `facts` and `manifest` differ (every
 /// member of `facts` must be in `manifest`); empty when none.
-std::string firstDifference(const JsonValue &facts, const JsonValue *manifest,
+std::string firstDifference(const json &facts, const json *manifest,
                             const std::string &path) {
-  if (!manifest || manifest->kind != facts.kind)
+  if (!manifest)
     return path;
-  switch (facts.kind) {
-  case JsonValue::Kind::Object:
-    for (const auto &[key, value] : facts.object) {
+  if (facts.is_object()) {
+    if (!manifest->is_object())
+      return path;
+    for (const auto &[key, value] : facts.items()) {
       std::string difference = firstDifference(
-          value, manifest->get(key), path.empty() ? key : path + "." + key);
+          value, member(*manifest, key), path.empty() ? key : path + "." + key);
       if (!difference.empty())
         return difference;
     }
     return "";
-  case JsonValue::Kind::Array:
-    if (facts.array.size() != manifest->array.size())
+  }
+  if (facts.is_array()) {
+    if (!manifest->is_array() || facts.size() != manifest->size())
       return path;
-    for (size_t i = 0; i < facts.array.size(); ++i)
-      if (!firstDifference(facts.array[i], &manifest->array[i], path).empty())
+    for (size_t i = 0; i < facts.size(); ++i)
+      if (!firstDifference(facts[i], &(*manifest)[i], path).empty())
         return path;
     return "";
-  case JsonValue::Kind::Null: return "";
-  case JsonValue::Kind::Bool:
-    return facts.boolean == manifest->boolean ? "" : path;
-  case JsonValue::Kind::Number:
-    return facts.number == manifest->number ? "" : path;
-  case JsonValue::Kind::String:
-    return facts.string == manifest->string ? "" : path;
   }
-  return path;
+  if (facts.is_null())
+    return manifest->is_null() ? "" : path;
+  // Numbers compare by value (2 and 2.0 are one number); the rest by
+  // type and value.
+  return facts == *manifest && facts.is_number() == manifest->is_number()
+             ? ""
+             : path;
 }
 
 } // namespace
+
+/// Manifests and facts nest a few levels; a deeper document is refused
+/// before anything recurses into it.
+static constexpr int kMaxDepth = 64;
+
+bool specrt::parseJson(const std::string &text, json &value,
+                       std::string &error) {
+  // RFC 8259 leaves duplicate members' meaning open and a NUL would cut a
+  // file name short: a manifest must mean one thing.
+  struct Object {
+    std::string path; // of its member names, "decoder.tree"
+    std::set<std::string> members;
+  };
+  std::vector<Object> objects;
+  std::string lastKey, problem;
+  json::parser_callback_t strict = [&](int depth, json::parse_event_t event,
+                                       json &parsed) {
+    if (depth > kMaxDepth && problem.empty())
+      problem = "nested more than " + std::to_string(kMaxDepth) + " levels deep";
+    if (event == json::parse_event_t::object_start) {
+      std::string parent = objects.empty() ? "" : objects.back().path;
+      objects.push_back({objects.empty() ? ""
+                         : parent.empty() ? lastKey
+                                          : parent + "." + lastKey,
+                         {}});
+    } else if (event == json::parse_event_t::object_end && !objects.empty()) {
+      objects.pop_back();
+    }
+    auto member = [&](const std::string &name) {
+      const std::string &path = objects.empty() ? "" : objects.back().path;
+      return "'" + (path.empty() ? name : path + "." + name) + "'";
+    };
+    if (problem.empty() && event == json::parse_event_t::key) {
+      lastKey = parsed.get<std::string>();
+      if (lastKey.find('\0') != std::string::npos)
+        problem = "a NUL character (\\u0000) in a member name";
+      else if (!objects.empty() && !objects.back().members.insert(lastKey).second)
+        problem = "duplicate member " + member(lastKey);
+    } else if (problem.empty() && event == json::parse_event_t::value &&
+               parsed.is_string() &&
+               parsed.get_ref<const std::string &>().find('\0') !=
+                   std::string::npos) {
+      problem = "a NUL character (\\u0000) in a string";
+      if (!objects.empty())
+        problem += " (in " + member(lastKey) + ")";
+    }
+    return problem.empty();
+  };
+  try {
+    value = json::parse(text, strict);
+  } catch (const json::exception &e) {
+    // "[json.exception.parse_error.101] parse error at line 2, column 3: ...",
+    // "[json.exception.out_of_range.406] number overflow parsing '1e999'"
+    std::string what = e.what();
+    size_t line = what.find("line "), text = what.find("] ");
+    error = line != std::string::npos   ? what.substr(line)
+            : text != std::string::npos ? what.substr(text + 2)
+                                        : what;
+    return false;
+  }
+  if (!problem.empty()) {
+    error = problem;
+    return false;
+  }
+  return true;
+}
 
 specrt_status specrt::readManifest(const std::string &directory,
                                    Manifest &manifest, std::string &error) {
@@ -247,14 +337,14 @@ specrt_status specrt::readManifest(const std::string &directory,
 specrt_status specrt::parseManifest(const std::string &text,
                                     const std::string &path,
                                     Manifest &manifest, std::string &error) {
-  JsonValue root;
+  json root;
   std::string jsonError;
   if (!parseJson(text, root, jsonError)) {
     error = path + " is not valid JSON: " + jsonError;
     return SPECRT_ERROR_FORMAT;
   }
   FieldReader fields(root, path);
-  if (root.kind != JsonValue::Kind::Object ||
+  if (!root.is_object() ||
       fields.string("format") != SPECRT_ARTIFACT_FORMAT) {
     error = path + " is not a Specula manifest (no \"format\": \"" +
             SPECRT_ARTIFACT_FORMAT + "\")";
@@ -280,21 +370,21 @@ specrt_status specrt::parseManifest(const std::string &text,
   m.device = fields.string("target.device");
   m.triple = fields.string("target.triple");
   m.cpu = fields.string("target.cpu");
-  if (const JsonValue *features = fields.find("target.features", false)) {
-    if (features->kind != JsonValue::Kind::Array)
+  if (const json *features = fields.find("target.features", false)) {
+    if (!features->is_array())
       fields.problem("target.features", "is not an array");
     else
-      for (const JsonValue &feature : features->array) {
-        if (feature.kind != JsonValue::Kind::String)
+      for (const json &feature : *features) {
+        if (!feature.is_string())
           fields.problem("target.features", "has an entry that is not a string");
         else
-          m.cpuFeatures.push_back(feature.string);
+          m.cpuFeatures.push_back(feature.get<std::string>());
       }
   }
-  if (m.device == "cuda") {
+  if (m.device == SPECRT_DEVICE_NAME_CUDA) {
     m.chip = fields.string("target.chip");
     m.ptxIsa = fields.string("target.ptx_isa");
-  } else if (fields.error.empty() && m.device != "cpu") {
+  } else if (fields.error.empty() && m.device != SPECRT_DEVICE_NAME_CPU) {
     fields.problem("target.device", "is '" + m.device +
                                         "'; this runtime runs cpu and cuda");
   }
@@ -322,17 +412,15 @@ specrt_status specrt::parseManifest(const std::string &text,
   m.bosTokenId = fields.integer("model.bos_token_id", /*nullable=*/true);
   m.eosTokenId = fields.integer("model.eos_token_id", /*nullable=*/true);
   m.padTokenId = fields.integer("model.pad_token_id", /*nullable=*/true);
-  if (const JsonValue *stops = fields.find("model.stop_token_ids", false)) {
-    if (stops->kind != JsonValue::Kind::Array)
+  if (const json *stops = fields.find("model.stop_token_ids", false)) {
+    if (!stops->is_array())
       fields.problem("model.stop_token_ids", "is not an array");
     else
-      for (const JsonValue &id : stops->array) {
-        if (id.kind != JsonValue::Kind::Number || id.number < 0 ||
-            id.number != static_cast<double>(static_cast<int64_t>(id.number)) ||
-            id.number >= static_cast<double>(m.vocabSize))
+      for (const json &id : *stops) {
+        if (!isInteger(id) || integerOf(id) < 0 || integerOf(id) >= m.vocabSize)
           fields.problem("model.stop_token_ids", "has an entry that is not a token id");
         else
-          m.stopTokenIds.push_back(static_cast<int64_t>(id.number));
+          m.stopTokenIds.push_back(integerOf(id));
       }
   }
   m.proposer = fields.string("decoder.proposer");
@@ -379,7 +467,7 @@ specrt_status specrt::checkLibraryFacts(const Manifest &manifest,
     return SPECRT_ERROR_FORMAT;
   }
   size_t length = strnlen(text, SPECRT_FACTS_MAX_BYTES);
-  JsonValue facts;
+  json facts;
   std::string jsonError;
   if (length == SPECRT_FACTS_MAX_BYTES) {
     error = "'" + library + "': " SPECRT_FACTS_SYMBOL " is longer than " +
@@ -387,7 +475,7 @@ specrt_status specrt::checkLibraryFacts(const Manifest &manifest,
     return SPECRT_ERROR_FORMAT;
   }
   if (!parseJson(std::string(text, length), facts, jsonError) ||
-      facts.kind != JsonValue::Kind::Object) {
+      !facts.is_object()) {
     error = "'" + library + "': " SPECRT_FACTS_SYMBOL " is not a JSON object" +
             (jsonError.empty() ? "" : ": " + jsonError);
     return SPECRT_ERROR_FORMAT;
@@ -395,7 +483,7 @@ specrt_status specrt::checkLibraryFacts(const Manifest &manifest,
   std::string path = firstDifference(facts, &manifest.document, "");
   if (path.empty())
     return SPECRT_OK;
-  const JsonValue *said = at(manifest.document, path);
+  const json *said = at(manifest.document, path);
   error = "the manifest disagrees with the compiled code in '" + library +
           "': " + path + " is " + (said ? show(*said) : "missing") +
           " in the manifest, " + show(*at(facts, path)) +

@@ -3,8 +3,9 @@
 #ifndef SPECRT_MANIFEST_H
 #define SPECRT_MANIFEST_H
 
-#include "Json.h"
 #include "specrt/specrt.h"
+
+#include <nlohmann/json.hpp>
 
 #include <cstdint>
 #include <string>
@@ -50,8 +51,14 @@ struct Manifest {
     return depth;
   }
   /// The whole document, which the library's facts are checked against.
-  JsonValue document;
+  nlohmann::json document;
 };
+
+/// Parses JSON strictly (no duplicate members, no NUL in strings, at most
+/// 64 levels deep); on failure returns false with `error` naming the line
+/// and column, or the problem.
+bool parseJson(const std::string &text, nlohmann::json &value,
+               std::string &error);
 
 /// Reads and checks `<directory>/manifest.json`. On failure returns the
 /// status and sets `error` to a message naming the file and the field.

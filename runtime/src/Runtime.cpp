@@ -5,6 +5,7 @@
 #include "MappedFile.h"
 
 #include "specrt/Tokenizer.h"
+#include "specrt/artifact_format.h"
 #include "specrt/specrt.h"
 
 #include <algorithm>
@@ -20,8 +21,8 @@ struct specrt_model {
   std::unique_ptr<Device> device;
   /// The artifact's tokenizer.json, when model.tokenizer.kind says so.
   std::unique_ptr<specrt::Tokenizer> tokenizer;
-  // The compiled loops are reentrant, but one model's runs are serialized so
-  // that a device may keep per-model scratch state.
+  // The compiled loops are reentrant, but one model's runs are serialized
+  // where the device keeps per-model state (Device::runsConcurrently).
   std::mutex mutex;
 };
 
@@ -120,9 +121,9 @@ specrt_status specrt_open(const char *path, const specrt_open_options *options,
     return fail(status, error);
   const Manifest &manifest = opened->manifest;
   bool cuda = options->device == SPECRT_DEVICE_ARTIFACT
-                  ? manifest.device == "cuda"
+                  ? manifest.device == SPECRT_DEVICE_NAME_CUDA
                   : options->device == SPECRT_DEVICE_CUDA;
-  std::string wanted = cuda ? "cuda" : "cpu";
+  std::string wanted = cuda ? SPECRT_DEVICE_NAME_CUDA : SPECRT_DEVICE_NAME_CPU;
   if (manifest.device != wanted)
     return fail(SPECRT_ERROR_DEVICE,
                 "'" + directory + "' was compiled for the " + manifest.device +
@@ -253,7 +254,9 @@ specrt_status specrt_generate(specrt_model *model, const int64_t *prompt,
   std::vector<int64_t> stopTokens;
   auto start = std::chrono::steady_clock::now();
   {
-    std::lock_guard<std::mutex> lock(model->mutex);
+    std::unique_lock<std::mutex> lock(model->mutex, std::defer_lock);
+    if (!model->device->runsConcurrently())
+      lock.lock();
     stopTokens.assign(options->stop_tokens,
                       options->stop_tokens + options->num_stop_tokens);
     stopTokens.insert(stopTokens.end(), m.stopTokenIds.begin(), m.stopTokenIds.end());

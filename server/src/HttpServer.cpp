@@ -1,7 +1,7 @@
 //===- HttpServer.cpp - spec-serve's HTTP API over the scheduler ----------===//
 
 #include "specserve/HttpServer.h"
-#include "specserve/TextStream.h"
+#include "specrt/TextStream.h"
 
 #include <httplib.h>
 #include <thread>
@@ -237,7 +237,7 @@ struct Reader {
         text(model, sequence->request().prompt, std::move(stops)) {}
 
   std::shared_ptr<Sequence> sequence;
-  TextStream text;
+  specrt::TextStream text;
   size_t seen = 0;
   bool finished = false;
   Sequence::Progress progress;

@@ -2,12 +2,16 @@
 
 #include "specserve/Scheduler.h"
 
+#include <algorithm>
+
 using namespace specserve;
 
 Scheduler::Scheduler(specrt_model *model, SchedulerOptions options,
                      Metrics &metrics)
-    : model_(model), options_(options), metrics_(metrics),
-      thread_([this] { run(); }) {}
+    : model_(model), options_(options), metrics_(metrics) {
+  for (size_t i = 0; i < std::max<size_t>(1, options_.slots); ++i)
+    slots_.emplace_back([this] { runSlot(); });
+}
 
 Scheduler::~Scheduler() {
   {
@@ -15,11 +19,12 @@ Scheduler::~Scheduler() {
     stopping_ = exiting_ = true;
     for (auto &sequence : queue_)
       sequence->cancel();
-    if (active_)
-      active_->cancel();
+    for (auto &sequence : active_)
+      sequence->cancel();
   }
   wake_.notify_all();
-  thread_.join();
+  for (std::thread &slot : slots_)
+    slot.join();
 }
 
 Scheduler::Admission Scheduler::submit(std::shared_ptr<Sequence> sequence) {
@@ -38,36 +43,37 @@ Scheduler::Admission Scheduler::submit(std::shared_ptr<Sequence> sequence) {
 bool Scheduler::drain(Clock::time_point deadline) {
   std::unique_lock<std::mutex> lock(mutex_);
   stopping_ = true;
-  auto empty = [&] { return queue_.empty() && !active_; };
+  auto empty = [&] { return queue_.empty() && active_.empty(); };
   if (idle_.wait_until(lock, deadline, empty))
     return true;
   for (auto &sequence : queue_)
     sequence->cancel();
-  if (active_)
-    active_->cancel();
+  for (auto &sequence : active_)
+    sequence->cancel();
   idle_.wait(lock, empty);
   return false;
 }
 
 SchedulerGauges Scheduler::gauges() const {
   std::lock_guard<std::mutex> lock(mutex_);
-  return {queue_.size(), active_ ? size_t{1} : size_t{0}, 1,
+  return {queue_.size(), active_.size(), slots_.size(),
           options_.queueCapacity};
 }
 
-void Scheduler::run() {
+void Scheduler::runSlot() {
   std::unique_lock<std::mutex> lock(mutex_);
   for (;;) {
     wake_.wait(lock, [&] { return exiting_ || !queue_.empty(); });
     if (queue_.empty())
       return;
-    active_ = std::move(queue_.front());
+    std::shared_ptr<Sequence> sequence = std::move(queue_.front());
     queue_.pop_front();
+    active_.push_back(sequence);
     lock.unlock();
-    generate(*active_);
+    generate(*sequence);
     lock.lock();
-    active_.reset();
-    if (queue_.empty())
+    active_.erase(std::find(active_.begin(), active_.end(), sequence));
+    if (queue_.empty() && active_.empty())
       idle_.notify_all();
   }
 }

@@ -2,6 +2,9 @@
 // RUN: spec-opt %s --spec-clone-shared-fills --one-shot-bufferize --split-input-file | FileCheck %s --check-prefix=BUFFERS
 // RUN: spec-opt %s --one-shot-bufferize --split-input-file | FileCheck %s --check-prefix=SHARED
 
+// The pass has no options and refuses nothing: a fill shared by ops that
+// are not destinations, or used once, is left as it is (no -invalid test).
+
 // Two contractions of one shape accumulate into the zeros CSE made one fill:
 // each gets a fill of its own, right before it, and the shared one is gone.
 // Bufferized, each accumulates in place into its own buffer; without the

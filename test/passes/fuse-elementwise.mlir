@@ -2,14 +2,21 @@
 // RUN: spec-opt %s --spec-fuse-elementwise=max-concat-inputs=1 -split-input-file | FileCheck %s --check-prefix=NOCONCAT
 // RUN: not spec-opt %s --spec-fuse-elementwise=max-concat-inputs=-1 -split-input-file 2>&1 | FileCheck %s --check-prefix=NEGATIVE
 
+// The pass refuses only a negative max-concat-inputs (NEGATIVE above);
+// anything it cannot fuse is left as it is (no -invalid test).
+
 // NEGATIVE: spec-fuse-elementwise: max-concat-inputs must be 0 (none) or positive, got -1
 
-// An elementwise chain on the same iteration space is one op.
+// An elementwise chain on the same iteration space is one op: the exp and
+// the product in one body, no generic between them or after.
 // CHECK-LABEL: func.func @chain
 // CHECK: linalg.generic
+// CHECK-NOT: linalg.generic
 // CHECK: math.exp
+// CHECK-NOT: linalg.generic
 // CHECK: arith.mulf
 // CHECK-NOT: linalg.generic
+// CHECK: return
 func.func @chain(%x: tensor<8xf32>, %y: tensor<8xf32>) -> tensor<8xf32> {
   %e = tensor.empty() : tensor<8xf32>
   %0 = linalg.generic {indexing_maps = [affine_map<(i) -> (i)>, affine_map<(i) -> (i)>],

@@ -2,6 +2,9 @@
 // RUN: spec-opt %s --spec-graph-to-llvm="interchange-contractions=false block-contractions=false" -mlir-disable-threading -mlir-print-ir-before=convert-linalg-to-loops 2>&1 >/dev/null | FileCheck %s --check-prefix=OFF
 // RUN: spec-opt %s --spec-graph-to-llvm=block-contractions=false -mlir-disable-threading -mlir-print-ir-before=convert-linalg-to-loops 2>&1 >/dev/null | FileCheck %s --check-prefix=ON
 
+// The pass has no options and refuses nothing: a contraction it cannot
+// interchange is left as it is (no -invalid test).
+
 // A batched MatMul as the importer writes it, (b, m, n, k): the reduction k
 // moves before n, the output's innermost dimension. The body is unchanged;
 // the maps follow the new loop order.

@@ -49,12 +49,14 @@ spec.decoder @greedy target(@target) proposer(#spec.draft<@draft, gamma = 2>) ve
 
 // The loop's values after the state and the draft's: rounds counted by
 // accepted proposals (0, 1 or 2), nanoseconds proposing and verifying, and
-// whether a committed token ended the generation: EOS or a stop token,
-// starting with the first one.
+// whether a committed token ended the generation: EOS, a stop token or the
+// runtime's answer that the run is cancelled, starting with the first one.
 // CHECK: %[[HIST0:.*]] = arith.constant dense<0> : tensor<3xi64>
+// CHECK: %[[FIRSTCANCEL:.*]] = call @specrt_on_token(%{{.*}}) : (i64) -> i1
 // CHECK: arith.cmpi eq, %{{.*}}, %c15_i64 : i64
-// CHECK: %[[FIRSTSTOP:.*]] = scf.for {{.*}} -> (i1) {
+// CHECK: %[[FIRSTSCAN:.*]] = scf.for {{.*}} -> (i1) {
 // CHECK-NEXT: tensor.extract %[[STOP]]
+// CHECK: %[[FIRSTSTOP:.*]] = arith.ori %[[FIRSTCANCEL]], %[[FIRSTSCAN]] : i1
 // CHECK: %[[LOOP:[^:]*]]:{{[0-9]+}} = scf.while ({{.*}} = %{{.*}}, {{.*}} = %[[T]]#1, {{.*}} = %[[D]]#1, {{.*}} = %[[HIST0]], {{.*}} = %c0_i64{{.*}}, {{.*}} = %c0_i64{{.*}}, {{.*}} = %[[FIRSTSTOP]])
 
 // The loop runs while tokens are wanted, a round fits the context, and

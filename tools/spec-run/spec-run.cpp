@@ -10,6 +10,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "tools/spec-run/Options.h"
+#include "specrt/TextStream.h"
 #include "specrt/Tokenizer.h"
 #include "specrt/specrt.h"
 
@@ -75,45 +76,20 @@ std::string jsonString(const std::string &s) {
   return out + "\"";
 }
 
-/// spec-run's streamed text (specrt_generate_options.on_token).
-struct Stream {
-  std::function<std::string(const std::vector<int64_t> &)> text;
-  std::vector<int64_t> tokens; // the prompt, then the tokens so far
-  size_t prefixOffset = 0, readOffset = 0;
+/// spec-run's streamed text (specrt_generate_options.on_token): what each
+/// committed token adds, printed as the rounds commit them.
+struct Printer {
+  specrt::TextStream text;
   std::string printed; // of the new tokens' text
 
-  /// Whether `s` ends in an incomplete UTF-8 character or U+FFFD.
-  static bool unfinished(const std::string &s) {
-    if (s.size() >= 3 && s.compare(s.size() - 3, 3, "\xEF\xBF\xBD") == 0)
-      return true;
-    size_t i = s.size(), continuation = 0;
-    while (i > 0 && continuation < 4 &&
-           (static_cast<unsigned char>(s[i - 1]) & 0xC0) == 0x80) {
-      --i;
-      ++continuation;
-    }
-    if (i == 0)
-      return false;
-    unsigned char lead = static_cast<unsigned char>(s[i - 1]);
-    size_t need = lead >= 0xF0 ? 3 : lead >= 0xE0 ? 2 : lead >= 0xC0 ? 1 : 0;
-    return need > continuation;
-  }
-
   static void onToken(int64_t token, void *user) {
-    Stream &s = *static_cast<Stream *>(user);
-    s.tokens.push_back(token);
-    std::string before = s.text({s.tokens.begin() + s.prefixOffset,
-                                 s.tokens.begin() + s.readOffset});
-    std::string now = s.text({s.tokens.begin() + s.prefixOffset, s.tokens.end()});
-    if (now.size() <= before.size() || now.compare(0, before.size(), before) != 0 ||
-        unfinished(now))
+    Printer &p = *static_cast<Printer *>(user);
+    std::string piece = p.text.push(token);
+    if (piece.empty())
       return;
-    std::string added = now.substr(before.size());
-    std::fputs(added.c_str(), stdout);
+    std::fputs(piece.c_str(), stdout);
     std::fflush(stdout);
-    s.printed += added;
-    s.prefixOffset = s.readOffset;
-    s.readOffset = s.tokens.size();
+    p.printed += piece;
   }
 };
 
@@ -187,15 +163,10 @@ int main(int argc, char **argv) {
   };
 
   // Streaming: the text each committed token adds, printed as the rounds
-  // commit them. Decoded in a window of the last tokens (as vLLM does), and
-  // held back while it ends in an incomplete UTF-8 character or U+FFFD (a
-  // byte-fallback character whose other bytes are still to come).
+  // commit them (specrt::TextStream: decoded in a window of the last
+  // tokens, held back inside a UTF-8 character).
   bool streaming = !o.json && !o.noStream;
-  Stream stream;
-  stream.text = text;
-  stream.tokens = prompt;
-  stream.readOffset = prompt.size();
-  stream.prefixOffset = prompt.size() > 5 ? prompt.size() - 5 : 0;
+  Printer stream{specrt::TextStream(model, prompt), {}};
 
   auto generate = [&](bool speculative, Run &run, bool stream_) -> bool {
     specrt_generate_options g;
@@ -217,7 +188,7 @@ int main(int argc, char **argv) {
     if (stream_) {
       std::fputs(text(prompt).c_str(), stdout);
       std::fflush(stdout);
-      g.on_token = Stream::onToken;
+      g.on_token = Printer::onToken;
       g.user_data = &stream;
     }
     if (specrt_generate(model, prompt.data(), prompt.size(), &g,

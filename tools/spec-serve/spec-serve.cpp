@@ -12,8 +12,10 @@
 
 #include "specserve/HttpServer.h"
 
+#include "specrt/artifact_format.h"
 #include "specrt/specrt.h"
 
+#include <algorithm>
 #include <atomic>
 #include <csignal>
 #include <future>
@@ -38,6 +40,9 @@ const char *kUsage =
     "options:\n"
     "  --host ADDR            address to listen on (default 127.0.0.1)\n"
     "  --port N               port (default 8000; 0: a free one, printed)\n"
+    "  --slots N              sequences generated at once, each on its own\n"
+    "                         thread (default: the number of cores on the\n"
+    "                         CPU, 1 on CUDA)\n"
     "  --queue N              requests that may wait for a slot; more get 429\n"
     "                         (default 64)\n"
     "  --model-name NAME      the model's name in the API (default: the\n"
@@ -54,6 +59,7 @@ struct Options {
   std::string model, host = "127.0.0.1", modelName;
   int port = 8000;
   size_t queue = 64;
+  size_t slots = 0; // 0: by device
   int threads = 1;
   bool speculative = true;
   specrt_device_kind device = SPECRT_DEVICE_ARTIFACT;
@@ -75,6 +81,16 @@ bool parseInteger(const char *text, int64_t low, int64_t high, int64_t &out) {
     return false;
   out = value;
   return true;
+}
+
+/// The artifact's folder name without ".spec".
+std::string defaultModelName(std::string path) {
+  while (path.size() > 1 && path.back() == '/')
+    path.pop_back();
+  std::string name = path.substr(path.find_last_of('/') + 1);
+  if (name.size() > 5 && name.compare(name.size() - 5, 5, ".spec") == 0)
+    name.resize(name.size() - 5);
+  return name;
 }
 
 /// Returns an exit code to stop with, or -1 to go on.
@@ -112,6 +128,9 @@ int parseOptions(int argc, char **argv, Options &o) {
     } else if (arg == "--queue") {
       if ((rc = integer(0, 100000, n)) < 0)
         o.queue = static_cast<size_t>(n);
+    } else if (arg == "--slots") {
+      if ((rc = integer(1, 1024, n)) < 0)
+        o.slots = static_cast<size_t>(n);
     } else if (arg == "--threads") {
       if ((rc = integer(0, 1024, n)) < 0)
         o.threads = static_cast<int>(n);
@@ -147,16 +166,23 @@ int parseOptions(int argc, char **argv, Options &o) {
   }
   if (o.model.empty())
     return usageError("give the artifact to serve (specc -o MODEL.spec)");
-  if (o.modelName.empty()) {
-    std::string name = o.model;
-    while (name.size() > 1 && name.back() == '/')
-      name.pop_back();
-    name = name.substr(name.find_last_of('/') + 1);
-    if (name.size() > 5 && name.compare(name.size() - 5, 5, ".spec") == 0)
-      name.resize(name.size() - 5);
-    o.modelName = name;
-  }
+  if (o.modelName.empty())
+    o.modelName = defaultModelName(o.model);
   return -1;
+}
+
+SchedulerOptions schedulingOf(const Options &o, specrt_model *model) {
+  specrt_model_info info;
+  specrt_get_model_info(model, &info);
+  SchedulerOptions scheduling;
+  scheduling.slots = o.slots ? o.slots
+                     : std::strcmp(info.device, SPECRT_DEVICE_NAME_CUDA) == 0
+                         ? 1 // runs take turns on the GPU
+                         : std::max(1u, std::thread::hardware_concurrency());
+  scheduling.queueCapacity = o.queue;
+  scheduling.speculative = o.speculative;
+  scheduling.tokenDelay = std::chrono::microseconds(o.tokenDelayUs);
+  return scheduling;
 }
 
 ModelLimits limitsOf(specrt_model *model, const std::string &name) {
@@ -170,6 +196,26 @@ ModelLimits limitsOf(specrt_model *model, const std::string &name) {
   limits.temperature = info.temperature;
   limits.topP = info.top_p;
   return limits;
+}
+/// Opens the artifact and makes the server ready; on failure prints why,
+/// stops the server and returns null.
+specrt_model *openArtifact(const Options &o, HttpServer &server) {
+  specrt_open_options openOptions;
+  specrt_open_options_init(&openOptions);
+  openOptions.device = o.device;
+  openOptions.threads = o.threads;
+  specrt_model *model = nullptr;
+  if (specrt_open(o.model.c_str(), &openOptions, &model) != SPECRT_OK) {
+    std::fprintf(stderr, "spec-serve: error: %s\n", specrt_last_error());
+    server.stop();
+    return nullptr;
+  }
+  SchedulerOptions scheduling = schedulingOf(o, model);
+  server.setReady(model, limitsOf(model, o.modelName), scheduling);
+  std::printf("spec-serve: serving %s as '%s' (%zu slots)\n", o.model.c_str(),
+              o.modelName.c_str(), scheduling.slots);
+  std::fflush(stdout);
+  return model;
 }
 } // namespace
 
@@ -190,7 +236,10 @@ int main(int argc, char **argv) {
   ServerOptions serverOptions;
   serverOptions.host = o.host;
   serverOptions.port = o.port;
-  serverOptions.connectionThreads = o.queue + 16;
+  // A connection thread per queued or generating request, and some for
+  // /health and /metrics while they are all busy.
+  serverOptions.connectionThreads =
+      o.queue + std::max<size_t>(o.slots, std::thread::hardware_concurrency()) + 16;
   auto server = std::make_unique<HttpServer>(serverOptions);
   std::string error;
   int port = server->bind(error);
@@ -205,25 +254,8 @@ int main(int argc, char **argv) {
   std::promise<bool> opened;
   std::shared_future<bool> open = opened.get_future().share();
   std::thread loader([&] {
-    specrt_open_options openOptions;
-    specrt_open_options_init(&openOptions);
-    openOptions.device = o.device;
-    openOptions.threads = o.threads;
-    if (specrt_open(o.model.c_str(), &openOptions, &model) != SPECRT_OK) {
-      std::fprintf(stderr, "spec-serve: error: %s\n", specrt_last_error());
-      server->stop();
-      opened.set_value(false);
-      return;
-    }
-    SchedulerOptions scheduling;
-    scheduling.queueCapacity = o.queue;
-    scheduling.speculative = o.speculative;
-    scheduling.tokenDelay = std::chrono::microseconds(o.tokenDelayUs);
-    server->setReady(model, limitsOf(model, o.modelName), scheduling);
-    std::printf("spec-serve: serving %s as '%s'\n", o.model.c_str(),
-                o.modelName.c_str());
-    std::fflush(stdout);
-    opened.set_value(true);
+    model = openArtifact(o, *server);
+    opened.set_value(model != nullptr);
   });
   std::atomic<bool> signalled{false};
   std::thread signalWatcher([&] {

@@ -98,6 +98,17 @@ LogicalResult importShape(NodeImporter &node) {
 
 /// Reshape(data, shape): 0 copies the input dimension (unless allowzero),
 /// -1 takes what is left of the element count.
+/// The element count of a static shape, if it fits in 63 bits.
+std::optional<int64_t> staticElementCount(RankedTensorType type) {
+  if (!type.hasStaticShape())
+    return std::nullopt;
+  int64_t count = 1;
+  for (int64_t size : type.getShape())
+    if (__builtin_mul_overflow(count, size, &count))
+      return std::nullopt;
+  return count;
+}
+
 LogicalResult importReshape(NodeImporter &node) {
   Value data = node.operand(0), shape = node.operand(1);
   auto shapeType = cast<RankedTensorType>(shape.getType());
@@ -113,6 +124,14 @@ LogicalResult importReshape(NodeImporter &node) {
   OpBuilder &b = node.builder();
   Location loc = node.loc();
   auto dataType = cast<RankedTensorType>(data.getType());
+  if (std::optional<int64_t> from = staticElementCount(dataType)) {
+    std::optional<int64_t> to = staticElementCount(*resultType);
+    if (resultType->hasStaticShape() && to != from)
+      return node.emitError()
+             << "reshapes " << *from << " elements into " << *resultType
+             << (to ? " (" + std::to_string(*to) + " elements)"
+                    : std::string(" (more than 2^63 elements)"));
+  }
   Value zero = arith::ConstantIndexOp::create(b, loc, 0);
   Value one = arith::ConstantIndexOp::create(b, loc, 1);
   Value minusOne = arith::ConstantIndexOp::create(b, loc, -1);

@@ -53,6 +53,10 @@
 #define SPECRT_WEIGHTS_FILE "weights.bin"
 #define SPECRT_WEIGHTS_BASE_SYMBOL "spec_weights_base"
 
+/* The devices an artifact is compiled for (the manifest's target.device). */
+#define SPECRT_DEVICE_NAME_CPU "cpu"
+#define SPECRT_DEVICE_NAME_CUDA "cuda"
+
 /* decoder.so's own account of what it was compiled as: a NUL-terminated
  * JSON object of at most SPECRT_FACTS_MAX_BYTES bytes (NUL included) whose
  * members sit at the manifest's paths (abi, target, entry_points, model,

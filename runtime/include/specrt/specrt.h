@@ -175,7 +175,10 @@ typedef struct specrt_result {
 } specrt_result;
 
 /* Generates from the token ids `prompt` (0 <= id < vocab_size; the prompt
- * must leave room for one token in the context). */
+ * must leave room for one token in the context). Several threads may
+ * generate with one model at once: on the CPU the runs go on in parallel
+ * (each with its own caches; `threads` OpenMP threads each), on CUDA they
+ * take turns. */
 SPECRT_API specrt_status specrt_generate(specrt_model *model,
                                          const int64_t *prompt,
                                          size_t prompt_length,

@@ -1,10 +1,12 @@
 //===- Scheduler.h - the thread that runs the decode loops -------*- C++ -*-===//
 //
 // Part of spec-serve. Connection threads submit sequences to a bounded
-// queue; one scheduler thread admits them and drives the runtime. Today a
-// slot is one specrt_generate call (the compiled loop decodes one sequence
-// at a time); the queue, admission, streaming and cancellation are the ones
-// batched rounds will use (docs/serving.md).
+// queue; slot threads take them in arrival order and drive the runtime. A
+// slot is one specrt_generate call on its own thread: the compiled loop
+// decodes one sequence at a time, so sequences run side by side, each
+// reading the weights itself, rather than in batched rounds (docs/serving.md
+// says what batched rounds would change); the queue, admission, streaming
+// and cancellation stay as they are.
 //
 //===----------------------------------------------------------------------===//
 
@@ -22,10 +24,13 @@
 #include <memory>
 #include <mutex>
 #include <thread>
+#include <vector>
 
 namespace specserve {
 
 struct SchedulerOptions {
+  /// Sequences generated at once (threads calling specrt_generate).
+  size_t slots = 1;
   /// Sequences that may wait for a slot; a submission beyond it is refused.
   size_t queueCapacity = 64;
   /// Run the speculative decode loop (else the target alone).
@@ -38,7 +43,7 @@ struct SchedulerOptions {
 class Scheduler {
 public:
   Scheduler(specrt_model *model, SchedulerOptions options, Metrics &metrics);
-  /// Cancels what is queued and in flight, and joins the thread.
+  /// Cancels what is queued and in flight, and joins the slot threads.
   ~Scheduler();
 
   enum class Admission { Accepted, QueueFull, Stopping };
@@ -53,7 +58,7 @@ public:
   SchedulerGauges gauges() const;
 
 private:
-  void run();
+  void runSlot();
   void generate(Sequence &sequence);
 
   specrt_model *model_;
@@ -63,9 +68,9 @@ private:
   mutable std::mutex mutex_;
   std::condition_variable wake_, idle_;
   std::deque<std::shared_ptr<Sequence>> queue_;
-  std::shared_ptr<Sequence> active_;
+  std::vector<std::shared_ptr<Sequence>> active_;
   bool stopping_ = false, exiting_ = false;
-  std::thread thread_;
+  std::vector<std::thread> slots_;
 };
 
 } // namespace specserve

@@ -1,6 +1,6 @@
 //===- RuntimeTest.cpp - the runtime's parts that need no artifact --------===//
 //
-// The manifest's JSON reader, the functions compiled code calls
+// The manifest's strict JSON reader, the functions compiled code calls
 // (memrefCopy, the buffer allocator, the run-time checks' report) and the
 // check of what a decode loop returns.
 // Artifacts themselves are tested end to end in test/tools/spec-run and
@@ -9,7 +9,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "Device.h"
-#include "Json.h"
+#include "Manifest.h"
 #include "specrt/specrt.h"
 
 #include "gtest/gtest.h"
@@ -28,40 +28,41 @@ extern "C" void _mlir_memref_to_llvm_free(void *block);
 
 namespace {
 TEST(Json, ParsesNestedValues) {
-  JsonValue v;
+  nlohmann::json v;
   std::string error;
   ASSERT_TRUE(parseJson(R"({"a": [1, -2.5e1, true, null], "b": {"c": "x\n\u00e9"}})",
                         v, error))
       << error;
-  ASSERT_EQ(v.kind, JsonValue::Kind::Object);
-  const JsonValue *a = v.get("a");
-  ASSERT_TRUE(a && a->kind == JsonValue::Kind::Array);
-  ASSERT_EQ(a->array.size(), 4u);
-  EXPECT_EQ(a->array[0].number, 1);
-  EXPECT_EQ(a->array[1].number, -25);
-  EXPECT_TRUE(a->array[2].boolean);
-  EXPECT_EQ(a->array[3].kind, JsonValue::Kind::Null);
-  EXPECT_EQ(v.get("b")->get("c")->string, "x\n\xc3\xa9");
-  EXPECT_EQ(v.get("missing"), nullptr);
+  ASSERT_TRUE(v.is_object());
+  const nlohmann::json &a = v["a"];
+  ASSERT_TRUE(a.is_array() && a.size() == 4u);
+  EXPECT_EQ(a[0].get<double>(), 1);
+  EXPECT_EQ(a[1].get<double>(), -25);
+  EXPECT_TRUE(a[2].get<bool>());
+  EXPECT_TRUE(a[3].is_null());
+  EXPECT_EQ(v["b"]["c"].get<std::string>(), "x\n\xc3\xa9");
 }
 
 TEST(Json, ReportsWhereItFails) {
-  JsonValue v;
+  nlohmann::json v;
   std::string error;
+  // nlohmann/json's column is where its lexer stopped, not the token's.
   EXPECT_FALSE(parseJson("{\n  \"a\": 1,\n  \"b\" 2\n}", v, error));
-  EXPECT_EQ(error, "line 3, column 7: expected ':' after a member name");
+  EXPECT_EQ(error.rfind("line 3, column ", 0), 0u) << error;
+  EXPECT_NE(error.find("expected ':'"), std::string::npos) << error;
   EXPECT_FALSE(parseJson("{\"a\": \"unterminated", v, error));
-  EXPECT_EQ(error, "line 1, column 20: unterminated string");
+  EXPECT_EQ(error.rfind("line 1, column 20: ", 0), 0u) << error;
   EXPECT_FALSE(parseJson("[1, 2] 3", v, error));
-  EXPECT_EQ(error, "line 1, column 8: unexpected text after the JSON value");
-  EXPECT_FALSE(parseJson(std::string(1000, '['), v, error));
-  EXPECT_NE(error.find("nested too deeply"), std::string::npos);
+  EXPECT_EQ(error.rfind("line 1, column 8: ", 0), 0u) << error;
+  EXPECT_FALSE(parseJson(std::string(1000, '[') + std::string(1000, ']'), v,
+                         error));
+  EXPECT_EQ(error, "nested more than 64 levels deep");
 }
 
 // What strtod or a lenient reader would take, RFC 8259 does not: a manifest
 // must mean one thing.
 TEST(Json, RefusesWhatTheGrammarDoesNot) {
-  JsonValue v;
+  nlohmann::json v;
   std::string error;
   for (const char *number : {"0x103", "0512", "+1", "1.", ".5", "1e", "-",
                              "inf", "nan", "NaN", "-Infinity", "1e999", "1_0"}) {
@@ -69,7 +70,10 @@ TEST(Json, RefusesWhatTheGrammarDoesNot) {
         << number;
   }
   EXPECT_FALSE(parseJson(R"({"a": 1, "a": 2})", v, error));
-  EXPECT_EQ(error, "line 1, column 10: duplicate member 'a'");
+  EXPECT_EQ(error, "duplicate member 'a'");
+  EXPECT_FALSE(parseJson(R"({"b": {"a": 1, "c": {"a": 2}, "a": 3}})", v, error));
+  EXPECT_EQ(error, "duplicate member 'b.a'");
+  EXPECT_TRUE(parseJson(R"({"a": {"a": 1}, "b": {"a": 2}})", v, error)) << error;
   EXPECT_FALSE(parseJson(R"({"file": "decoder.so\u0000x"})", v, error));
   EXPECT_NE(error.find("NUL"), std::string::npos) << error;
   EXPECT_FALSE(parseJson(R"(["\ud800"])", v, error));
@@ -77,9 +81,9 @@ TEST(Json, RefusesWhatTheGrammarDoesNot) {
   ASSERT_TRUE(parseJson("[0, -0, 0.5, 1e3, 1E-2, 10, -7.25e+1]", v, error))
       << error;
   std::vector<double> expected = {0, 0, 0.5, 1000, 0.01, 10, -72.5};
-  ASSERT_EQ(v.array.size(), expected.size());
+  ASSERT_EQ(v.size(), expected.size());
   for (size_t i = 0; i < expected.size(); ++i)
-    EXPECT_EQ(v.array[i].number, expected[i]) << i;
+    EXPECT_EQ(v[i].get<double>(), expected[i]) << i;
 }
 } // namespace
 

@@ -210,6 +210,41 @@ def slice_zero_step():
             f.write(tensor.SerializeToString())
 
 
+def transpose_negative_perm():
+    # Found by mutating the example target's attributes: a perm holding -1
+    # where libonnx's inference does not check it (SIGSEGV).
+    here = os.path.dirname(os.path.abspath(__file__))
+    model = onnx.load(os.path.join(here, "..", "..", "..", "..", "models",
+                                   "target.onnx"))
+    node = next(n for n in model.graph.node if n.op_type == "Transpose")
+    perm = next(a for a in node.attribute if a.name == "perm")
+    perm.ints[0] = -1
+    onnx.save(model, os.path.join(sys.argv[1], "transpose-negative-perm.onnx"))
+
+
+def reshape_huge_shape():
+    # A constant shape of 2.6e18 elements for 6: refused at the node, not
+    # passed on as IR that does not verify.
+    shape = helper.make_node(
+        "Constant", [], ["shape"], name="shape",
+        value=helper.make_tensor("v", TensorProto.INT64, [2],
+                                 [2600000000000000000, 1]))
+    graph = helper.make_graph(
+        [shape, helper.make_node("Reshape", ["x", "shape"], ["y"], name="reshape")],
+        "reshape_huge_shape",
+        [helper.make_tensor_value_info("x", TensorProto.FLOAT, [2, 3])],
+        [helper.make_tensor_value_info("y", TensorProto.FLOAT, ["a", "b"])])
+    save(graph, "reshape-huge-shape")
+
+
+def future_opset():
+    graph = helper.make_graph(
+        [helper.make_node("Relu", ["x"], ["y"], name="relu")], "future",
+        [helper.make_tensor_value_info("x", TensorProto.FLOAT, [2])],
+        [helper.make_tensor_value_info("y", TensorProto.FLOAT, [2])])
+    save(graph, "opset-99", opset=99)
+
+
 os.makedirs(sys.argv[1], exist_ok=True)
 declared_dims("declared-negative", -2)
 declared_dims("declared-2p31", 2**31)
@@ -218,5 +253,6 @@ for make in (short_shape_tensor, short_typed_data, short_constant,
              negative_dim, huge_dims, layernorm_axis, layernorm_sparse_input,
              shape_of_failed,
              slice_many_starts, slice_scalar_starts, gather_scalar_data,
-             slice_zero_step):
+             slice_zero_step, transpose_negative_perm, reshape_huge_shape,
+             future_opset):
     make()

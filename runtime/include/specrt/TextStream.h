@@ -1,6 +1,8 @@
 //===- TextStream.h - the text tokens add, as they arrive --------*- C++ -*-===//
 //
-// Part of spec-serve. Turns a generation's tokens into text piece by piece:
+// Part of the Specula runtime, a C++ helper over its C API for those who
+// stream text (spec-run, spec-serve). Turns a generation's tokens into text
+// piece by piece:
 // decoded in a window of the last tokens (as vLLM does; a tokenizer's
 // decoder may treat a token differently after another), held back while it
 // ends in an incomplete UTF-8 character or U+FFFD (a byte-fallback
@@ -10,8 +12,8 @@
 //
 //===----------------------------------------------------------------------===//
 
-#ifndef SPECSERVE_TEXTSTREAM_H
-#define SPECSERVE_TEXTSTREAM_H
+#ifndef SPECRT_TEXTSTREAM_H
+#define SPECRT_TEXTSTREAM_H
 
 #include "specrt/specrt.h"
 
@@ -19,12 +21,12 @@
 #include <string>
 #include <vector>
 
-namespace specserve {
+namespace specrt {
 
 class TextStream {
 public:
   TextStream(const specrt_model *model, const std::vector<int64_t> &prompt,
-             std::vector<std::string> stops);
+             std::vector<std::string> stops = {});
 
   /// Adds a generated token; returns the text that can be sent now.
   std::string push(int64_t token);
@@ -53,6 +55,6 @@ private:
 /// Whether `text` ends in an incomplete UTF-8 character or U+FFFD.
 bool endsUnfinished(const std::string &text);
 
-} // namespace specserve
+} // namespace specrt
 
-#endif // SPECSERVE_TEXTSTREAM_H
+#endif // SPECRT_TEXTSTREAM_H

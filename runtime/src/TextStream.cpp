@@ -1,15 +1,15 @@
 //===- TextStream.cpp - the text tokens add, as they arrive ---------------===//
 
-#include "specserve/TextStream.h"
+#include "specrt/TextStream.h"
 
 #include <algorithm>
 
-using namespace specserve;
+using namespace specrt;
 
 /// Tokens of the prompt decoded with the first generated ones, as context.
 static constexpr size_t kContextTokens = 5;
 
-bool specserve::endsUnfinished(const std::string &s) {
+bool specrt::endsUnfinished(const std::string &s) {
   if (s.size() >= 3 && s.compare(s.size() - 3, 3, "\xEF\xBF\xBD") == 0)
     return true;
   size_t i = s.size(), continuation = 0;
