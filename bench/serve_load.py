@@ -139,7 +139,11 @@ def run_point(server, concurrency, seconds, max_tokens):
 
 
 def plot(results, path):
-    import matplotlib
+    try:
+        import matplotlib
+    except ImportError:
+        sys.exit("--plot needs matplotlib (Debian: python3-matplotlib); "
+                 "the figures are in the table and --json")
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
     fig, (left, right) = plt.subplots(1, 2, figsize=(10, 4))
@@ -172,6 +176,7 @@ def main():
     artifact = args.artifact
     if not artifact:
         artifact = os.path.join(args.build, "bench", "serve-draft.spec")
+        os.makedirs(os.path.dirname(artifact), exist_ok=True)
         subprocess.run([os.path.join(BIN, "specc"), os.path.join(ROOT, "models", "target.onnx"),
                         "--draft", os.path.join(ROOT, "models", "draft.onnx"),
                         "--acceptance-rate", "0.8", "-o", artifact],
