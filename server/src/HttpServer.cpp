@@ -4,8 +4,11 @@
 #include "specrt/TextStream.h"
 
 #include <httplib.h>
-#include <thread>
 #include <nlohmann/json.hpp>
+
+#include <cerrno>
+#include <cstring>
+#include <thread>
 
 using namespace specserve;
 using nlohmann::json;
@@ -269,6 +272,23 @@ struct Reader {
   }
 };
 
+/// OpenAI's completion object (or a streamed chunk of one).
+json completionObject(const std::string &id, int64_t created,
+                      const std::string &model, json choices) {
+  return {{"id", id},
+          {"object", "text_completion"},
+          {"created", created},
+          {"model", model},
+          {"choices", std::move(choices)}};
+}
+
+json oneChoice(const std::string &text, json finishReason) {
+  return json::array({{{"index", 0},
+                       {"text", text},
+                       {"logprobs", nullptr},
+                       {"finish_reason", std::move(finishReason)}}});
+}
+
 json usage(size_t prompt, size_t completion) {
   return {{"prompt_tokens", prompt},
           {"completion_tokens", completion},
@@ -290,16 +310,9 @@ void HttpServer::respondWhole(const CompletionRequest &completion,
     return fail(response, {503, "the server shut down before the completion "
                                 "ended",
                            "", "server_error"});
-  json body = {{"id", newId()},
-               {"object", "text_completion"},
-               {"created", created_},
-               {"model", limits_.name},
-               {"choices",
-                json::array({{{"index", 0},
-                              {"text", text},
-                              {"logprobs", nullptr},
-                              {"finish_reason", reader.finishReason()}}})},
-               {"usage", usage(promptTokens, reader.completionTokens())}};
+  json body = completionObject(newId(), created_, limits_.name,
+                               oneChoice(text, reader.finishReason()));
+  body["usage"] = usage(promptTokens, reader.completionTokens());
   response.set_content(dumpJson(body), "application/json");
 }
 
@@ -308,21 +321,17 @@ void HttpServer::respondStreamed(const CompletionRequest &completion,
                                  httplib::Response &response) {
   struct State {
     Reader reader;
-    std::string id = newId();
+    std::string id;
     bool includeUsage;
-    Clock::time_point lastWrite = Clock::now();
+    Clock::time_point lastWrite;
   };
   auto state = std::make_shared<State>(State{
-      Reader(model_, sequence, completion.stop),
-      newId(), completion.includeUsage});
+      Reader(model_, sequence, completion.stop), newId(),
+      completion.includeUsage, Clock::now()});
   size_t promptTokens = sequence->request().prompt.size();
   auto event = [this, state](json choices) {
-    json chunk = {{"id", state->id},
-                  {"object", "text_completion"},
-                  {"created", created_},
-                  {"model", limits_.name},
-                  {"choices", std::move(choices)}};
-    return chunk;
+    return completionObject(state->id, created_, limits_.name,
+                            std::move(choices));
   };
   auto provider = [this, state, event, promptTokens](size_t,
                                                     httplib::DataSink &sink) {
@@ -335,13 +344,7 @@ void HttpServer::respondStreamed(const CompletionRequest &completion,
     };
     Reader &reader = state->reader;
     std::string delta = reader.next();
-    auto choice = [](const std::string &text, json finish) {
-      return json::array({{{"index", 0},
-                           {"text", text},
-                           {"logprobs", nullptr},
-                           {"finish_reason", std::move(finish)}}});
-    };
-    if (!delta.empty() && !sendJson(event(choice(delta, nullptr))))
+    if (!delta.empty() && !sendJson(event(oneChoice(delta, nullptr))))
       return false;
     if (!reader.finished) {
       // A comment on a quiet stream: writing is how a gone client shows.
@@ -353,7 +356,7 @@ void HttpServer::respondStreamed(const CompletionRequest &completion,
     if (reader.progress.finish == Finish::Error)
       ok = sendJson(json::parse(errorBody(runtimeError(reader.progress))));
     else
-      ok = sendJson(event(choice("", reader.finishReason())));
+      ok = sendJson(event(oneChoice("", reader.finishReason())));
     if (ok && state->includeUsage) {
       json last = event(json::array());
       last["usage"] = usage(promptTokens, reader.completionTokens());
