@@ -34,6 +34,13 @@ std::string newId() {
   return buffer;
 }
 
+/// Seconds since the epoch: OpenAI's `created`.
+int64_t nowSeconds() {
+  return std::chrono::duration_cast<std::chrono::seconds>(
+             std::chrono::system_clock::now().time_since_epoch())
+      .count();
+}
+
 const char *finishReason(Finish finish, bool stopString) {
   return stopString || finish == Finish::Stop ? "stop" : "length";
 }
@@ -51,9 +58,7 @@ ApiError runtimeError(const Sequence::Progress &progress) {
 
 HttpServer::HttpServer(ServerOptions options)
     : options_(std::move(options)), http_(std::make_unique<httplib::Server>()),
-      created_(std::chrono::duration_cast<std::chrono::seconds>(
-                   std::chrono::system_clock::now().time_since_epoch())
-                   .count()) {
+      created_(nowSeconds()) {
   size_t threads = options_.connectionThreads;
   http_->new_task_queue = [threads] { return new httplib::ThreadPool(threads); };
   http_->set_payload_max_length(options_.maxRequestBytes);
@@ -310,7 +315,7 @@ void HttpServer::respondWhole(const CompletionRequest &completion,
     return fail(response, {503, "the server shut down before the completion "
                                 "ended",
                            "", "server_error"});
-  json body = completionObject(newId(), created_, limits_.name,
+  json body = completionObject(newId(), nowSeconds(), limits_.name,
                                oneChoice(text, reader.finishReason()));
   body["usage"] = usage(promptTokens, reader.completionTokens());
   response.set_content(dumpJson(body), "application/json");
@@ -322,15 +327,16 @@ void HttpServer::respondStreamed(const CompletionRequest &completion,
   struct State {
     Reader reader;
     std::string id;
+    int64_t created;
     bool includeUsage;
     Clock::time_point lastWrite;
   };
-  auto state = std::make_shared<State>(State{
-      Reader(model_, sequence, completion.stop), newId(),
-      completion.includeUsage, Clock::now()});
+  auto state = std::make_shared<State>(
+      State{Reader(model_, sequence, completion.stop), newId(), nowSeconds(),
+            completion.includeUsage, Clock::now()});
   size_t promptTokens = sequence->request().prompt.size();
   auto event = [this, state](json choices) {
-    return completionObject(state->id, created_, limits_.name,
+    return completionObject(state->id, state->created, limits_.name,
                             std::move(choices));
   };
   auto provider = [this, state, event, promptTokens](size_t,

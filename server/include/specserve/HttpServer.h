@@ -80,7 +80,7 @@ private:
   ModelLimits limits_;
   std::unique_ptr<Scheduler> scheduler_;
   std::atomic<bool> ready_{false}, stopping_{false}, listenReturned_{false};
-  int64_t created_;
+  int64_t created_; ///< when the server started: the model's `created`
 };
 
 } // namespace specserve
