@@ -5,6 +5,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "lib/ONNXImport/ModelLoader.h"
+#include "lib/ONNXImport/TensorProtoData.h"
 
 #include "llvm/ADT/SmallString.h"
 #include "llvm/ADT/StringRef.h"
@@ -306,6 +307,8 @@ private:
   /// sum, broadcasting's product); one that can exceed kMaxRank is refused.
   bool checkShapeOperands(const onnx::GraphProto &graph) {
     constexpr uint64_t kMaxRank = 64;
+    if (!checkConstantShapes(graph))
+      return false;
     ShapeOperandBounds bounds(graph);
     for (int index = 0; index < graph.node_size(); ++index) {
       const onnx::NodeProto &node = graph.node(index);
@@ -330,6 +333,52 @@ private:
                          "', declared with " +
                          std::to_string(bound->sourceElements) + ")") +
               ", a rank above " + std::to_string(kMaxRank);
+      return false;
+    }
+    return true;
+  }
+
+  /// libonnx's inference gives Reshape, Expand and ConstantOfShape the
+  /// dimensions a constant shape operand states, without checking them
+  /// against the input (a Reshape to [2.6e18] then made a later node's
+  /// inference add 2.6e18 dimensions, for minutes). A constant shape whose
+  /// sizes multiply to more than kMaxElements is refused.
+  bool checkConstantShapes(const onnx::GraphProto &graph) {
+    std::map<std::string, const onnx::TensorProto *> constants;
+    for (const onnx::TensorProto &tensor : graph.initializer())
+      constants[tensor.name()] = &tensor;
+    for (const onnx::NodeProto &node : graph.node())
+      if (node.op_type() == "Constant" && node.output_size() == 1)
+        for (const onnx::AttributeProto &attribute : node.attribute())
+          if (attribute.name() == "value" && attribute.has_t())
+            constants[node.output(0)] = &attribute.t();
+    for (int index = 0; index < graph.node_size(); ++index) {
+      const onnx::NodeProto &node = graph.node(index);
+      int operand = node.op_type() == "ConstantOfShape" ? 0
+                    : node.op_type() == "Reshape" || node.op_type() == "Expand"
+                        ? 1
+                        : -1;
+      if (operand < 0 || !node.domain().empty() || node.input_size() <= operand)
+        continue;
+      auto constant = constants.find(node.input(operand));
+      if (constant == constants.end() ||
+          constant->second->data_type() != onnx::TensorProto::INT64)
+        continue;
+      std::vector<char> bytes = tensorProtoBytes(*constant->second, 8);
+      uint64_t elements = 1;
+      for (size_t i = 0; i + 8 <= bytes.size(); i += 8) {
+        int64_t size;
+        std::memcpy(&size, bytes.data() + i, 8);
+        if (size > 0) // -1 and 0 take their size from the input
+          elements = uint64_t(size) > (kMaxElements + 1) / elements
+                         ? kMaxElements + 1
+                         : elements * uint64_t(size);
+      }
+      if (elements <= kMaxElements)
+        continue;
+      error = "node '" + nodeDisplayName(node, index) + "' (" +
+              node.op_type() + "): its shape '" + node.input(operand) +
+              "' asks for more than 2^48 elements";
       return false;
     }
     return true;
@@ -374,6 +423,7 @@ private:
     static uint64_t saturatingProduct(uint64_t a, uint64_t b) {
       return b && a > (kMaxElements + 1) / b ? kMaxElements + 1 : a * b;
     }
+
     static std::optional<uint64_t> staticCount(const onnx::ValueInfoProto &v) {
       if (!v.type().has_tensor_type() || !v.type().tensor_type().has_shape())
         return std::nullopt;

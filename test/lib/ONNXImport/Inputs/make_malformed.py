@@ -223,18 +223,35 @@ def transpose_negative_perm():
 
 
 def reshape_huge_shape():
-    # A constant shape of 2.6e18 elements for 6: refused at the node, not
-    # passed on as IR that does not verify.
+    # Found by mutating the example target's constants: a Reshape to
+    # [2.6e18] made a later node's shape inference add 2.6e18 dimensions
+    # (minutes of allocations).
+    here = os.path.dirname(os.path.abspath(__file__))
+    model = onnx.load(os.path.join(here, "..", "..", "..", "..", "models",
+                                   "target.onnx"))
+    reshape = next(n for n in model.graph.node
+                   if n.name == "/layers.0/attn/Reshape_3")
+    constant = next(n for n in model.graph.node
+                    if n.op_type == "Constant" and n.output[0] == reshape.input[1])
+    value = constant.attribute[0].t
+    shape = onnx.numpy_helper.to_array(value).copy()
+    shape[0] = 2600000000000000000
+    value.CopyFrom(onnx.numpy_helper.from_array(shape, value.name))
+    onnx.save(model, os.path.join(sys.argv[1], "reshape-huge-shape.onnx"))
+
+
+def reshape_other_count():
+    # A constant shape of 7 elements for 6: refused at the node, not passed
+    # on as IR that does not verify.
     shape = helper.make_node(
         "Constant", [], ["shape"], name="shape",
-        value=helper.make_tensor("v", TensorProto.INT64, [2],
-                                 [2600000000000000000, 1]))
+        value=helper.make_tensor("v", TensorProto.INT64, [2], [7, 1]))
     graph = helper.make_graph(
         [shape, helper.make_node("Reshape", ["x", "shape"], ["y"], name="reshape")],
-        "reshape_huge_shape",
+        "reshape_other_count",
         [helper.make_tensor_value_info("x", TensorProto.FLOAT, [2, 3])],
         [helper.make_tensor_value_info("y", TensorProto.FLOAT, ["a", "b"])])
-    save(graph, "reshape-huge-shape")
+    save(graph, "reshape-other-count")
 
 
 def future_opset():
@@ -254,5 +271,5 @@ for make in (short_shape_tensor, short_typed_data, short_constant,
              shape_of_failed,
              slice_many_starts, slice_scalar_starts, gather_scalar_data,
              slice_zero_step, transpose_negative_perm, reshape_huge_shape,
-             future_opset):
+             reshape_other_count, future_opset):
     make()
