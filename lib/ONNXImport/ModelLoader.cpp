@@ -155,6 +155,23 @@ static std::string typeCaseName(const onnx::TypeProto &type) {
 /// Elements times bytes per element stays far below 2^63.
 static constexpr uint64_t kMaxElements = uint64_t(1) << 48;
 
+/// a * b, or kMaxElements + 1 when that is more.
+uint64_t saturatingProduct(uint64_t a, uint64_t b) {
+  return b && a > (kMaxElements + 1) / b ? kMaxElements + 1 : a * b;
+}
+
+/// The operand of a node that libonnx's inference reads as a shape, one
+/// dimension per element (ConstantOfShape's, Reshape's and Expand's), or -1.
+int shapeOperand(const onnx::NodeProto &node) {
+  if (!node.domain().empty())
+    return -1;
+  int operand = node.op_type() == "ConstantOfShape" ? 0
+                : node.op_type() == "Reshape" || node.op_type() == "Expand"
+                    ? 1
+                    : -1;
+  return node.input_size() > operand ? operand : -1;
+}
+
 /// Whether `values` holds each of 0 .. size - 1 once.
 bool isPermutation(const google::protobuf::RepeatedField<int64_t> &values) {
   std::vector<bool> seen(values.size(), false);
@@ -312,13 +329,8 @@ private:
     ShapeOperandBounds bounds(graph);
     for (int index = 0; index < graph.node_size(); ++index) {
       const onnx::NodeProto &node = graph.node(index);
-      int operand = node.op_type() == "ConstantOfShape" ? 0
-                    : node.op_type() == "Reshape" ||
-                            node.op_type() == "Expand"
-                        ? 1
-                        : -1;
-      if (operand < 0 || !node.domain().empty() ||
-          node.input_size() <= operand)
+      int operand = shapeOperand(node);
+      if (operand < 0)
         continue;
       const std::string &name = node.input(operand);
       std::optional<ElementBound> bound = bounds.of(name, 0);
@@ -354,11 +366,8 @@ private:
             constants[node.output(0)] = &attribute.t();
     for (int index = 0; index < graph.node_size(); ++index) {
       const onnx::NodeProto &node = graph.node(index);
-      int operand = node.op_type() == "ConstantOfShape" ? 0
-                    : node.op_type() == "Reshape" || node.op_type() == "Expand"
-                        ? 1
-                        : -1;
-      if (operand < 0 || !node.domain().empty() || node.input_size() <= operand)
+      int operand = shapeOperand(node);
+      if (operand < 0)
         continue;
       auto constant = constants.find(node.input(operand));
       if (constant == constants.end() ||
@@ -370,9 +379,7 @@ private:
         int64_t size;
         std::memcpy(&size, bytes.data() + i, 8);
         if (size > 0) // -1 and 0 take their size from the input
-          elements = uint64_t(size) > (kMaxElements + 1) / elements
-                         ? kMaxElements + 1
-                         : elements * uint64_t(size);
+          elements = saturatingProduct(elements, uint64_t(size));
       }
       if (elements <= kMaxElements)
         continue;
@@ -420,10 +427,6 @@ private:
         elements = saturatingProduct(elements, dim < 0 ? 0 : uint64_t(dim));
       return elements;
     }
-    static uint64_t saturatingProduct(uint64_t a, uint64_t b) {
-      return b && a > (kMaxElements + 1) / b ? kMaxElements + 1 : a * b;
-    }
-
     static std::optional<uint64_t> staticCount(const onnx::ValueInfoProto &v) {
       if (!v.type().has_tensor_type() || !v.type().tensor_type().has_shape())
         return std::nullopt;
@@ -763,6 +766,7 @@ bool checkTypeParameters(const onnx::ModelProto &model, std::string &error) {
   }
   return true;
 }
+
 /// A model that imports a newer opset of the ONNX domain than libonnx
 /// knows would be read with older operators' meanings (ONNX Runtime
 /// refuses it too).

@@ -72,7 +72,8 @@ bool isInteger(const json &value) {
   if (!value.is_number_float())
     return false;
   double number = value.get<double>();
-  return std::floor(number) == number && std::fabs(number) <= 9.0e15;
+  return std::floor(number) == number &&
+         std::fabs(number) <= static_cast<double>(kLimit);
 }
 
 int64_t integerOf(const json &value) {
@@ -308,10 +309,10 @@ bool specrt::parseJson(const std::string &text, json &value,
     // "[json.exception.parse_error.101] parse error at line 2, column 3: ...",
     // "[json.exception.out_of_range.406] number overflow parsing '1e999'"
     std::string what = e.what();
-    size_t line = what.find("line "), text = what.find("] ");
-    error = line != std::string::npos   ? what.substr(line)
-            : text != std::string::npos ? what.substr(text + 2)
-                                        : what;
+    size_t line = what.find("line "), bracket = what.find("] ");
+    error = line != std::string::npos      ? what.substr(line)
+            : bracket != std::string::npos ? what.substr(bracket + 2)
+                                           : what;
     return false;
   }
   if (!problem.empty()) {

@@ -149,10 +149,11 @@ int parseOptions(int argc, char **argv, Options &o) {
     } else if (arg == "--device") {
       if (!value(text))
         return usageError("--device needs cpu or cuda");
-      if (std::strcmp(text, "cpu") && std::strcmp(text, "cuda"))
+      bool cpu = std::strcmp(text, SPECRT_DEVICE_NAME_CPU) == 0;
+      if (!cpu && std::strcmp(text, SPECRT_DEVICE_NAME_CUDA))
         return usageError(std::string("--device takes cpu or cuda, not '") +
                           text + "'");
-      o.device = std::strcmp(text, "cpu") ? SPECRT_DEVICE_CUDA : SPECRT_DEVICE_CPU;
+      o.device = cpu ? SPECRT_DEVICE_CPU : SPECRT_DEVICE_CUDA;
     } else if (!arg.empty() && arg[0] == '-') {
       return usageError("unknown option '" + arg + "'");
     } else if (o.model.empty()) {

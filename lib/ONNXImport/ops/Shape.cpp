@@ -96,8 +96,6 @@ LogicalResult importShape(NodeImporter &node) {
   return success();
 }
 
-/// Reshape(data, shape): 0 copies the input dimension (unless allowzero),
-/// -1 takes what is left of the element count.
 /// The element count of a static shape, if it fits in 63 bits.
 std::optional<int64_t> staticElementCount(RankedTensorType type) {
   if (!type.hasStaticShape())
@@ -109,6 +107,8 @@ std::optional<int64_t> staticElementCount(RankedTensorType type) {
   return count;
 }
 
+/// Reshape(data, shape): 0 copies the input dimension (unless allowzero),
+/// -1 takes what is left of the element count.
 LogicalResult importReshape(NodeImporter &node) {
   Value data = node.operand(0), shape = node.operand(1);
   auto shapeType = cast<RankedTensorType>(shape.getType());

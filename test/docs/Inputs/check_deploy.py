@@ -7,25 +7,16 @@ agree.
   check_deploy.py SPEC_SERVE ARTIFACT spec-serve.yaml
 """
 
-import http.client
+import os
 import re
-import subprocess
 import sys
-import time
 
 import yaml
 
-
-def get(port, path):
-    c = http.client.HTTPConnection("127.0.0.1", port, timeout=60)
-    try:
-        c.request("GET", path)
-        r = c.getresponse()
-        return r.status, r.read().decode()
-    except OSError:
-        return 0, ""
-    finally:
-        c.close()
+# The spec-serve tests' client: it starts the server and talks to it.
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)),
+                                "..", "..", "tools", "spec-serve", "Inputs"))
+from serve_client import Server  # noqa: E402
 
 
 def main(binary, artifact, manifest):
@@ -43,21 +34,16 @@ def main(binary, artifact, manifest):
     print("grace %ds > shutdown timeout %ss: %s" % (
         grace, option("--shutdown-timeout"), grace > int(option("--shutdown-timeout"))))
 
-    args[0] = artifact
     args[args.index("--host") + 1] = "127.0.0.1"
     args[args.index("--port") + 1] = "0"
-    server = subprocess.Popen([binary] + args, stdout=subprocess.PIPE, text=True)
+    server = Server(binary, artifact, args[1:])  # ready once /health is 200
     try:
-        live = int(re.search(r":(\d+)$", server.stdout.readline().strip()).group(1))
-        deadline = time.time() + 120
-        while get(live, "/health")[0] != 200 and time.time() < deadline:
-            time.sleep(0.05)
         for name in ["startupProbe", "readinessProbe", "livenessProbe"]:
             probe = container[name]["httpGet"]
             assert probe["port"] == port["name"]
-            print("%s %s: %d" % (name, probe["path"], get(live, probe["path"])[0]))
+            print("%s %s: %d" % (name, probe["path"], server.get(probe["path"])[0]))
         annotations = pod["metadata"]["annotations"]
-        status, metrics = get(live, annotations["prometheus.io/path"])
+        status, metrics = server.get(annotations["prometheus.io/path"])
         print("prometheus.io/path %s: %d, port %s" % (
             annotations["prometheus.io/path"], status, annotations["prometheus.io/port"]))
         for metric in docs["HorizontalPodAutoscaler"]["spec"]["metrics"]:
@@ -65,8 +51,8 @@ def main(binary, artifact, manifest):
             gauge = re.search(r"^# TYPE %s gauge$" % name, metrics, re.M)
             print("autoscaler metric %s: %s" % (name, "a gauge" if gauge else "missing"))
     finally:
-        server.terminate()
-        server.wait(timeout=60)
+        server.process.kill()
+        server.process.wait()
 
 
 if __name__ == "__main__":
