@@ -15,6 +15,7 @@
 
 #include "mlir/IR/BuiltinOps.h"
 #include "mlir/Support/LLVM.h"
+#include "mlir/Support/Timing.h"
 
 #include <string>
 #include <vector>
@@ -81,14 +82,26 @@ struct ArtifactOptions {
   /// Tokens that end generation like EOS (an export folder's list of EOS
   /// ids); the manifest's model.stop_token_ids.
   std::vector<int64_t> stopTokens;
+  /// Threads that generate the object code, each for a part of the module
+  /// (the largest functions spread among them); 0: one per hardware thread.
+  /// The code is the same for any count.
+  unsigned codegenThreads = 0;
 };
 
 /// Lowers `module` (consumed: the device's pipeline lowers it in place) and
 /// writes the artifact directory `path`. An existing artifact at `path` is
 /// replaced; anything else there is left alone and is an error. On failure
-/// nothing is left behind and a diagnostic says why.
+/// nothing is left behind and a diagnostic says why. Each step is timed
+/// under `timing` (a default TimingScope times nothing).
 mlir::LogicalResult writeArtifact(mlir::ModuleOp module, llvm::StringRef path,
-                                  const ArtifactOptions &options);
+                                  const ArtifactOptions &options,
+                                  mlir::TimingScope &timing);
+inline mlir::LogicalResult writeArtifact(mlir::ModuleOp module,
+                                         llvm::StringRef path,
+                                         const ArtifactOptions &options) {
+  mlir::TimingScope untimed;
+  return writeArtifact(module, path, options, untimed);
+}
 
 /// What writeArtifact compiles, without the object code: lowers `module` in
 /// place to the LLVM dialect with the device's pipeline (spec-to-cpu or
@@ -97,7 +110,8 @@ mlir::LogicalResult writeArtifact(mlir::ModuleOp module, llvm::StringRef path,
 /// with unresolved functions (no libdevice found).
 mlir::LogicalResult compileToLLVM(mlir::ModuleOp module,
                                   const ArtifactOptions &options,
-                                  llvm::StringRef weightsFile);
+                                  llvm::StringRef weightsFile,
+                                  mlir::TimingScope &timing);
 
 } // namespace specula
 

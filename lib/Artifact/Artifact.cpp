@@ -3,14 +3,15 @@
 // The steps: read what the manifest says from the decoder composition; run
 // the device's pipeline, spec-to-cpu or spec-to-cuda (which also moves the
 // weights into weights.bin and, for CUDA, embeds the kernels' PTX);
-// optimize and emit an object file for this host; link it into decoder.so
-// with the system's C compiler driver; write manifest.json. Everything is
-// written into a fresh directory beside the destination and renamed into
-// place at the end.
+// optimize and emit object files for this host and link them into
+// decoder.so with the system's C compiler driver (ObjectCode.cpp); write
+// manifest.json. Everything is written into a fresh directory beside the
+// destination and renamed into place at the end.
 //
 //===----------------------------------------------------------------------===//
 
 #include "specula/Artifact.h"
+#include "ObjectCode.h"
 
 #include "dialects/spec/SpecOps.h"
 #include "passes/Passes.h"
@@ -20,15 +21,10 @@
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/Dialect/GPU/IR/GPUDialect.h"
 #include "mlir/Dialect/LLVMIR/LLVMDialect.h"
-#include "mlir/ExecutionEngine/OptUtils.h"
 #include "mlir/InitAllDialects.h"
 #include "mlir/InitAllExtensions.h"
 #include "mlir/Target/LLVMIR/Dialect/All.h"
 #include "mlir/Pass/PassManager.h"
-#include "mlir/Target/LLVMIR/Export.h"
-#include "llvm/ExecutionEngine/Orc/JITTargetMachineBuilder.h"
-#include "llvm/IR/LegacyPassManager.h"
-#include "llvm/IR/Module.h"
 #include "llvm/MC/MCSubtargetInfo.h"
 #include "llvm/MC/TargetRegistry.h"
 #include "llvm/Support/FileSystem.h"
@@ -36,11 +32,9 @@
 #include "llvm/Support/JSON.h"
 #include "llvm/Support/MemoryBuffer.h"
 #include "llvm/Support/Path.h"
-#include "llvm/Support/Program.h"
 #include "llvm/Support/TargetSelect.h"
 #include "llvm/Support/raw_ostream.h"
 #include "llvm/Target/TargetMachine.h"
-#include "llvm/TargetParser/Host.h"
 
 using namespace mlir;
 using namespace specula;
@@ -182,48 +176,6 @@ static constexpr llvm::StringLiteral kCheckedFeatures[] = {
     "bmi",      "bmi2",     "avx512f",  "avx512bw",   "avx512dq",
     "avx512vl", "avx512vnni", "avx512bf16"};
 
-/// A target machine for `cpu` ("native": this host and its features) on
-/// this host's architecture, producing position-independent code.
-static FailureOr<std::unique_ptr<llvm::TargetMachine>>
-targetMachine(ModuleOp module, StringRef cpu) {
-  static bool initialized = [] {
-    llvm::InitializeNativeTarget();
-    llvm::InitializeNativeTargetAsmPrinter();
-    return true;
-  }();
-  (void)initialized;
-  auto builder = llvm::orc::JITTargetMachineBuilder::detectHost();
-  if (!builder)
-    return module.emitError()
-           << "cannot describe this host for code generation: "
-           << llvm::toString(builder.takeError());
-  if (cpu != "native") {
-    std::string error;
-    const llvm::Target *target =
-        llvm::TargetRegistry::lookupTarget(builder->getTargetTriple(), error);
-    // A generic subtarget knows the CPU table; one made for an unknown CPU
-    // would print LLVM's own warning.
-    std::unique_ptr<llvm::MCSubtargetInfo> subtarget(
-        target ? target->createMCSubtargetInfo(builder->getTargetTriple(),
-                                               "generic", "")
-               : nullptr);
-    if (!subtarget || !subtarget->isCPUStringValid(cpu))
-      return module.emitError()
-             << "unknown CPU '" << cpu << "' for "
-             << builder->getTargetTriple().str()
-             << " (use native, or an LLVM CPU name such as x86-64-v3)";
-    builder->setCPU(cpu.str());
-    builder->setFeatures("");
-  }
-  builder->setCodeGenOptLevel(llvm::CodeGenOptLevel::Aggressive);
-  builder->setRelocationModel(llvm::Reloc::PIC_);
-  auto machine = builder->createTargetMachine();
-  if (!machine)
-    return module.emitError() << "no code generator for this host: "
-                              << llvm::toString(machine.takeError());
-  return std::move(*machine);
-}
-
 /// The checked features the code for `machine` may use.
 static llvm::json::Array usedFeatures(llvm::TargetMachine &machine) {
   llvm::json::Array features;
@@ -232,106 +184,6 @@ static llvm::json::Array usedFeatures(llvm::TargetMachine &machine) {
     if (subtarget->checkFeatures(("+" + feature).str()))
       features.push_back(feature);
   return features;
-}
-
-/// Emits the LLVM-dialect `module` as an optimized object file.
-static LogicalResult emitObject(ModuleOp module, llvm::TargetMachine &machine,
-                                StringRef path) {
-  // What arguments and results are (spec.io, spec.name) means nothing to
-  // LLVM, whose translation would warn about each.
-  auto dropSpecAttrs = [](DictionaryAttr attrs) {
-    if (!attrs)
-      return attrs;
-    SmallVector<NamedAttribute> kept;
-    for (NamedAttribute attr : attrs)
-      if (!attr.getName().getValue().starts_with("spec."))
-        kept.push_back(attr);
-    return DictionaryAttr::get(attrs.getContext(), kept);
-  };
-  module.walk([&](LLVM::LLVMFuncOp func) {
-    for (unsigned i = 0, e = func.getNumArguments(); i < e; ++i)
-      func.setArgAttrs(i, dropSpecAttrs(func.getArgAttrDict(i)));
-    for (unsigned i = 0, e = func.getNumResults(); i < e; ++i)
-      func.setResultAttrs(i, dropSpecAttrs(func.getResultAttrDict(i)));
-  });
-  llvm::LLVMContext llvmContext;
-  std::unique_ptr<llvm::Module> llvmModule =
-      translateModuleToLLVMIR(module, llvmContext, "specula-decoder");
-  if (!llvmModule)
-    return module.emitError() << "cannot translate the decoder to LLVM IR";
-  llvmModule->setDataLayout(machine.createDataLayout());
-  llvmModule->setTargetTriple(machine.getTargetTriple());
-  if (llvm::Error error = makeOptimizingTransformer(
-          /*optLevel=*/3, /*sizeLevel=*/0, &machine)(llvmModule.get()))
-    return module.emitError() << "LLVM optimization failed: "
-                              << llvm::toString(std::move(error));
-
-  std::error_code ec;
-  llvm::raw_fd_ostream os(path, ec, llvm::sys::fs::OF_None);
-  if (ec)
-    return module.emitError() << "cannot write '" << path
-                              << "': " << ec.message();
-  llvm::legacy::PassManager codegen;
-  if (machine.addPassesToEmitFile(codegen, os, nullptr,
-                                  llvm::CodeGenFileType::ObjectFile))
-    return module.emitError() << "this host's target cannot emit objects";
-  codegen.run(*llvmModule);
-  os.flush();
-  if (os.has_error()) {
-    os.clear_error();
-    return module.emitError() << "cannot write '" << path << "'";
-  }
-  return success();
-}
-
-/// Links `object` into the shared object `library` with a C compiler driver
-/// (it knows where libc and libm are).
-/// The C compiler driver `linker` names (default: cc), found on PATH unless
-/// it is a path; checked before any compiling is done.
-static FailureOr<std::string> findLinker(ModuleOp module, StringRef linker) {
-  StringRef name = linker.empty() ? StringRef("cc") : linker;
-  if (llvm::sys::path::has_parent_path(name))
-    return name.str();
-  auto found = llvm::sys::findProgramByName(name);
-  if (!found)
-    return module.emitError()
-           << "no C compiler driver '" << name
-           << "' on PATH to link the shared object; install gcc or clang, "
-              "or pass --linker";
-  return *found;
-}
-
-/// Whether the code has OpenMP parallel loops (spec-parallelize-columns),
-/// whose runtime the library must link.
-static bool usesOpenMP(ModuleOp module) {
-  return module
-      .walk([](Operation *op) {
-        return op->getName().getDialectNamespace() == "omp"
-                   ? WalkResult::interrupt()
-                   : WalkResult::advance();
-      })
-      .wasInterrupted();
-}
-
-static LogicalResult linkSharedObject(ModuleOp module, StringRef object,
-                                      StringRef library, StringRef driver,
-                                      bool openmp) {
-  SmallVector<StringRef> args{driver, "-shared", "-o", library, object, "-lm"};
-  // LLVM's libomp, found where it was at build time by the loader too.
-  std::string rpath = "-Wl,-rpath," SPECULA_OPENMP_LIBRARY_DIR;
-  if (openmp)
-    args.append({"-L" SPECULA_OPENMP_LIBRARY_DIR, "-lomp", rpath});
-  std::string message;
-  int rc = llvm::sys::ExecuteAndWait(driver, args, std::nullopt, {},
-                                     /*SecondsToWait=*/0, /*MemoryLimit=*/0,
-                                     &message);
-  if (rc != 0)
-    return module.emitError()
-           << "linking the shared object with '"
-           << llvm::sys::path::filename(driver) << "' failed"
-           << (message.empty() ? "" : ": ") << message << " (exit " << rc
-           << ")";
-  return success();
 }
 
 /// Replaces `path` with the finished artifact `staged`. Only a previous
@@ -417,7 +269,8 @@ static LogicalResult checkCUDAChip(ModuleOp module, StringRef chip) {
 
 LogicalResult specula::compileToLLVM(ModuleOp module,
                                      const ArtifactOptions &options,
-                                     StringRef weightsFile) {
+                                     StringRef weightsFile,
+                                     TimingScope &timing) {
   bool cuda = options.device == ArtifactDevice::CUDA;
   if (cuda && failed(checkCUDAChip(module, options.chip)))
     return failure();
@@ -456,13 +309,16 @@ LogicalResult specula::compileToLLVM(ModuleOp module,
     pipeline.lineTables = options.lineTables;
     buildSpecToCPUPipeline(pm, pipeline);
   }
+  TimingScope pipelineTiming = timing.nest(cuda ? "spec-to-cuda" : "spec-to-cpu");
+  pm.enableTiming(pipelineTiming);
   if (failed(pm.run(module)))
     return failure();
   return success(!cuda || succeeded(checkKernelsLinked(module)));
 }
 
 LogicalResult specula::writeArtifact(ModuleOp module, StringRef path,
-                                     const ArtifactOptions &options) {
+                                     const ArtifactOptions &options,
+                                     TimingScope &timing) {
   auto decoder = module.lookupSymbol<DecoderOp>(options.decoder);
   if (!decoder)
     return module.emitError() << "no spec.decoder @" << options.decoder
@@ -471,7 +327,7 @@ LogicalResult specula::writeArtifact(ModuleOp module, StringRef path,
   if (failed(description))
     return failure();
   FailureOr<std::unique_ptr<llvm::TargetMachine>> machine =
-      targetMachine(module, options.cpu);
+      createHostTargetMachine(module, options.cpu);
   FailureOr<std::string> linker = findLinker(module, options.linker);
   if (failed(machine) || failed(linker))
     return failure();
@@ -495,7 +351,8 @@ LogicalResult specula::writeArtifact(ModuleOp module, StringRef path,
     return std::string(p);
   };
 
-  if (failed(compileToLLVM(module, options, inStaging(SPECRT_WEIGHTS_FILE))))
+  if (failed(compileToLLVM(module, options, inStaging(SPECRT_WEIGHTS_FILE),
+                           timing)))
     return failure();
 
   // The decode loops, now LLVM functions, carry what the manifest needs.
@@ -547,13 +404,17 @@ LogicalResult specula::writeArtifact(ModuleOp module, StringRef path,
   if (failed(embedFacts(module, facts)))
     return failure();
 
-  std::string object = inStaging("decoder.o");
-  bool openmp = usesOpenMP(module);
-  if (failed(emitObject(module, **machine, object)) ||
-      failed(linkSharedObject(module, object, inStaging(SPECRT_LIBRARY_FILE),
-                              *linker, openmp)))
+  FailureOr<SmallVector<std::string>> objects = emitObjectFiles(
+      module, options.cpu, staging, options.codegenThreads, timing);
+  if (failed(objects))
     return failure();
-  llvm::sys::fs::remove(object);
+  TimingScope linking = timing.nest("Linking the shared object");
+  if (failed(linkSharedObject(module, *objects, inStaging(SPECRT_LIBRARY_FILE),
+                              *linker)))
+    return failure();
+  linking.stop();
+  for (const std::string &object : *objects)
+    llvm::sys::fs::remove(object);
   FailureOr<llvm::json::Object> library =
       describeFile(module, inStaging(SPECRT_LIBRARY_FILE));
   if (failed(library))

@@ -36,6 +36,7 @@
 #include "mlir/IR/Verifier.h"
 #include "mlir/Pass/PassManager.h"
 #include "mlir/Support/FileUtilities.h"
+#include "mlir/Support/Timing.h"
 #include "llvm/ADT/StringExtras.h"
 #include "llvm/Support/CommandLine.h"
 #include "llvm/Support/FileSystem.h"
@@ -257,6 +258,18 @@ static cl::opt<std::string> lineTables(
              "it, so that `perf report --sort srcline` says which op the "
              "time went to (bench/op_profile.py)"),
     cl::value_desc("file.mlir"), cl::cat(category));
+static cl::opt<unsigned> codegenThreads(
+    "codegen-threads",
+    cl::desc("Threads that generate the object code, each for a part of "
+             "the decoder's functions (default 0: one per hardware thread); "
+             "the code is the same for any count"),
+    cl::init(0), cl::cat(category));
+static cl::opt<bool> timing(
+    "timing",
+    cl::desc("Print where the compile time went: import, composition, each "
+             "pass of the device's pipeline, LLVM optimization, code "
+             "generation and linking"),
+    cl::init(false), cl::cat(category));
 static cl::opt<std::string> linker(
     "linker",
     cl::desc("C compiler driver that links the artifact's shared object "
@@ -650,6 +663,10 @@ int main(int argc, char **argv) {
   llvm::SourceMgr sourceMgr;
   SourceMgrDiagnosticHandler diagnostics(sourceMgr, &context);
 
+  DefaultTimingManager timingManager;
+  timingManager.setEnabled(timing);
+  TimingScope rootTiming = timingManager.getRootScope();
+  TimingScope importTiming = rootTiming.nest("Import (ONNX)");
   OwningOpRef<ModuleOp> module =
       ModuleOp::create(FileLineColLoc::get(&context, targetPath, 0, 0));
   if (failed(importInto(*module, targetPath, "target", "target")))
@@ -782,8 +799,12 @@ int main(int argc, char **argv) {
       pm.addPass(createSpecFuseMTPHeads(fuseOptions));
     }
   }
+  importTiming.stop();
+  TimingScope compositionTiming = rootTiming.nest("Composition");
+  pm.enableTiming(compositionTiming);
   if (failed(pm.run(*module)) || failed(verify(*module)))
     return 1;
+  compositionTiming.stop();
 
   Emit what = emit.getNumOccurrences()
                   ? emit.getValue()
@@ -811,6 +832,7 @@ int main(int argc, char **argv) {
   options.fuseAttention = fuseAttention;
   options.lineTables = lineTables;
   options.tokenizer = *tokenizer;
+  options.codegenThreads = codegenThreads;
   // All of an export folder's EOS ids stop generation.
   if (auto ids = targetFolderMetadata.find("eos_token_ids");
       ids != targetFolderMetadata.end())
@@ -826,11 +848,12 @@ int main(int argc, char **argv) {
                       "(e.g. -o model.spec)\n";
       return 1;
     }
-    return failed(writeArtifact(*module, outputPath, options)) ? 1 : 0;
+    return failed(writeArtifact(*module, outputPath, options, rootTiming)) ? 1
+                                                                          : 0;
   }
   // What writeArtifact compiles, without the object code.
   if (what == Emit::LLVMMLIR &&
-      failed(compileToLLVM(*module, options, weightsFile)))
+      failed(compileToLLVM(*module, options, weightsFile, rootTiming)))
     return 1;
 
   std::string error;
