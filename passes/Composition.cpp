@@ -8,6 +8,36 @@ using namespace mlir;
 using namespace specula;
 using namespace specula::spec;
 
+FailureOr<func::FuncOp> specula::findRoleFunction(ModuleOp module,
+                                                  StringRef name,
+                                                  FunctionRole role) {
+  StringRef roleName = stringifyFunctionRole(role);
+  if (!name.empty()) {
+    auto found = module.lookupSymbol<func::FuncOp>(name);
+    if (!found)
+      return module.emitError() << "no function @" << name << " for the "
+                                << roleName;
+    return found;
+  }
+  func::FuncOp found;
+  for (auto func : module.getOps<func::FuncOp>()) {
+    auto attr = func->getAttrOfType<RoleAttr>(SpecDialect::kRoleAttrName);
+    if (!attr || attr.getKind() != role)
+      continue;
+    if (found)
+      return module.emitError()
+             << "functions @" << found.getSymName() << " and @"
+             << func.getSymName() << " both have role '" << roleName
+             << "'; name one with the '" << roleName << "' option";
+    found = func;
+  }
+  if (!found)
+    return module.emitError() << "no function has role '" << roleName
+                              << "' (set spec.role, or name it with the '"
+                              << roleName << "' option)";
+  return found;
+}
+
 FailureOr<VerificationRuleAttrInterface> specula::getVerificationRule(
     MLIRContext *context, function_ref<InFlightDiagnostic()> emitError,
     bool sampling, double temperature, int64_t topK, double topP) {
@@ -34,9 +64,11 @@ FailureOr<DecoderOp> specula::createMTPDecoder(ModuleOp module, StringRef name,
   SmallVector<FlatSymbolRefAttr> refs;
   for (const std::string &head : heads)
     refs.push_back(FlatSymbolRefAttr::get(context, head));
+  // Diagnostics about the decoder point at its target.
+  Operation *targetOp = module.lookupSymbol(target);
   OpBuilder b = OpBuilder::atBlockEnd(module.getBody());
   auto decoder = DecoderOp::create(
-      b, module.getLoc(), b.getStringAttr(name),
+      b, targetOp ? targetOp->getLoc() : module.getLoc(), b.getStringAttr(name),
       FlatSymbolRefAttr::get(context, target),
       MTPProposerAttr::get(context, refs), rule, FloatAttr(), tree);
   SymbolTableCollection symbols;

@@ -3,7 +3,7 @@
 // What comes before the device pipelines: a spec.decoder naming the target,
 // its proposer and the verification rule. Draft decoders are composed by the
 // spec-pair-draft pass (which checks the pair first); decoders over MTP heads
-// or modules by createMTPDecoder.
+// or modules by spec-compose-heads (createMTPDecoder).
 //
 //===----------------------------------------------------------------------===//
 
@@ -12,7 +12,16 @@
 
 #include "dialects/spec/SpecOps.h"
 
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+
 namespace specula {
+
+/// The function `name` names, or if `name` is empty the one function with
+/// role `role`; a failure after an error saying which is missing or which
+/// two share the role.
+mlir::FailureOr<mlir::func::FuncOp> findRoleFunction(mlir::ModuleOp module,
+                                                     llvm::StringRef name,
+                                                     spec::FunctionRole role);
 
 /// The verification rule: #spec.greedy, or with `sampling`
 /// #spec.rejection<temperature, top_k, top_p>; out-of-range sampling

@@ -70,31 +70,11 @@ private:
 
 FailureOr<ModelInfo> PairDraftPass::findModel(ModuleOp module, StringRef name,
                                               FunctionRole role) {
+  FailureOr<func::FuncOp> lookup = findRoleFunction(module, name, role);
+  if (failed(lookup))
+    return failure();
+  func::FuncOp found = *lookup;
   StringRef roleName = stringifyFunctionRole(role);
-  func::FuncOp found;
-  if (!name.empty()) {
-    found = module.lookupSymbol<func::FuncOp>(name);
-    if (!found)
-      return module.emitError() << "no function @" << name
-                                << " for the " << roleName;
-  } else {
-    for (auto func : module.getOps<func::FuncOp>()) {
-      auto attr = func->getAttrOfType<RoleAttr>(SpecDialect::kRoleAttrName);
-      if (!attr || attr.getKind() != role)
-        continue;
-      if (found)
-        return module.emitError()
-               << "functions @" << found.getSymName()
-               << " and @" << func.getSymName() << " both have role '"
-               << roleName << "'; name one with the '" << roleName
-               << "' option";
-      found = func;
-    }
-    if (!found)
-      return module.emitError() << "no function has role '"
-                                << roleName << "' (set spec.role, or name it "
-                                << "with the '" << roleName << "' option)";
-  }
   ModelInfo info;
   info.func = found;
   info.config =

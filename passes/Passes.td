@@ -178,6 +178,59 @@ def SpecPairDraft : Pass<"spec-pair-draft", "::mlir::ModuleOp"> {
                            "::mlir::tensor::TensorDialect"];
 }
 
+def SpecComposeHeads : Pass<"spec-compose-heads", "::mlir::ModuleOp"> {
+  let summary = "Compose a decoder over the target and its Medusa heads or "
+                "MTP modules";
+  let description = [{
+    What spec-pair-draft is for a draft: creates `spec.decoder
+    @<decoder-name> target(@<target>) proposer(#spec.mtp<[heads]>)
+    verify(<rule>)`, with a `tree` when `tree-parents` and `tree-ranks` give
+    one. The heads are the functions `heads` names, in depth order, or by
+    default every function with role `medusa_head` or `mtp_module`, in the
+    module's order; the target is the function `target` names or the one
+    with role `target`.
+
+    With `depth`, a round proposes that many tokens: the first `depth`
+    heads, or, when `depth` exceeds the heads given, the last head chained
+    with itself, which only a DeepSeek-style MTP module can do (it runs
+    again on its own output; TensorRT-LLM and DeepSeek-V3 chain one module
+    1-3 deep). The decoder's verifier checks the rest: heads of one kind, in
+    depth order, whose hidden-state input matches the target's.
+
+    Example:
+    `spec-opt --spec-compose-heads='heads=head1,head2 sampling=true temperature=0.8'`
+  }];
+  let options = [
+    Option<"targetName", "target", "std::string", "\"\"",
+           "The target function (default: the one with role target)">,
+    ListOption<"heads", "heads", "std::string",
+               "The Medusa heads or MTP modules, in depth order (default: "
+               "every function with one of their roles, in module order)">,
+    Option<"depth", "depth", "int64_t", "0",
+           "Tokens proposed per round: the first N heads, or the last MTP "
+           "module chained up to depth N (0: one per head)">,
+    Option<"decoderName", "decoder-name", "std::string", "\"decoder\"",
+           "Name of the created spec.decoder">,
+    Option<"sampling", "sampling", "bool", "false",
+           "Verify by lossless rejection sampling instead of greedy">,
+    Option<"temperature", "temperature", "double", "1.0",
+           "Sampling temperature (with sampling)">,
+    Option<"topK", "top-k", "int64_t", "0",
+           "Sample among the k most likely tokens only (with sampling; 0: "
+           "off)">,
+    Option<"topP", "top-p", "double", "1.0",
+           "Sample among the smallest set of most likely tokens holding this "
+           "probability mass (with sampling; 1: off)">,
+    ListOption<"treeParents", "tree-parents", "int64_t",
+               "Verify a tree of the heads' candidates per round: each "
+               "candidate's parent (#spec.tree's parents)">,
+    ListOption<"treeRanks", "tree-ranks", "int64_t",
+               "With tree-parents: each candidate's rank among its head's "
+               "most likely tokens">
+  ];
+  let dependentDialects = ["::specula::spec::SpecDialect"];
+}
+
 def SpecFuseMTPHeads : Pass<"spec-fuse-mtp-heads", "::mlir::ModuleOp"> {
   let summary = "Fuse Medusa heads into the target so that one forward "
                 "returns the verification logits and the next proposals";
@@ -194,9 +247,10 @@ def SpecFuseMTPHeads : Pass<"spec-fuse-mtp-heads", "::mlir::ModuleOp"> {
     With `last-position-only` (the default), the heads read only the last
     position's hidden state: proposals continue the sequence from its end.
 
-    DeepSeek-style MTP modules (`mtp_module`), which need the next token
-    computed in the graph and a cache of their own, are not fused by this
-    version of the pass; it says so.
+    Decoders over DeepSeek-style MTP modules (`mtp_module`), which need the
+    next token computed in the graph and a cache of their own, are left as
+    they are: their decode loop runs the module after the target's forward
+    (fusing them is not supported yet).
   }];
   let options = [
     Option<"numHeads", "num-heads", "int64_t", "0",

@@ -121,6 +121,69 @@ static void buildDecoderToTensorsPipeline(OpPassManager &pm, int64_t capacity,
   pm.addPass(createSpecLowerSteps(steps));
 }
 
+/// The verification rule and the static tree, which spec-pair-draft and
+/// spec-compose-heads both take.
+template <typename CompositionPassOptions>
+static void setRuleAndTree(CompositionPassOptions &pass,
+                           const ComposeOptions &options) {
+  pass.sampling = options.sampling;
+  pass.temperature = options.temperature;
+  pass.topK = options.topK;
+  pass.topP = options.topP;
+  pass.treeParents.assign(options.treeParents.begin(),
+                          options.treeParents.end());
+  pass.treeRanks.assign(options.treeRanks.begin(), options.treeRanks.end());
+}
+
+void specula::buildComposePipeline(OpPassManager &pm,
+                                   const ComposeOptions &options) {
+  bool draft = options.heads.empty();
+  if (draft) {
+    SpecPairDraftOptions pair;
+    setRuleAndTree(pair, options);
+    pair.gamma = options.gamma;
+    pair.minConfidence = options.draftConfidence;
+    pm.addPass(createSpecPairDraft(pair));
+  } else {
+    SpecComposeHeadsOptions compose;
+    setRuleAndTree(compose, options);
+    compose.heads.assign(options.heads.begin(), options.heads.end());
+    compose.depth = options.depth;
+    pm.addPass(createSpecComposeHeads(compose));
+  }
+  if (!options.treeAcceptance.empty()) {
+    SpecChooseTreeOptions tree;
+    tree.acceptance.assign(options.treeAcceptance.begin(),
+                           options.treeAcceptance.end());
+    tree.ranks = options.treeAcceptanceRanks;
+    tree.verifyCost = options.verifyCost;
+    tree.maxNodes = options.maxTreeNodes;
+    // A draft's forward per depth; Medusa heads propose inside the
+    // target's forward.
+    if (draft)
+      tree.draftCost = std::max<double>(options.costRatio, 0.0);
+    pm.addPass(createSpecChooseTree(tree));
+  } else if (options.acceptanceRate >= 0 &&
+             (draft || (options.heads.size() == 1 && options.depth == 0))) {
+    // One MTP module chains 1-3 deep, as DeepSeek-V3 and TensorRT-LLM run
+    // it; the pass leaves Medusa heads alone.
+    SpecChooseGammaOptions gamma;
+    gamma.acceptanceRate = options.acceptanceRate;
+    gamma.costRatio = options.costRatio;
+    gamma.verifyCost = options.verifyCost;
+    if (!draft)
+      gamma.maxGamma = 3;
+    pm.addPass(createSpecChooseGamma(gamma));
+  }
+  if (!draft && options.fuseHeads) {
+    // The decode loop reads the heads at the last accepted position, so
+    // they run on every position.
+    SpecFuseMTPHeadsOptions fuse;
+    fuse.lastPositionOnly = false;
+    pm.addPass(createSpecFuseMTPHeads(fuse));
+  }
+}
+
 void specula::buildGraphToLLVMPipeline(OpPassManager &pm,
                                        const GraphToLLVMOptions &options) {
   bool gpuSchedule = options.gpuScheduleThreads > 0;
@@ -273,6 +336,12 @@ void specula::buildSpecToCUDAPipeline(OpPassManager &pm,
 }
 
 void specula::registerSpeculaPipelines() {
+  PassPipelineRegistration<ComposeOptions>(
+      "spec-compose",
+      "Compose a speculative decoder from imported models: pair a draft or "
+      "build one over Medusa heads or MTP modules, choose gamma or the tree, "
+      "fuse the heads",
+      buildComposePipeline);
   PassPipelineRegistration<SpecToCPUOptions>(
       "spec-to-cpu",
       "Compile speculative decoders and their models for the CPU",

@@ -15,6 +15,97 @@ namespace specula {
 /// split among GPU threads (spec-gpu-contractions{split-min-bytes}).
 constexpr int64_t kDefaultGPUSplitMinBytes = 1 << 20;
 
+/// How a decoder is composed from imported models: the target with its
+/// draft, or with its Medusa heads or MTP modules; how it verifies; and
+/// what the cost models choose. `specc` fills this from its flags.
+struct ComposeOptions : public mlir::PassPipelineOptions<ComposeOptions> {
+  ListOption<std::string> heads{
+      *this, "heads",
+      llvm::cl::desc("The Medusa heads or MTP modules the decoder proposes "
+                     "with, in depth order (spec-compose-heads); empty: "
+                     "pair the target with its draft (spec-pair-draft)")};
+  Option<int64_t> gamma{
+      *this, "gamma",
+      llvm::cl::desc("Tokens the draft proposes per round"),
+      llvm::cl::init(4)};
+  Option<int64_t> depth{
+      *this, "depth",
+      llvm::cl::desc("With heads: tokens proposed per round, the first N "
+                     "heads or the last MTP module chained up to depth N "
+                     "(0: one per head, or spec-choose-gamma's choice)"),
+      llvm::cl::init(0)};
+  ListOption<int64_t> treeParents{
+      *this, "tree-parents",
+      llvm::cl::desc("Verify this tree of candidates per round: each "
+                     "candidate's parent (#spec.tree)")};
+  ListOption<int64_t> treeRanks{
+      *this, "tree-ranks",
+      llvm::cl::desc("With tree-parents: each candidate's rank among its "
+                     "proposer's most likely tokens")};
+  Option<bool> sampling{
+      *this, "sampling",
+      llvm::cl::desc("Verify by lossless rejection sampling"),
+      llvm::cl::init(false)};
+  Option<double> temperature{*this, "temperature",
+                             llvm::cl::desc("Sampling temperature"),
+                             llvm::cl::init(1.0)};
+  Option<int64_t> topK{
+      *this, "top-k",
+      llvm::cl::desc("With sampling: the k most likely tokens only (0: off)"),
+      llvm::cl::init(0)};
+  Option<double> topP{
+      *this, "top-p",
+      llvm::cl::desc("With sampling: the smallest set of most likely tokens "
+                     "holding this probability mass (1: off)"),
+      llvm::cl::init(1.0)};
+  Option<double> draftConfidence{
+      *this, "draft-confidence",
+      llvm::cl::desc("A draft's chain stops at the first token it gives a "
+                     "probability below this (greedy; 0: always gamma)"),
+      llvm::cl::init(0.0)};
+  Option<double> acceptanceRate{
+      *this, "acceptance-rate",
+      llvm::cl::desc("Per-token acceptance of the draft or of one MTP "
+                     "module: spec-choose-gamma picks gamma or the module's "
+                     "chain depth (1-3) (negative: keep them)"),
+      llvm::cl::init(-1.0)};
+  Option<double> costRatio{
+      *this, "cost-ratio",
+      llvm::cl::desc("A draft step's (or module's) cost in target steps, "
+                     "for the cost models (negative: from weight bytes)"),
+      llvm::cl::init(-1.0)};
+  Option<double> verifyCost{
+      *this, "verify-cost",
+      llvm::cl::desc("What verifying one more row adds, in target steps"),
+      llvm::cl::init(0.0)};
+  ListOption<double> treeAcceptance{
+      *this, "tree-acceptance",
+      llvm::cl::desc("Measured acceptance by depth and rank: "
+                     "spec-choose-tree picks the tree from it")};
+  Option<int64_t> treeAcceptanceRanks{
+      *this, "tree-acceptance-ranks",
+      llvm::cl::desc("Entries of tree-acceptance per depth"),
+      llvm::cl::init(1)};
+  Option<int64_t> maxTreeNodes{
+      *this, "max-tree-nodes",
+      llvm::cl::desc("The most candidates spec-choose-tree's tree may have"),
+      llvm::cl::init(63)};
+  Option<bool> fuseHeads{
+      *this, "fuse-heads",
+      llvm::cl::desc("Fuse Medusa heads into the target "
+                     "(spec-fuse-mtp-heads, every position)"),
+      llvm::cl::init(true)};
+};
+
+/// The decoder composition, from a module of imported models (functions
+/// with roles target and draft, or medusa_head / mtp_module, as `specc
+/// --emit=models-mlir` prints them) to the spec.decoder the device
+/// pipelines compile (as `specc --emit=spec-mlir` prints it): the pairing
+/// or the heads' decoder, then spec-choose-tree (with tree-acceptance) or
+/// spec-choose-gamma (with acceptance-rate), then the heads fused.
+void buildComposePipeline(mlir::OpPassManager &pm,
+                          const ComposeOptions &options);
+
 struct GraphToLLVMOptions : public mlir::PassPipelineOptions<GraphToLLVMOptions> {
   Option<bool> fuseElementwise{
       *this, "fuse-elementwise",
@@ -240,8 +331,8 @@ struct SpecToCUDAOptions
 void buildSpecToCUDAPipeline(mlir::OpPassManager &pm,
                              const SpecToCUDAOptions &options);
 
-/// Registers every pipeline as a named pass pipeline (spec-graph-to-llvm,
-/// spec-to-cpu, spec-to-cuda).
+/// Registers every pipeline as a named pass pipeline (spec-compose,
+/// spec-graph-to-llvm, spec-to-cpu, spec-to-cuda).
 void registerSpeculaPipelines();
 
 } // namespace specula

@@ -21,15 +21,6 @@ spec.decoder @decoder target(@target) proposer(#spec.mtp<[@head1]>) verify(#spec
 
 func.func private @target(tensor<?x?xi64>) -> tensor<?x?x8xf32>
     attributes {spec.role = #spec.role<target>}
-func.func private @module1(tensor<?x?x4xf32>, tensor<?x?xi64>) -> tensor<?x?x8xf32>
-    attributes {spec.role = #spec.role<mtp_module, depth = 1>}
-// expected-error @below {{fusing DeepSeek-style MTP modules (@module1) is not supported yet; only Medusa heads are}}
-spec.decoder @decoder target(@target) proposer(#spec.mtp<[@module1]>) verify(#spec.greedy)
-
-// -----
-
-func.func private @target(tensor<?x?xi64>) -> tensor<?x?x8xf32>
-    attributes {spec.role = #spec.role<target>}
 // expected-error @below {{Medusa head @head1 must have a body and take exactly one argument, the hidden state}}
 func.func private @head1(tensor<?x?x4xf32>) -> tensor<?x?x8xf32>
     attributes {spec.role = #spec.role<medusa_head, depth = 1>}

@@ -4,19 +4,19 @@
 //   specc target_dir/ --draft draft_dir/ -o model.spec   (export folders)
 //   specc target.onnx --mtp-head head1.onnx --mtp-head head2.onnx ...
 //   specc target.onnx --mtp-head module.onnx --mtp-depth 2
-//   specc ... --emit=spec-mlir [-o decoder.mlir]
+//   specc ... --emit=models-mlir | spec-mlir [-o decoder.mlir]
 //   specc ... --emit=llvm-mlir [--weights-file weights.bin] [-o decoder.mlir]
 //
-// Imports the models into one module (functions @target, @draft, @head1...)
-// and composes the decoder: pairs a draft with the target after checking
-// their compatibility (spec-pair-draft), optionally picking gamma with the
-// cost model (spec-choose-gamma), or composes the target with its heads
-// (createMTPDecoder) and fuses Medusa heads into it (spec-fuse-mtp-heads).
-// That composition is printed (--emit=spec-mlir) or compiled by the
-// spec-to-cpu pipeline, the only compilation there is: into an artifact the
-// runtime runs (--emit=artifact, the default for an output named *.spec:
-// decoder.so, weights.bin, manifest.json) or printed as the LLVM dialect
-// (--emit=llvm-mlir).
+// Imports the models into one module (functions @target, @draft, @head1...;
+// --emit=models-mlir prints it) and composes the decoder with the
+// spec-compose pipeline (passes/Pipelines.h), whose options the flags and a
+// --profile fill: a draft paired after checking its compatibility
+// (spec-pair-draft) or the heads' decoder (spec-compose-heads), gamma, the
+// MTP depth or the tree from the cost models, Medusa heads fused. That
+// composition is printed (--emit=spec-mlir) or compiled by spec-to-cpu (or
+// spec-to-cuda): into an artifact the runtime runs (--emit=artifact, the
+// default for an output named *.spec: decoder.so, weights.bin,
+// manifest.json) or printed as the LLVM dialect (--emit=llvm-mlir).
 //
 //===----------------------------------------------------------------------===//
 
@@ -147,7 +147,7 @@ static cl::opt<int64_t> capacity(
     cl::desc("Positions each KV cache and the sequence hold, prompt "
              "included (0: the models' max_context)"),
     cl::init(0), cl::cat(category));
-enum class Emit { Artifact, SpecMLIR, LLVMMLIR };
+enum class Emit { Artifact, ModelsMLIR, SpecMLIR, LLVMMLIR };
 static cl::opt<Emit> emit(
     "emit",
     cl::desc("What to produce (default: artifact when -o names a *.spec, "
@@ -156,6 +156,10 @@ static cl::opt<Emit> emit(
                           "a directory the runtime runs (spec-run): "
                           "decoder.so, weights.bin, manifest.json, for this "
                           "host's CPU"),
+               clEnumValN(Emit::ModelsMLIR, "models-mlir",
+                          "the imported models, named target, draft or "
+                          "head1, head2, ... (the spec-compose pipeline's "
+                          "input)"),
                clEnumValN(Emit::SpecMLIR, "spec-mlir",
                           "the decoder composition: the imported models and "
                           "the spec.decoder (spec-to-cpu's input)"),
@@ -503,22 +507,19 @@ static constexpr const char *kAutoNeedsProfile =
     "--profile, written by `spec-run --compare --profile` on a decoder built "
     "with --tree probe (which measures every rank the tree may use)\n";
 
-/// spec-choose-tree's options for the measured acceptance `topK` (as rows
-/// of equal width) and verify cost, and `--max-tree-nodes`.
-static SpecChooseTreeOptions
-getChooseTreeOptions(TopKAcceptance topK, std::optional<double> verifyCost) {
+/// The measured acceptance `topK` (rows of ranks by depth, made of equal
+/// width) as spec-choose-tree's input.
+static void setTreeAcceptance(ComposeOptions &compose, TopKAcceptance topK) {
   size_t width = 1;
   for (const std::vector<double> &ranks : topK)
     width = std::max(width, ranks.size());
-  SpecChooseTreeOptions options;
+  SmallVector<double> acceptance;
   for (std::vector<double> &ranks : topK) {
     ranks.resize(width, 0.0);
-    llvm::append_range(options.acceptance, ranks);
+    llvm::append_range(acceptance, ranks);
   }
-  options.ranks = width;
-  options.verifyCost = verifyCost.value_or(0.0);
-  options.maxNodes = maxTreeNodes;
-  return options;
+  compose.treeAcceptance = acceptance;
+  compose.treeAcceptanceRanks = width;
 }
 
 /// The paths of `--tree`'s Medusa medusa_choices (one path of ranks per
@@ -576,245 +577,169 @@ static FailureOr<spec::TreeAttr> getTreeOption(MLIRContext *context,
   return buildTree(context, std::move(*paths));
 }
 
-int main(int argc, char **argv) {
-  llvm::InitLLVM init(argc, argv);
-  cl::HideUnrelatedOptions(category);
-  cl::ParseCommandLineOptions(
-      argc, argv, "specc: build a speculative decoder from ONNX models\n");
-  if (draftPath.empty() == headPaths.empty()) {
-    llvm::errs() << "error: give either --draft or --mtp-head (see --help)\n";
-    return 1;
+/// Sets `compose`'s tree: --tree's paths or the probe tree, or for --tree
+/// auto (and a profile of a tree without --tree) the measured acceptance
+/// spec-choose-tree picks the tree from. A failure after the error.
+static LogicalResult setTreeOptions(ModuleOp module, ComposeOptions &compose,
+                                    TopKAcceptance measuredTopK,
+                                    bool measuredTree) {
+  bool draft = compose.heads.empty();
+  bool medusa = false;
+  if (!draft) {
+    auto role = module.lookupSymbol<func::FuncOp>(compose.heads[0])
+                    ->getAttrOfType<spec::RoleAttr>(
+                        spec::SpecDialect::kRoleAttrName);
+    medusa = role && role.getKind() == spec::FunctionRole::MedusaHead;
   }
+  bool chooseTree =
+      treeShape == "auto" ||
+      (treeShape.empty() &&
+       (draft ? measuredTree : medusa && !measuredTopK.empty()));
+  if (!draft && (chooseTree || treeShape == "probe") && !medusa) {
+    llvm::errs() << "error: --tree " << treeShape
+                 << " builds a tree of Medusa heads' (or a draft's) "
+                    "candidates; '"
+                 << headPaths.front() << "' is not a Medusa head\n";
+    return failure();
+  }
+  if (chooseTree && measuredTopK.empty()) {
+    llvm::errs() << kAutoNeedsProfile;
+    return failure();
+  }
+  size_t depth = draft              ? static_cast<size_t>(proposalCount)
+                 : mtpDepth > 0     ? static_cast<size_t>(mtpDepth)
+                                    : compose.heads.size();
+  if (chooseTree) {
+    // No deeper than the heads given.
+    if (!draft)
+      measuredTopK.resize(std::min(measuredTopK.size(), depth));
+    setTreeAcceptance(compose, std::move(measuredTopK));
+  } else if (!treeShape.empty()) {
+    FailureOr<spec::TreeAttr> tree = getTreeOption(module.getContext(), depth);
+    if (failed(tree))
+      return failure();
+    compose.treeParents = tree->getParents();
+    compose.treeRanks = tree->getRanks();
+  }
+  return success();
+}
+
+/// Checks the flags that only make sense together; a failure after the
+/// error.
+static LogicalResult checkFlags() {
+  auto fail = [](const llvm::Twine &message) {
+    llvm::errs() << "error: " << message << "\n";
+    return failure();
+  };
+  if (draftPath.empty() == headPaths.empty())
+    return fail("give either --draft or --mtp-head (see --help)");
   if (!draftPath.empty() && !treeShape.empty() && treeShape != "probe" &&
-      treeShape != "auto" && proposalCount.getNumOccurrences()) {
-    llvm::errs() << "error: --gamma and --tree: a draft's tree is gamma "
-                    "deep, so the tree's paths give gamma\n";
-    return 1;
-  }
-  if (maxTreeNodes.getNumOccurrences() && treeShape != "auto") {
-    llvm::errs() << "error: --max-tree-nodes bounds the tree of --tree auto\n";
-    return 1;
-  }
-  if (maxTreeNodes < 1) {
-    llvm::errs() << "error: --max-tree-nodes must be at least 1\n";
-    return 1;
-  }
-  if (mtpDepth < 0 || (mtpDepth.getNumOccurrences() && headPaths.empty())) {
-    llvm::errs() << "error: --mtp-depth takes a positive number of --mtp-head "
-                    "proposals\n";
-    return 1;
-  }
-  if ((topK.getNumOccurrences() || topP.getNumOccurrences()) && !sampling) {
-    llvm::errs() << "error: --top-k and --top-p filter sampling; add "
-                    "--sampling\n";
-    return 1;
-  }
+      treeShape != "auto" && proposalCount.getNumOccurrences())
+    return fail("--gamma and --tree: a draft's tree is gamma deep, so the "
+                "tree's paths give gamma");
+  if (maxTreeNodes.getNumOccurrences() && treeShape != "auto")
+    return fail("--max-tree-nodes bounds the tree of --tree auto");
+  if (maxTreeNodes < 1)
+    return fail("--max-tree-nodes must be at least 1");
+  if (mtpDepth < 0 || (mtpDepth.getNumOccurrences() && headPaths.empty()))
+    return fail("--mtp-depth takes a positive number of --mtp-head "
+                "proposals");
+  if ((topK.getNumOccurrences() || topP.getNumOccurrences()) && !sampling)
+    return fail("--top-k and --top-p filter sampling; add --sampling");
   if (draftConfidence.getNumOccurrences() &&
       (draftPath.empty() || !treeShape.empty() || sampling ||
-       !(draftConfidence > 0.0 && draftConfidence < 1.0))) {
-    llvm::errs() << "error: --draft-confidence takes a probability in (0, 1) "
-                    "and stops a draft's chain under greedy verification "
-                    "(not with --mtp-head, --tree or --sampling)\n";
-    return 1;
-  }
-  if (!lineTables.empty() && device == ArtifactDevice::CUDA) {
-    llvm::errs() << "error: --line-tables gives CPU code line tables; the "
-                    "CUDA kernels have none (compile with --device cpu to "
-                    "profile)\n";
-    return 1;
-  }
-  if (!cudaToolkit.empty() && !llvm::sys::fs::is_directory(cudaToolkit)) {
-    llvm::errs() << "error: --cuda-toolkit '" << cudaToolkit
-                 << "' is not a directory\n";
-    return 1;
-  }
-  if (gpuSplitMinBytes < 0) {
-    llvm::errs() << "error: --gpu-split-min-bytes must not be negative, got "
-                 << gpuSplitMinBytes << "\n";
-    return 1;
-  }
-  std::optional<double> measuredCostRatio, measuredVerifyCost;
-  TopKAcceptance measuredTopK;
-  bool measuredTree = false;
-  if (!profilePath.empty()) {
-    if (acceptanceRate.getNumOccurrences()) {
-      llvm::errs() << "error: give --acceptance-rate or --profile, not both\n";
-      return 1;
-    }
-    FailureOr<Profile> profile = readProfile(profilePath);
-    if (failed(profile))
-      return 1;
-    acceptanceRate = profile->acceptanceRate;
-    measuredCostRatio = profile->costRatio;
-    measuredVerifyCost = profile->verifyCost;
-    // Acceptance by rank only from the same kind of proposer.
-    if (profile->proposer == (draftPath.empty() ? "medusa" : "draft")) {
-      measuredTopK = std::move(profile->topK);
-      measuredTree = profile->ofTree;
-    }
-  }
+       !(draftConfidence > 0.0 && draftConfidence < 1.0)))
+    return fail("--draft-confidence takes a probability in (0, 1) and stops "
+                "a draft's chain under greedy verification (not with "
+                "--mtp-head, --tree or --sampling)");
+  if (!lineTables.empty() && device == ArtifactDevice::CUDA)
+    return fail("--line-tables gives CPU code line tables; the CUDA kernels "
+                "have none (compile with --device cpu to profile)");
+  if (!cudaToolkit.empty() && !llvm::sys::fs::is_directory(cudaToolkit))
+    return fail("--cuda-toolkit '" + cudaToolkit + "' is not a directory");
+  if (gpuSplitMinBytes < 0)
+    return fail("--gpu-split-min-bytes must not be negative, got " +
+                llvm::Twine(gpuSplitMinBytes));
+  if (profilePath.getNumOccurrences() && acceptanceRate.getNumOccurrences())
+    return fail("give --acceptance-rate or --profile, not both");
+  return success();
+}
 
-  DialectRegistry registry;
-  registerONNXImportDialects(registry);
-  registerSpeculaDialects(registry);
-  MLIRContext context(registry);
-  // Models are large: diagnostics name the function, not print it.
-  context.printOpOnDiagnostic(false);
-  llvm::SourceMgr sourceMgr;
-  SourceMgrDiagnosticHandler diagnostics(sourceMgr, &context);
+/// What `--profile` measured, for the cost models.
+struct Measurements {
+  std::optional<double> acceptanceRate, costRatio, verifyCost;
+  TopKAcceptance topK;
+  bool ofTree = false;
+};
 
-  DefaultTimingManager timingManager;
-  timingManager.setEnabled(timing);
-  TimingScope rootTiming = timingManager.getRootScope();
-  TimingScope importTiming = rootTiming.nest("Import (ONNX)");
-  OwningOpRef<ModuleOp> module =
-      ModuleOp::create(FileLineColLoc::get(&context, targetPath, 0, 0));
-  if (failed(importInto(*module, targetPath, "target", "target")))
-    return 1;
-  FailureOr<std::string> tokenizer = chooseTokenizer(*module);
-  if (failed(tokenizer))
-    return 1;
-
-  PassManager pm(&context);
-  if (!draftPath.empty()) {
-    if (failed(importInto(*module, draftPath, "draft", "draft")))
-      return 1;
-    SpecPairDraftOptions pairOptions;
-    pairOptions.gamma = proposalCount;
-    pairOptions.sampling = sampling;
-    pairOptions.temperature = temperature;
-    pairOptions.topK = topK;
-    pairOptions.topP = topP;
-    pairOptions.minConfidence = draftConfidence;
-    // A profile of a draft's tree (`--tree probe`) without --tree: the
-    // cost model picks the tree (or the chain); a chain's picks gamma.
-    bool chooseTree =
-        treeShape == "auto" || (treeShape.empty() && measuredTree);
-    if (chooseTree && measuredTopK.empty()) {
-      llvm::errs() << kAutoNeedsProfile;
-      return 1;
-    }
-    if (!treeShape.empty() && !chooseTree) {
-      FailureOr<spec::TreeAttr> tree = getTreeOption(&context, proposalCount);
-      if (failed(tree))
-        return 1;
-      llvm::append_range(pairOptions.treeParents, tree->getParents());
-      llvm::append_range(pairOptions.treeRanks, tree->getRanks());
-    }
-    pm.addPass(createSpecPairDraft(pairOptions));
-    if (chooseTree) {
-      // A draft's forward per depth costs what the profile measured.
-      SpecChooseTreeOptions treeOptions =
-          getChooseTreeOptions(std::move(measuredTopK), measuredVerifyCost);
-      treeOptions.draftCost = measuredCostRatio.value_or(0.0);
-      pm.addPass(createSpecChooseTree(treeOptions));
-    } else if (acceptanceRate >= 0) {
-      SpecChooseGammaOptions gammaOptions;
-      gammaOptions.acceptanceRate = acceptanceRate;
-      if (measuredCostRatio)
-        gammaOptions.costRatio = *measuredCostRatio;
-      if (measuredVerifyCost)
-        gammaOptions.verifyCost = *measuredVerifyCost;
-      pm.addPass(createSpecChooseGamma(gammaOptions));
-    }
-  } else {
-    SmallVector<std::string> heads;
-    for (auto [i, path] : llvm::enumerate(headPaths)) {
-      heads.push_back("head" + std::to_string(i + 1));
-      if (failed(importInto(*module, path, heads.back(), "")))
-        return 1;
-    }
-    if (mtpDepth > 0) {
-      auto last = module->lookupSymbol<func::FuncOp>(heads.back())
-                      ->getAttrOfType<spec::RoleAttr>(
-                          spec::SpecDialect::kRoleAttrName);
-      if (mtpDepth > static_cast<int64_t>(heads.size()) &&
-          (!last || last.getKind() != spec::FunctionRole::MTPModule)) {
-        llvm::errs() << "error: --mtp-depth " << mtpDepth << " needs "
-                     << mtpDepth << " heads but " << heads.size()
-                     << " are given; only a DeepSeek-style MTP module can "
-                        "run again at the next depth, and '"
-                     << headPaths[headPaths.size() - 1] << "' is not one\n";
-        return 1;
-      }
-      heads.resize(mtpDepth, heads.back());
-    }
-    FailureOr<spec::VerificationRuleAttrInterface> rule = getVerificationRule(
-        &context, [&] { return emitError(module->getLoc()); }, sampling,
-        temperature, topK, topP);
-    auto role =
-        module->lookupSymbol<func::FuncOp>(heads.front())
-            ->getAttrOfType<spec::RoleAttr>(spec::SpecDialect::kRoleAttrName);
-    bool medusa = role && role.getKind() == spec::FunctionRole::MedusaHead;
-    // With measurements of Medusa heads and no tree given, the cost model
-    // picks the tree (or the chain).
-    bool chooseTree = treeShape == "auto" ||
-                      (treeShape.empty() && medusa && !measuredTopK.empty());
-    if ((chooseTree || treeShape == "probe") && !medusa) {
-      llvm::errs() << "error: --tree " << treeShape
-                   << " builds a tree of Medusa heads' (or a draft's) "
-                      "candidates; '"
-                   << headPaths.front() << "' is not a Medusa head\n";
-      return 1;
-    }
-    if (chooseTree && measuredTopK.empty()) {
-      llvm::errs() << kAutoNeedsProfile;
-      return 1;
-    }
-    spec::TreeAttr tree;
-    if (!treeShape.empty() && !chooseTree) {
-      FailureOr<spec::TreeAttr> built = getTreeOption(&context, heads.size());
-      if (failed(built))
-        return 1;
-      tree = *built;
-    }
-    if (failed(rule) || failed(createMTPDecoder(*module, "decoder", "target",
-                                                heads, *rule, tree)))
-      return 1;
-    if (chooseTree) {
-      // No deeper than the heads given.
-      measuredTopK.resize(std::min(measuredTopK.size(), heads.size()));
-      pm.addPass(createSpecChooseTree(
-          getChooseTreeOptions(std::move(measuredTopK), measuredVerifyCost)));
-    }
-    if (acceptanceRate >= 0 && !mtpDepth.getNumOccurrences() &&
-        headPaths.size() == 1 && role &&
-        role.getKind() == spec::FunctionRole::MTPModule) {
-      // One module: the cost model picks how deep to chain it (1-3, as
-      // DeepSeek-V3 and TensorRT-LLM run it).
-      SpecChooseGammaOptions depthOptions;
-      depthOptions.acceptanceRate = acceptanceRate;
-      depthOptions.maxGamma = 3;
-      if (measuredCostRatio)
-        depthOptions.costRatio = *measuredCostRatio;
-      if (measuredVerifyCost)
-        depthOptions.verifyCost = *measuredVerifyCost;
-      pm.addPass(createSpecChooseGamma(depthOptions));
-    }
-    if (fuseHeads && role && role.getKind() == spec::FunctionRole::MedusaHead) {
-      // The decode loop reads the heads at the last accepted position, so
-      // they run on every position.
-      SpecFuseMTPHeadsOptions fuseOptions;
-      fuseOptions.lastPositionOnly = false;
-      pm.addPass(createSpecFuseMTPHeads(fuseOptions));
-    }
+static FailureOr<Measurements> readMeasurements() {
+  Measurements measured;
+  if (profilePath.empty())
+    return measured;
+  FailureOr<Profile> profile = readProfile(profilePath);
+  if (failed(profile))
+    return failure();
+  measured.acceptanceRate = profile->acceptanceRate;
+  measured.costRatio = profile->costRatio;
+  measured.verifyCost = profile->verifyCost;
+  // Acceptance by rank only from the same kind of proposer.
+  if (profile->proposer == (draftPath.empty() ? "medusa" : "draft")) {
+    measured.topK = std::move(profile->topK);
+    measured.ofTree = profile->ofTree;
   }
-  importTiming.stop();
-  TimingScope compositionTiming = rootTiming.nest("Composition");
-  pm.enableTiming(compositionTiming);
-  if (failed(pm.run(*module)) || failed(verify(*module)))
-    return 1;
-  compositionTiming.stop();
+  return measured;
+}
 
-  Emit what = emit.getNumOccurrences()
-                  ? emit.getValue()
-                  : (StringRef(outputPath).ends_with(".spec") ? Emit::Artifact
-                                                              : Emit::SpecMLIR);
-  if (!lineTables.empty() && what == Emit::SpecMLIR) {
-    llvm::errs() << "error: --line-tables point into the compiled code; "
-                    "write an artifact (-o NAME.spec) or --emit=llvm-mlir\n";
-    return 1;
+/// spec-compose's options from the flags and the measurements; the heads
+/// and the tree are set once the models are imported.
+static void setComposeOptions(ComposeOptions &compose,
+                              const Measurements &measured) {
+  compose.gamma = proposalCount;
+  compose.sampling = sampling;
+  compose.temperature = temperature;
+  compose.topK = topK;
+  compose.topP = topP;
+  compose.draftConfidence = draftConfidence;
+  compose.acceptanceRate = measured.acceptanceRate.value_or(acceptanceRate);
+  compose.costRatio = measured.costRatio.value_or(-1.0);
+  compose.verifyCost = measured.verifyCost.value_or(0.0);
+  compose.maxTreeNodes = maxTreeNodes;
+  compose.fuseHeads = fuseHeads;
+  compose.depth = mtpDepth;
+}
+
+/// Imports the target and its draft or heads into `module` under the names
+/// spec-compose expects (target, draft, head1, head2, ...) and names the
+/// heads in `compose`.
+static LogicalResult importModels(ModuleOp module, ComposeOptions &compose) {
+  if (failed(importInto(module, targetPath, "target", "target")))
+    return failure();
+  if (!draftPath.empty())
+    return importInto(module, draftPath, "draft", "draft");
+  std::string name;
+  for (auto [i, path] : llvm::enumerate(headPaths)) {
+    name = "head" + std::to_string(i + 1);
+    compose.heads.push_back(name);
+    if (failed(importInto(module, path, name, "")))
+      return failure();
   }
+  // spec-compose-heads checks this too; here the error names the file.
+  auto last = module.lookupSymbol<func::FuncOp>(name)->getAttrOfType<spec::RoleAttr>(
+      spec::SpecDialect::kRoleAttrName);
+  if (mtpDepth > static_cast<int64_t>(headPaths.size()) &&
+      (!last || last.getKind() != spec::FunctionRole::MTPModule)) {
+    llvm::errs() << "error: --mtp-depth " << mtpDepth << " needs "
+                 << mtpDepth << " heads but " << headPaths.size()
+                 << " are given; only a DeepSeek-style MTP module can run "
+                    "again at the next depth, and '"
+                 << headPaths[headPaths.size() - 1] << "' is not one\n";
+    return failure();
+  }
+  return success();
+}
+
+/// The artifact writer's options from the flags.
+static ArtifactOptions getArtifactOptions(std::string tokenizer) {
   ArtifactOptions options;
   options.device = device;
   options.chip = chip;
@@ -831,7 +756,7 @@ int main(int argc, char **argv) {
   options.parallelMinWork = parallelMinWork;
   options.fuseAttention = fuseAttention;
   options.lineTables = lineTables;
-  options.tokenizer = *tokenizer;
+  options.tokenizer = std::move(tokenizer);
   options.codegenThreads = codegenThreads;
   // All of an export folder's EOS ids stop generation.
   if (auto ids = targetFolderMetadata.find("eos_token_ids");
@@ -842,28 +767,101 @@ int main(int argc, char **argv) {
           std::to_string(token) != targetFolderMetadata["eos_token_id"])
         options.stopTokens.push_back(token);
     }
-  if (what == Emit::Artifact) {
-    if (outputPath == "-") {
-      llvm::errs() << "error: an artifact is a directory; name it with -o "
-                      "(e.g. -o model.spec)\n";
-      return 1;
-    }
-    return failed(writeArtifact(*module, outputPath, options, rootTiming)) ? 1
-                                                                          : 0;
-  }
-  // What writeArtifact compiles, without the object code.
-  if (what == Emit::LLVMMLIR &&
-      failed(compileToLLVM(*module, options, weightsFile, rootTiming)))
-    return 1;
+  return options;
+}
 
+/// Prints `module` to -o.
+static LogicalResult printModule(ModuleOp module) {
   std::string error;
   auto output = openOutputFile(outputPath, &error);
   if (!output) {
     llvm::errs() << "error: " << error << "\n";
-    return 1;
+    return failure();
   }
-  module->print(output->os());
+  module.print(output->os());
   output->os() << "\n";
   output->keep();
-  return 0;
+  return success();
+}
+
+/// What -o gets: --emit's choice, else an artifact for a *.spec name.
+static FailureOr<Emit> getEmit() {
+  Emit what = emit.getNumOccurrences()
+                  ? emit.getValue()
+                  : (StringRef(outputPath).ends_with(".spec") ? Emit::Artifact
+                                                              : Emit::SpecMLIR);
+  if (!lineTables.empty() && what != Emit::Artifact &&
+      what != Emit::LLVMMLIR) {
+    llvm::errs() << "error: --line-tables point into the compiled code; "
+                    "write an artifact (-o NAME.spec) or --emit=llvm-mlir\n";
+    return failure();
+  }
+  if (what == Emit::Artifact && outputPath == "-") {
+    llvm::errs() << "error: an artifact is a directory; name it with -o "
+                    "(e.g. -o model.spec)\n";
+    return failure();
+  }
+  return what;
+}
+
+/// Parse the flags, import the models, compose the decoder (spec-compose),
+/// then compile it (spec-to-cpu or spec-to-cuda) and write what --emit asks.
+int main(int argc, char **argv) {
+  llvm::InitLLVM init(argc, argv);
+  cl::HideUnrelatedOptions(category);
+  cl::ParseCommandLineOptions(
+      argc, argv, "specc: build a speculative decoder from ONNX models\n");
+  if (failed(checkFlags()))
+    return 1;
+  FailureOr<Emit> what = getEmit();
+  if (failed(what))
+    return 1;
+  FailureOr<Measurements> measured = readMeasurements();
+  if (failed(measured))
+    return 1;
+
+  DialectRegistry registry;
+  registerONNXImportDialects(registry);
+  registerSpeculaDialects(registry);
+  MLIRContext context(registry);
+  // Models are large: diagnostics name the function, not print it.
+  context.printOpOnDiagnostic(false);
+  llvm::SourceMgr sourceMgr;
+  SourceMgrDiagnosticHandler diagnostics(sourceMgr, &context);
+  DefaultTimingManager timingManager;
+  timingManager.setEnabled(timing);
+  TimingScope rootTiming = timingManager.getRootScope();
+
+  TimingScope importTiming = rootTiming.nest("Import (ONNX)");
+  OwningOpRef<ModuleOp> module =
+      ModuleOp::create(FileLineColLoc::get(&context, targetPath, 0, 0));
+  ComposeOptions compose;
+  setComposeOptions(compose, *measured);
+  if (failed(importModels(*module, compose)))
+    return 1;
+  FailureOr<std::string> tokenizer = chooseTokenizer(*module);
+  if (failed(tokenizer) ||
+      failed(setTreeOptions(*module, compose, std::move(measured->topK),
+                            measured->ofTree)))
+    return 1;
+  importTiming.stop();
+  if (*what == Emit::ModelsMLIR)
+    return failed(printModule(*module)) ? 1 : 0;
+
+  TimingScope compositionTiming = rootTiming.nest("Composition");
+  PassManager pm(&context);
+  buildComposePipeline(pm, compose);
+  pm.enableTiming(compositionTiming);
+  if (failed(pm.run(*module)) || failed(verify(*module)))
+    return 1;
+  compositionTiming.stop();
+
+  ArtifactOptions options = getArtifactOptions(std::move(*tokenizer));
+  if (*what == Emit::Artifact)
+    return failed(writeArtifact(*module, outputPath, options, rootTiming));
+  // What writeArtifact compiles, without the object code.
+  if (*what == Emit::LLVMMLIR &&
+      failed(compileToLLVM(*module, options, weightsFile, rootTiming)))
+    return 1;
+  return failed(printModule(*module));
 }
