@@ -309,7 +309,8 @@ LogicalResult specula::compileToLLVM(ModuleOp module,
     pipeline.lineTables = options.lineTables;
     buildSpecToCPUPipeline(pm, pipeline);
   }
-  TimingScope pipelineTiming = timing.nest(cuda ? "spec-to-cuda" : "spec-to-cpu");
+  TimingScope pipelineTiming =
+      timing.nest(cuda ? "spec-to-cuda" : "spec-to-cpu");
   pm.enableTiming(pipelineTiming);
   if (failed(pm.run(module)))
     return failure();

@@ -26,8 +26,7 @@
 #include "specrt/Tokenizer.h"
 
 #include "dialects/spec/SpecOps.h"
-#include "passes/Composition.h"
-#include "passes/Passes.h"
+#include "passes/Pipelines.h"
 #include "passes/TreeCostModel.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
