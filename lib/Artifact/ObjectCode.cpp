@@ -10,6 +10,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "ObjectCode.h"
+#include "lib/HostCode/Optimize.h"
 
 #include "mlir/Dialect/LLVMIR/LLVMDialect.h"
 #include "mlir/Target/LLVMIR/Export.h"
@@ -19,7 +20,6 @@
 #include "llvm/IR/LLVMContext.h"
 #include "llvm/IR/LegacyPassManager.h"
 #include "llvm/IR/Module.h"
-#include "llvm/Passes/PassBuilder.h"
 #include "llvm/MC/MCSubtargetInfo.h"
 #include "llvm/MC/TargetRegistry.h"
 #include "llvm/Support/FileSystem.h"
@@ -94,28 +94,6 @@ static void dropSpecArgumentAttrs(ModuleOp module) {
   });
 }
 
-/// Optimizes `module` at O3 for `machine`, without LLVM's loop unrollers:
-/// spec-to-cpu already unrolls the contractions' tiles, and unrolling the
-/// rest again took 70% of the optimization time (14 of 20 s for the example
-/// draft decoder) and made no measured difference to its speed.
-static void optimize(llvm::Module &module, llvm::TargetMachine &machine) {
-  llvm::LoopAnalysisManager loops;
-  llvm::FunctionAnalysisManager functions;
-  llvm::CGSCCAnalysisManager cgscc;
-  llvm::ModuleAnalysisManager modules;
-  llvm::PipelineTuningOptions tuning;
-  tuning.LoopUnrolling = false;
-  llvm::PassBuilder builder(&machine, tuning);
-  builder.registerModuleAnalyses(modules);
-  builder.registerCGSCCAnalyses(cgscc);
-  builder.registerFunctionAnalyses(functions);
-  builder.registerLoopAnalyses(loops);
-  builder.crossRegisterProxies(loops, functions, cgscc, modules);
-  llvm::ModulePassManager pipeline =
-      builder.buildPerModuleDefaultPipeline(llvm::OptimizationLevel::O3);
-  pipeline.run(module, modules);
-}
-
 /// Emits `module` as the object file `path`; an empty string on success,
 /// else what failed (for the calling thread to report).
 static std::string emitObjectFile(llvm::Module &module,
@@ -176,7 +154,7 @@ specula::emitObjectFiles(ModuleOp module, StringRef cpu, StringRef directory,
   llvmModule->setDataLayout((*machine)->createDataLayout());
   llvmModule->setTargetTriple((*machine)->getTargetTriple());
   TimingScope optimization = timing.nest("LLVM optimization (O3)");
-  optimize(*llvmModule, **machine);
+  optimizeHostModule(*llvmModule, machine->get());
   optimization.stop();
 
   TimingScope codegen = timing.nest("LLVM code generation");

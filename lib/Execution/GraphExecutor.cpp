@@ -2,11 +2,11 @@
 
 #include "specula/GraphExecutor.h"
 
+#include "lib/HostCode/Optimize.h"
 #include "passes/Pipelines.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/ExecutionEngine/ExecutionEngine.h"
-#include "mlir/ExecutionEngine/OptUtils.h"
 #include "mlir/IR/BuiltinTypes.h"
 #include "mlir/InitAllDialects.h"
 #include "mlir/InitAllExtensions.h"
@@ -235,8 +235,13 @@ GraphExecutor::compile(ModuleOp module, StringRef function,
   }
   // ExecutionEngineOptions::transformer is a function_ref: the function it
   // refers to must outlive create().
+  // The artifact writer's O3 (no LLVM unrollers), so that what tests run
+  // is optimized as artifacts are.
   std::function<llvm::Error(llvm::Module *)> optimize =
-      makeOptimizingTransformer(/*optLevel=*/3, /*sizeLevel=*/0, host.get());
+      [&host](llvm::Module *module) {
+        optimizeHostModule(*module, host.get());
+        return llvm::Error::success();
+      };
   ExecutionEngineOptions options;
   options.transformer = optimize;
   options.jitCodeGenOptLevel = llvm::CodeGenOptLevel::Aggressive;

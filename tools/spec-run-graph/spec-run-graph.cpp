@@ -37,6 +37,7 @@
 #include <cstring>
 #include <map>
 #include <sys/wait.h>
+#include <iostream>
 #include <unistd.h>
 
 using namespace mlir;
@@ -86,6 +87,12 @@ static cl::opt<int64_t> gpuSplitMinBytes(
              "contractions whose weights have at least this many bytes "
              "among threads (spec-gpu-contractions{split-min-bytes})"),
     cl::init(kDefaultGPUSplitMinBytes), cl::cat(category));
+static cl::opt<bool> runsFromStdin(
+    "runs-from-stdin",
+    cl::desc("Compile once, then run once for each line of standard input "
+             "('-i FILE'... ['--output-dir DIR']); each run's report ends "
+             "with a line 'done' or 'failed'"),
+    cl::cat(category));
 static cl::opt<bool> verbose("v", cl::desc("Print every test's outcome"), cl::cat(category));
 static cl::opt<bool> listOps("list-supported-ops",
                              cl::desc("Print the supported ONNX operators"), cl::cat(category));
@@ -339,6 +346,91 @@ static int runConformance(MLIRContext &context) {
   return failedCount == 0 ? 0 : 1;
 }
 
+/// Runs the compiled graph once on the tensors in `inputs`, prints each
+/// output's shape (and whether it matches `expects`), and writes the outputs
+/// into `outputDirectory` if one is given. Returns the exit status.
+static int runOnce(GraphExecutor &executor, ArrayRef<std::string> inputs,
+                   ArrayRef<std::string> expects, StringRef outputDirectory) {
+  std::vector<HostTensor> tensors;
+  std::string error;
+  for (const std::string &path : inputs) {
+    FailureOr<HostTensor> tensor = readTensorProto(path, error);
+    if (failed(tensor)) {
+      llvm::errs() << "error: " << error << "\n";
+      return 1;
+    }
+    tensors.push_back(std::move(*tensor));
+  }
+  FailureOr<std::vector<HostTensor>> outputs = executor.run(tensors, error);
+  if (failed(outputs)) {
+    llvm::errs() << "error: " << modelPath << ": " << error << "\n";
+    return 1;
+  }
+  int status = 0;
+  for (auto [i, output] : llvm::enumerate(*outputs)) {
+    llvm::outs() << "output " << i << ": shape [";
+    llvm::interleaveComma(output.shape, llvm::outs());
+    llvm::outs() << "]";
+    if (i < expects.size()) {
+      FailureOr<HostTensor> expected = readTensorProto(expects[i], error);
+      if (failed(expected)) {
+        llvm::errs() << "error: " << error << "\n";
+        return 1;
+      }
+      std::optional<std::string> mismatch =
+          compare(output, *expected, relativeTolerance, absoluteTolerance);
+      llvm::outs() << (mismatch ? " MISMATCH: " + *mismatch : " matches");
+      if (mismatch)
+        status = 1;
+    }
+    llvm::outs() << "\n";
+    if (!outputDirectory.empty()) {
+      std::string path =
+          outputDirectory.str() + "/output_" + std::to_string(i) + ".pb";
+      if (failed(writeTensorProto(output, "output_" + std::to_string(i), path,
+                                  error))) {
+        llvm::errs() << "error: " << error << "\n";
+        return 1;
+      }
+    }
+  }
+  return status;
+}
+
+/// --runs-from-stdin: one run a line, `-i FILE`... `[--output-dir DIR]`,
+/// answered by the run's output and a line `done` (or `failed`), so that a
+/// caller that feeds one run's outputs to the next compiles the graph once.
+static int runFromStdin(GraphExecutor &executor) {
+  int status = 0;
+  std::string line;
+  while (std::getline(std::cin, line)) {
+    SmallVector<StringRef> words;
+    StringRef(line).split(words, ' ', -1, /*KeepEmpty=*/false);
+    std::vector<std::string> inputs;
+    std::string directory;
+    std::optional<std::string> bad;
+    for (size_t w = 0; w < words.size() && !bad; w += 2) {
+      if (w + 1 == words.size() ||
+          (words[w] != "-i" && words[w] != "--output-dir"))
+        bad = "expected '-i FILE' or '--output-dir DIR', got '" +
+              words[w].str() + "'";
+      else if (words[w] == "-i")
+        inputs.push_back(words[w + 1].str());
+      else
+        directory = words[w + 1].str();
+    }
+    int runStatus = 1;
+    if (bad)
+      llvm::errs() << "error: standard input: " << *bad << "\n";
+    else
+      runStatus = runOnce(executor, inputs, {}, directory);
+    status |= runStatus;
+    llvm::outs() << (runStatus == 0 ? "done" : "failed") << "\n";
+    llvm::outs().flush();
+  }
+  return status;
+}
+
 int main(int argc, char **argv) {
   llvm::InitLLVM init(argc, argv);
   cl::HideUnrelatedOptions(category);
@@ -365,6 +457,13 @@ int main(int argc, char **argv) {
     return 1;
   }
 
+  if (runsFromStdin && (!inputPaths.empty() || !expectPaths.empty() ||
+                        !outputDir.empty())) {
+    llvm::errs() << "error: --runs-from-stdin reads the inputs and output "
+                    "directory of each run from standard input; -i, --expect "
+                    "and --output-dir are not taken with it\n";
+    return 1;
+  }
   std::string diagnostics;
   FailureOr<std::unique_ptr<GraphExecutor>> executor =
       importAndCompile(context, modelPath, diagnostics);
@@ -372,48 +471,7 @@ int main(int argc, char **argv) {
     llvm::errs() << diagnostics;
     return 1;
   }
-  std::vector<HostTensor> inputs;
-  std::string error;
-  for (const std::string &path : inputPaths) {
-    FailureOr<HostTensor> tensor = readTensorProto(path, error);
-    if (failed(tensor)) {
-      llvm::errs() << "error: " << error << "\n";
-      return 1;
-    }
-    inputs.push_back(std::move(*tensor));
-  }
-  FailureOr<std::vector<HostTensor>> outputs = (*executor)->run(inputs, error);
-  if (failed(outputs)) {
-    llvm::errs() << "error: " << modelPath << ": " << error << "\n";
-    return 1;
-  }
-  int status = 0;
-  for (auto [i, output] : llvm::enumerate(*outputs)) {
-    llvm::outs() << "output " << i << ": shape [";
-    llvm::interleaveComma(output.shape, llvm::outs());
-    llvm::outs() << "]";
-    if (i < expectPaths.size()) {
-      FailureOr<HostTensor> expected = readTensorProto(expectPaths[i], error);
-      if (failed(expected)) {
-        llvm::errs() << "error: " << error << "\n";
-        return 1;
-      }
-      std::optional<std::string> mismatch =
-          compare(output, *expected, relativeTolerance, absoluteTolerance);
-      llvm::outs() << (mismatch ? " MISMATCH: " + *mismatch : " matches");
-      if (mismatch)
-        status = 1;
-    }
-    llvm::outs() << "\n";
-    if (!outputDir.empty()) {
-      std::string path =
-          outputDir + "/output_" + std::to_string(i) + ".pb";
-      if (failed(writeTensorProto(output, "output_" + std::to_string(i), path,
-                                  error))) {
-        llvm::errs() << "error: " << error << "\n";
-        return 1;
-      }
-    }
-  }
-  return status;
+  if (runsFromStdin)
+    return runFromStdin(**executor);
+  return runOnce(**executor, inputPaths, expectPaths, outputDir);
 }

@@ -5,9 +5,9 @@ on (verification of several tokens must equal decoding them one by one).
 
   check_batch_invariance.py MODEL WORK_DIR [--tokens N]
 
-Runs spec-run-graph on: (1) a prefill of N tokens; (2) a prefill of the first
-N - k tokens followed by k decode steps, each fed the previous step's present
-keys/values. Compares the logits of every position bitwise.
+Runs spec-run-graph (one process, --runs-from-stdin) on: (1) a prefill of N
+tokens; (2) a prefill of the first N - k tokens followed by k decode steps,
+each fed the previous step's present keys/values. Compares the logits of every position bitwise.
 """
 import argparse
 import os
@@ -36,6 +36,12 @@ rng = np.random.default_rng(7)
 ids = rng.integers(0, int(meta["vocab_size"]), size=(1, args.tokens))
 
 
+# One spec-run-graph compiles the model once and runs every step.
+runner = subprocess.Popen(["spec-run-graph", args.model, "--runs-from-stdin"],
+                          stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                          text=True)
+
+
 def run(name, token_ids, start, past):
     """Runs the model on token_ids at positions start.. with the given past
     (a dict name -> array); returns outputs by name."""
@@ -51,8 +57,13 @@ def run(name, token_ids, start, past):
             f.write(numpy_helper.from_array(feeds[input_name],
                                             input_name).SerializeToString())
         files += ["-i", path]
-    subprocess.run(["spec-run-graph", args.model, *files, "--output-dir", d],
-                   check=True, stdout=subprocess.DEVNULL)
+    runner.stdin.write(" ".join([*files, "--output-dir", d]) + "\n")
+    runner.stdin.flush()
+    while (line := runner.stdout.readline().strip()) not in ("done", "failed"):
+        if not line:
+            sys.exit(f"spec-run-graph exited ({runner.wait()})")
+    if line == "failed":
+        sys.exit(f"spec-run-graph failed on the run '{name}'")
     result = {}
     for i, output_name in enumerate(outputs):
         with open(os.path.join(d, f"output_{i}.pb"), "rb") as f:
@@ -80,6 +91,9 @@ rows = [step["logits"][0]]
 for k in range(prefix, args.tokens):
     step = run(f"decode_{k}", ids[:, k:k + 1], k, presents_as_past(step))
     rows.append(step["logits"][0])
+runner.stdin.close()
+if runner.wait() != 0:
+    sys.exit(f"spec-run-graph exited with {runner.returncode}")
 incremental = np.concatenate(rows)
 same = np.array_equal(full.view(np.uint32), incremental.view(np.uint32))
 worst = np.max(np.abs(full - incremental))
