@@ -1,5 +1,6 @@
 #!/usr/bin/env python3
-"""Target-only decoding speed by thread count (spec-run --threads).
+"""Target-only decoding speed by thread count (spec-run --threads), on an
+idle machine or under load.
 
 Compiles one artifact whose large contractions share their column tiles
 among threads (specc --parallel-columns, with --parallel-min-work) and one
@@ -10,8 +11,16 @@ tokens/s, the ratio to the serial artifact, and whether every run generated
 the same tokens (they must: work is split by output columns, never inside a
 reduction).
 
+--load N runs N busy processes (one spinning loop each) during the measured
+runs, as another job holding the cores would; --wait runs the threaded
+artifact with each way of waiting at a barrier: `runtime` (the runtime's
+choice: threads sleep at once), `libomp` (libomp's own default: spin for
+200 ms, KMP_BLOCKTIME=200), `active` and `passive` (OMP_WAIT_POLICY);
+--repeats R takes the median of R runs, the configurations interleaved.
+
     python3 bench/threads.py [--build build] [--target T.onnx --draft D.onnx]
         [--threads 1,2] [--min-work 131072] [--max-new-tokens 32]
+        [--load N] [--wait runtime,libomp,active,passive] [--repeats R]
         [--json results.json]
 
 The example models (default) are small: their contractions are below the
@@ -22,7 +31,9 @@ nothing here asserts on time.
 
 import argparse
 import json
+import multiprocessing
 import os
+import statistics
 import subprocess
 import sys
 import tempfile
@@ -31,11 +42,17 @@ ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 PROMPT = "import os\nimport sys\n\n\ndef main(argv):\n"
 
 
-def run(command):
-    result = subprocess.run(command, capture_output=True, text=True)
+def run(command, env=None):
+    result = subprocess.run(command, capture_output=True, text=True, env=env)
     if result.returncode != 0:
         sys.exit(f"error: {' '.join(command)} failed:\n{result.stderr}")
     return result.stdout
+
+
+def spin():
+    """Another job's work: a core kept busy until terminated."""
+    while True:
+        pass
 
 
 def main():
@@ -49,8 +66,22 @@ def main():
                         help="comma-separated thread counts")
     parser.add_argument("--min-work", type=int, default=131072)
     parser.add_argument("--max-new-tokens", type=int, default=32)
+    parser.add_argument("--load", type=int, default=0,
+                        help="busy processes during the measured runs")
+    parser.add_argument("--wait", default="runtime",
+                        help="comma-separated: runtime (the runtime's "
+                             "choice), libomp (KMP_BLOCKTIME=200), active, "
+                             "passive (OMP_WAIT_POLICY)")
+    parser.add_argument("--repeats", type=int, default=1)
     parser.add_argument("--json")
     args = parser.parse_args()
+    waits = args.wait.split(",")
+    if not waits or not set(waits) <= {"runtime", "libomp", "active",
+                                        "passive"}:
+        sys.exit("error: --wait takes runtime, libomp, active and passive, "
+                 "comma-separated")
+    if args.load < 0 or args.repeats < 1:
+        sys.exit("error: --load takes 0 or more, --repeats 1 or more")
     try:
         counts = [int(t) for t in args.threads.split(",")]
     except ValueError:
@@ -73,37 +104,62 @@ def main():
                       "-o", parallel])
         run(common + ["--parallel-columns=false", "-o", serial])
 
-        def decode(artifact, threads):
+        def decode(artifact, threads, wait):
+            env = {k: v for k, v in os.environ.items()
+                   if k not in ("OMP_WAIT_POLICY", "KMP_BLOCKTIME")}
+            if wait == "libomp":
+                env["KMP_BLOCKTIME"] = "200"
+            elif wait != "runtime":
+                env["OMP_WAIT_POLICY"] = wait
             report = json.loads(run(
                 [spec_run, artifact, "--prompt", PROMPT, "--no-speculation",
                  "--max-new-tokens", str(args.max_new_tokens), "--warmup",
-                 "1", "--threads", str(threads), "--json"]))
+                 "1", "--threads", str(threads), "--json"], env))
             return report["no_speculation"]
 
-        baseline = decode(serial, 1)
-        rows = [{"artifact": "serial", "threads": 1,
-                 "tokens_per_second": baseline["tokens_per_second"],
-                 "ratio": 1.0, "same_tokens": True}]
-        for threads in counts:
-            result = decode(parallel, threads)
-            rows.append({
-                "artifact": "parallel", "threads": threads,
-                "tokens_per_second": result["tokens_per_second"],
-                "ratio": result["tokens_per_second"] /
-                         baseline["tokens_per_second"],
-                "same_tokens": result["token_ids"] == baseline["token_ids"]})
+        configurations = [("serial", serial, 1, "runtime")] + [
+            ("parallel", parallel, threads, wait)
+            for threads in counts for wait in waits]
+        results = {c: [] for c in configurations}
+        hogs = [multiprocessing.Process(target=spin, daemon=True)
+                for _ in range(args.load)]
+        for hog in hogs:
+            hog.start()
+        try:
+            for _ in range(args.repeats):
+                for c in configurations:
+                    results[c].append(decode(c[1], c[2], c[3]))
+        finally:
+            for hog in hogs:
+                hog.terminate()
+
+        def rate(c):
+            return statistics.median(r["tokens_per_second"]
+                                     for r in results[c])
+
+        baseline = configurations[0]
+        rows = [{"artifact": c[0], "threads": c[2], "wait": c[3],
+                 "tokens_per_second": rate(c),
+                 "ratio": rate(c) / rate(baseline),
+                 "same_tokens": all(
+                     r["token_ids"] == results[baseline][0]["token_ids"]
+                     for r in results[c])}
+                for c in configurations]
 
     print(f"{os.path.basename(args.target)}, target alone, "
-          f"{args.max_new_tokens} new tokens, min-work {args.min_work}")
-    print("artifact threads tokens/s ratio same_tokens")
+          f"{args.max_new_tokens} new tokens, min-work {args.min_work}, "
+          f"{args.load} busy processes, median of {args.repeats}")
+    print("artifact threads wait tokens/s ratio same_tokens")
     for row in rows:
-        print(f"{row['artifact']} {row['threads']} "
+        print(f"{row['artifact']} {row['threads']} {row['wait']} "
               f"{row['tokens_per_second']:.1f} {row['ratio']:.2f} "
               f"{'yes' if row['same_tokens'] else 'NO'}")
     if args.json:
         with open(args.json, "w") as out:
             json.dump({"target": args.target, "min_work": args.min_work,
-                       "max_new_tokens": args.max_new_tokens, "runs": rows},
+                       "max_new_tokens": args.max_new_tokens,
+                       "load": args.load, "repeats": args.repeats,
+                       "runs": rows},
                       out, indent=2)
     if not all(row["same_tokens"] for row in rows):
         sys.exit("error: the thread count changed the tokens")

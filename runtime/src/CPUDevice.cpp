@@ -169,6 +169,14 @@ specrt_status HostLibrary::open(const std::string &directory,
   // Found through the library's dependencies, if it has parallel loops.
   setOpenMPThreads = reinterpret_cast<void (*)(int)>(
       dlsym(handle, "omp_set_num_threads"));
+  // Threads that spin at barriers (libomp's default, for 200 ms) halve the
+  // rate when another job holds the cores: a barrier waits for a thread the
+  // kernel descheduled while its peers burn their time slices (docs,
+  // "Threads under load"). Sleeping at once cost nothing measurable on an
+  // idle machine, where a parallel loop is large enough to be parallel.
+  setOpenMPBlocktime = reinterpret_cast<void (*)(int)>(
+      dlsym(handle, "kmp_set_blocktime"));
+  passiveWait = !std::getenv("OMP_WAIT_POLICY") && !std::getenv("KMP_BLOCKTIME");
   *base = weights;
   return SPECRT_OK;
 }
@@ -185,6 +193,8 @@ specrt_status HostLibrary::run(bool speculative, int64_t *prompt,
   specrt_entry_result result{};
   if (threads > 0 && setOpenMPThreads)
     setOpenMPThreads(threads);
+  if (passiveWait && setOpenMPBlocktime)
+    setOpenMPBlocktime(0);
   takeCheckFailure();
   (speculative ? generate : targetOnly)(&result, &input, maxNewTokens, seed,
                                         &stop);

@@ -118,9 +118,14 @@ public:
 
 private:
   void *handle = nullptr;
-  /// libomp's omp_set_num_threads, when the code links libomp.
+  /// libomp's omp_set_num_threads and kmp_set_blocktime, when the code
+  /// links libomp.
   void (*setOpenMPThreads)(int) = nullptr;
+  void (*setOpenMPBlocktime)(int) = nullptr;
   int threads = 0;
+  /// Whether threads sleep at once at a barrier (blocktime 0) instead of
+  /// spinning: unless OMP_WAIT_POLICY or KMP_BLOCKTIME say otherwise.
+  bool passiveWait = true;
   specrt_entry_fn generate = nullptr, targetOnly = nullptr;
 };
 

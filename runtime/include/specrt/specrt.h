@@ -61,7 +61,8 @@ typedef struct specrt_open_options {
   int verify_checksums;
   /* Threads the code's parallel loops use on the CPU (the column tiles of
    * large contractions; results are identical for any count). 0 (default):
-   * OpenMP's default, all cores or OMP_NUM_THREADS. */
+   * OpenMP's default, all cores or OMP_NUM_THREADS. Waiting threads sleep
+   * at once (blocktime 0) unless OMP_WAIT_POLICY or KMP_BLOCKTIME is set. */
   int threads;
 } specrt_open_options;
 
