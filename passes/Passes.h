@@ -3,6 +3,8 @@
 #ifndef SPECULA_PASSES_PASSES_H
 #define SPECULA_PASSES_PASSES_H
 
+#include "passes/Defaults.h"
+
 #include "mlir/Pass/Pass.h"
 
 namespace specula {

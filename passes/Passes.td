@@ -609,7 +609,7 @@ def SpecParallelizeColumns
     Example: `spec-opt --pass-pipeline='builtin.module(func.func(spec-parallelize-columns{min-work=65536}))'`
   }];
   let options = [
-    Option<"minWork", "min-work", "int64_t", "131072",
+    Option<"minWork", "min-work", "int64_t", "kDefaultParallelMinWork",
            "Multiply-adds per row (columns x depth) below which a "
            "contraction's column tiles stay on one thread">,
   ];
@@ -1084,7 +1084,7 @@ def SpecGPUContractions
            "weights' rows are contiguous and aligned (1, 2 or 4)">,
     Option<"sliceDepth", "slice-depth", "int64_t", "32",
            "Reduction steps per thread when the reduction is split">,
-    Option<"splitMinBytes", "split-min-bytes", "int64_t", "1048576",
+    Option<"splitMinBytes", "split-min-bytes", "int64_t", "kDefaultGPUSplitMinBytes",
            "Split the reduction of contractions whose shared operand has at "
            "least this many bytes (0: every one with a static reduction "
            "longer than slice-depth)">,

@@ -3,6 +3,8 @@
 #ifndef SPECULA_PASSES_PIPELINES_H
 #define SPECULA_PASSES_PIPELINES_H
 
+#include "passes/Defaults.h"
+
 #include "mlir/Pass/PassOptions.h"
 
 namespace mlir {
@@ -11,9 +13,6 @@ class OpPassManager;
 
 namespace specula {
 
-/// Weights of at least this many bytes have their contractions' reductions
-/// split among GPU threads (spec-gpu-contractions{split-min-bytes}).
-constexpr int64_t kDefaultGPUSplitMinBytes = 1 << 20;
 
 /// How a decoder is composed from imported models: the target with its
 /// draft, or with its Medusa heads or MTP modules; how it verifies; and
@@ -168,7 +167,7 @@ struct GraphToLLVMOptions : public mlir::PassPipelineOptions<GraphToLLVMOptions>
       llvm::cl::desc("With parallel-columns: multiply-adds per row below "
                      "which a contraction stays on one thread "
                      "(spec-parallelize-columns{min-work})"),
-      llvm::cl::init(131072)};
+      llvm::cl::init(kDefaultParallelMinWork)};
   Option<std::string> lineTables{
       *this, "line-tables",
       llvm::cl::desc("Write the IR to this file as its loops are scheduled "
@@ -232,7 +231,7 @@ struct SpecToCPUOptions : public mlir::PassPipelineOptions<SpecToCPUOptions> {
       *this, "parallel-min-work",
       llvm::cl::desc("Multiply-adds per row below which a contraction stays "
                      "on one thread (see spec-graph-to-llvm)"),
-      llvm::cl::init(131072)};
+      llvm::cl::init(kDefaultParallelMinWork)};
   Option<std::string> lineTables{
       *this, "line-tables",
       llvm::cl::desc("Write the scheduled IR to this file and give the code "

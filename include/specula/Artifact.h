@@ -24,57 +24,25 @@ namespace specula {
 
 enum class ArtifactDevice { CPU, CUDA };
 
+/// What writeArtifact and compileToLLVM do. The device pipeline's knobs are
+/// that pipeline's own options (passes/Pipelines.h declares each once, with
+/// its default); only what the artifact adds is declared here.
 struct ArtifactOptions {
   /// Where the decode loops' kernels run; the host code is for this host.
   ArtifactDevice device = ArtifactDevice::CPU;
-  /// CUDA: the GPU the PTX is for (sm_80, sm_90, ...).
-  std::string chip = "sm_90";
-  /// CUDA: the toolkit whose libdevice provides the kernels' math functions
-  /// (empty: $CUDA_HOME, else /usr/local/cuda).
-  std::string cudaToolkit;
-  /// CPU: run the CUDA schedule's loops (spec-gpu-schedule with this many
-  /// threads per block) instead of the CPU's own, to test it without a GPU
-  /// (0: off).
-  int64_t gpuScheduleThreads = 0;
-  /// Weights of at least this many bytes have their contractions'
-  /// reductions split among GPU threads (spec-gpu-contractions); with
-  /// gpuScheduleThreads, on the CPU too.
-  int64_t gpuSplitMinBytes = kDefaultGPUSplitMinBytes;
-  /// CUDA: contractions whose rows share an operand as
-  /// spec-gpu-contractions' row tiles (off: a thread per output).
-  bool gpuContractions = true;
-  /// CUDA: adjacent loop nests as one kernel, dependent ones over the same
-  /// iteration space, independent ones over both (spec-to-cuda{fuse-kernels}).
-  bool gpuFuseKernels = true;
-  /// CUDA: attention as spec-gpu-attention's two kernels per layer
-  /// (spec-to-cuda{attention}).
-  bool gpuAttention = true;
+  /// spec-to-cpu's options, for the CPU (their weights file is the
+  /// artifact's and set by the writer).
+  SpecToCPUOptions cpuPipeline;
+  /// spec-to-cuda's options, for CUDA (likewise).
+  SpecToCUDAOptions cudaPipeline;
   /// The spec.decoder to compile.
   std::string decoder = "decoder";
-  /// Positions each KV cache holds (0: the models' max_context).
-  int64_t capacity = 0;
-  /// CPU: constants of at least this many bytes go into the weights file
-  /// (CUDA moves all of them).
-  int64_t minWeightBytes = 1024;
   /// The C compiler driver that links the shared object; empty: `cc` from
   /// PATH.
   std::string linker;
   /// The CPU to generate code for: "native" (this host, with all its
   /// features) or an LLVM CPU name such as "x86-64-v3".
   std::string cpu = "native";
-  /// CPU: share the column tiles of large contractions among OpenMP threads
-  /// (spec-to-cpu{parallel-columns}); the library then links libomp and the
-  /// runtime sets the thread count. Outputs are identical for any count.
-  bool parallelColumns = true;
-  /// Multiply-adds per row below which a contraction stays on one thread.
-  int64_t parallelMinWork = 131072;
-  /// CPU: attention in one pass over the cache per query row
-  /// (spec-to-cpu{fuse-attention}).
-  bool fuseAttention = true;
-  /// CPU: write the scheduled IR to this file and give the shared object
-  /// line tables into it, so that a profiler attributes time to its ops
-  /// (spec-to-cpu{line-tables}); empty: none.
-  std::string lineTables;
   /// A Hugging Face tokenizer.json the artifact carries (with the
   /// tokenizer_config.json beside it, when there is one) for the runtime to
   /// tokenize with; empty: the byte-level tokenizer (ids 0-255 are bytes).

@@ -272,7 +272,7 @@ LogicalResult specula::compileToLLVM(ModuleOp module,
                                      StringRef weightsFile,
                                      TimingScope &timing) {
   bool cuda = options.device == ArtifactDevice::CUDA;
-  if (cuda && failed(checkCUDAChip(module, options.chip)))
+  if (cuda && failed(checkCUDAChip(module, options.cudaPipeline.chip)))
     return failure();
   // The bufferization and LLVM conversions work through interfaces that
   // upstream dialects register as extensions; the kernels' serialization and
@@ -287,26 +287,13 @@ LogicalResult specula::compileToLLVM(ModuleOp module,
   PassManager pm(module.getContext());
   if (cuda) {
     SpecToCUDAOptions pipeline;
-    pipeline.capacity = options.capacity;
-    pipeline.chip = options.chip;
-    pipeline.toolkit = options.cudaToolkit;
+    pipeline.copyOptionValuesFrom(options.cudaPipeline);
     pipeline.weightsFile = weightsFile.str();
-    pipeline.splitMinBytes = options.gpuSplitMinBytes;
-    pipeline.contractions = options.gpuContractions;
-    pipeline.fuseKernels = options.gpuFuseKernels;
-    pipeline.attention = options.gpuAttention;
     buildSpecToCUDAPipeline(pm, pipeline);
   } else {
     SpecToCPUOptions pipeline;
-    pipeline.capacity = options.capacity;
+    pipeline.copyOptionValuesFrom(options.cpuPipeline);
     pipeline.weightsFile = weightsFile.str();
-    pipeline.minWeightBytes = options.minWeightBytes;
-    pipeline.gpuScheduleThreads = options.gpuScheduleThreads;
-    pipeline.gpuSplitMinBytes = options.gpuSplitMinBytes;
-    pipeline.parallelColumns = options.parallelColumns;
-    pipeline.parallelMinWork = options.parallelMinWork;
-    pipeline.fuseAttention = options.fuseAttention;
-    pipeline.lineTables = options.lineTables;
     buildSpecToCPUPipeline(pm, pipeline);
   }
   TimingScope pipelineTiming =
@@ -333,7 +320,7 @@ LogicalResult specula::writeArtifact(ModuleOp module, StringRef path,
   if (failed(machine) || failed(linker))
     return failure();
   bool cuda = options.device == ArtifactDevice::CUDA;
-  if (cuda && failed(checkCUDAChip(module, options.chip)))
+  if (cuda && failed(checkCUDAChip(module, options.cudaPipeline.chip)))
     return failure();
 
   // Stage everything in a fresh directory beside the destination.
@@ -390,7 +377,7 @@ LogicalResult specula::writeArtifact(ModuleOp module, StringRef path,
       {"cpu", (*machine)->getTargetCPU().str()},
       {"features", usedFeatures(**machine)}};
   if (cuda) {
-    target["chip"] = options.chip;
+    target["chip"] = options.cudaPipeline.chip.getValue();
     target["ptx_isa"] = *ptx;
   }
   llvm::json::Object facts{

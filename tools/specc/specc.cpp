@@ -242,12 +242,15 @@ static cl::opt<bool> parallelColumns(
              "contractions among threads (OpenMP; spec-run --threads sets "
              "how many); outputs are identical for any count (default: on)"),
     cl::init(true), cl::cat(category));
+// cl::desc keeps a reference: the text must outlive the option.
+static const std::string parallelMinWorkHelp =
+    "With --parallel-columns: multiply-adds per row below which a "
+    "contraction stays on one thread (default " +
+    std::to_string(kDefaultParallelMinWork) +
+    "; smaller ones cost less than waking threads)";
 static cl::opt<int64_t> parallelMinWork(
-    "parallel-min-work",
-    cl::desc("With --parallel-columns: multiply-adds per row below which a "
-             "contraction stays on one thread (default 131072; smaller "
-             "ones cost less than waking threads)"),
-    cl::init(131072), cl::cat(category));
+    "parallel-min-work", cl::desc(parallelMinWorkHelp),
+    cl::init(kDefaultParallelMinWork), cl::cat(category));
 static cl::opt<bool> fuseAttention(
     "fuse-attention",
     cl::desc("With --device cpu: compute attention in one pass over the "
@@ -738,23 +741,26 @@ static LogicalResult importModels(ModuleOp module, ComposeOptions &compose) {
 }
 
 /// The artifact writer's options from the flags.
-static ArtifactOptions getArtifactOptions(std::string tokenizer) {
-  ArtifactOptions options;
+static void getArtifactOptions(std::string tokenizer, ArtifactOptions &options) {
   options.device = device;
-  options.chip = chip;
-  options.cudaToolkit = cudaToolkit;
-  options.capacity = capacity;
-  options.gpuScheduleThreads = gpuScheduleOnCPU;
-  options.gpuSplitMinBytes = gpuSplitMinBytes;
-  options.gpuContractions = gpuContractions;
-  options.gpuFuseKernels = gpuFuseKernels;
-  options.gpuAttention = gpuAttention;
+  SpecToCUDAOptions &cuda = options.cudaPipeline;
+  cuda.chip = chip;
+  cuda.toolkit = cudaToolkit;
+  cuda.capacity = capacity;
+  cuda.splitMinBytes = gpuSplitMinBytes;
+  cuda.contractions = gpuContractions;
+  cuda.fuseKernels = gpuFuseKernels;
+  cuda.attention = gpuAttention;
+  SpecToCPUOptions &cpuPipeline = options.cpuPipeline;
+  cpuPipeline.capacity = capacity;
+  cpuPipeline.gpuScheduleThreads = gpuScheduleOnCPU;
+  cpuPipeline.gpuSplitMinBytes = gpuSplitMinBytes;
+  cpuPipeline.parallelColumns = parallelColumns;
+  cpuPipeline.parallelMinWork = parallelMinWork;
+  cpuPipeline.fuseAttention = fuseAttention;
+  cpuPipeline.lineTables = lineTables;
   options.linker = linker;
   options.cpu = cpu;
-  options.parallelColumns = parallelColumns;
-  options.parallelMinWork = parallelMinWork;
-  options.fuseAttention = fuseAttention;
-  options.lineTables = lineTables;
   options.tokenizer = std::move(tokenizer);
   options.codegenThreads = codegenThreads;
   // All of an export folder's EOS ids stop generation.
@@ -766,7 +772,6 @@ static ArtifactOptions getArtifactOptions(std::string tokenizer) {
           std::to_string(token) != targetFolderMetadata["eos_token_id"])
         options.stopTokens.push_back(token);
     }
-  return options;
 }
 
 /// Prints `module` to -o.
@@ -855,7 +860,8 @@ int main(int argc, char **argv) {
     return 1;
   compositionTiming.stop();
 
-  ArtifactOptions options = getArtifactOptions(std::move(*tokenizer));
+  ArtifactOptions options;
+  getArtifactOptions(std::move(*tokenizer), options);
   if (*what == Emit::Artifact)
     return failed(writeArtifact(*module, outputPath, options, rootTiming));
   // What writeArtifact compiles, without the object code.

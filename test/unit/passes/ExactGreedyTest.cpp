@@ -356,7 +356,7 @@ TEST_F(ExactGreedyTest, MTPModuleChainDecoder) {
 // mapping keep greedy exact.
 TEST_F(ExactGreedyTest, DraftDecoderOnTheGPUSchedule) {
   ArtifactOptions options;
-  options.gpuScheduleThreads = 128;
+  options.cpuPipeline.gpuScheduleThreads = 128;
   expectExact([&](ModuleOp module, PassManager &pm) { pairDraft(module, pm); },
               2.0, options);
 }
@@ -365,8 +365,8 @@ TEST_F(ExactGreedyTest, DraftDecoderOnTheGPUSchedule) {
 // (partial sums per slice, added in slice order): still batch invariant.
 TEST_F(ExactGreedyTest, DraftDecoderOnTheGPUScheduleSplitReductions) {
   ArtifactOptions options;
-  options.gpuScheduleThreads = 128;
-  options.gpuSplitMinBytes = 0;
+  options.cpuPipeline.gpuScheduleThreads = 128;
+  options.cpuPipeline.gpuSplitMinBytes = 0;
   expectExact([&](ModuleOp module, PassManager &pm) { pairDraft(module, pm); },
               2.0, options);
 }
@@ -375,7 +375,7 @@ TEST_F(ExactGreedyTest, DraftDecoderOnTheGPUScheduleSplitReductions) {
 // the CUDA schedule's loops.
 TEST_F(ExactGreedyTest, MedusaTreeDecoderOnTheGPUSchedule) {
   ArtifactOptions options;
-  options.gpuScheduleThreads = 128;
+  options.cpuPipeline.gpuScheduleThreads = 128;
   expectExactMedusaTree(options);
 }
 
@@ -383,6 +383,6 @@ TEST_F(ExactGreedyTest, MedusaTreeDecoderOnTheGPUSchedule) {
 // loops.
 TEST_F(ExactGreedyTest, DraftTreeDecoderOnTheGPUSchedule) {
   ArtifactOptions options;
-  options.gpuScheduleThreads = 128;
+  options.cpuPipeline.gpuScheduleThreads = 128;
   expectExactDraftTree(options);
 }
