@@ -23,30 +23,40 @@
 using namespace mlir;
 using namespace specula;
 
+namespace {
+/// What the CPU and the CUDA pipelines do differently up to bufferization.
+struct BufferizationSteps {
+  bool fuseElementwise = true;
+  /// Elementwise ops read transposes' inputs in place
+  /// (spec-fuse-elementwise{fold-transposes}), for the GPU's kernels; the
+  /// CPU's vectorized loops prefer the copy.
+  bool foldTransposes = false;
+  /// The CPU's register-blocked contractions (weights, attention keys and
+  /// values), scheduled on tensors (spec-block-contractions).
+  bool blockContractions = false;
+  /// The importer's attention chain as it is, as the CPU's loops
+  /// (spec-fuse-attention) or as the GPU's kernels (spec-gpu-attention).
+  enum class Attention { Unfused, CPULoops, GPUKernels } attention =
+      Attention::Unfused;
+};
+} // namespace
+
 /// Model functions and decode loops on tensors to buffers: the part of the
 /// compilation every device shares.
-/// `blockContractions`: the CPU's register-blocked contractions (weights,
-/// attention keys and values), scheduled on tensors (spec-block-contractions).
-/// `fuseAttention`: the CPU's attention loops (spec-fuse-attention);
-/// `gpuAttention`: the GPU's attention kernels (spec-gpu-attention).
-/// `foldTransposes`: elementwise ops read transposes' inputs in place
-/// (spec-fuse-elementwise{fold-transposes}), for the GPU's kernels; the
-/// CPU's vectorized loops prefer the copy.
-static void buildBufferizationPipeline(OpPassManager &pm, bool fuseElementwise,
-                                       bool blockContractions,
-                                       bool fuseAttention, bool gpuAttention,
-                                       bool foldTransposes) {
+static void buildBufferizationPipeline(OpPassManager &pm,
+                                       const BufferizationSteps &steps) {
+  using Attention = BufferizationSteps::Attention;
   pm.addPass(createSpecFoldShapeTensors());
   pm.addPass(createCanonicalizerPass());
   pm.addPass(createCSEPass());
-  if (fuseElementwise) {
+  if (steps.fuseElementwise) {
     SpecFuseElementwiseOptions fuse;
-    fuse.foldTransposes = foldTransposes;
+    fuse.foldTransposes = steps.foldTransposes;
     pm.addPass(createSpecFuseElementwise(fuse));
   }
-  if (fuseAttention)
+  if (steps.attention == Attention::CPULoops)
     pm.addNestedPass<func::FuncOp>(createSpecFuseAttention());
-  else if (gpuAttention)
+  else if (steps.attention == Attention::GPUKernels)
     pm.addNestedPass<func::FuncOp>(createSpecGPUAttention());
   // A rank-reducing slice's sizes (each layer's cached keys and values) are
   // not folded by canonicalization: resolved, every layer computes what it
@@ -65,7 +75,7 @@ static void buildBufferizationPipeline(OpPassManager &pm, bool fuseElementwise,
   // where possible, allocate the rest.
   pm.addPass(bufferization::createEmptyTensorEliminationPass());
   // After the elimination, whose analysis grows fast with the tiles' slices.
-  if (blockContractions)
+  if (steps.blockContractions)
     pm.addNestedPass<func::FuncOp>(createSpecBlockContractions());
   pm.addPass(bufferization::createEmptyTensorToAllocTensorPass());
   bufferization::OneShotBufferizePassOptions bufferize;
@@ -187,11 +197,14 @@ void specula::buildComposePipeline(OpPassManager &pm,
 void specula::buildGraphToLLVMPipeline(OpPassManager &pm,
                                        const GraphToLLVMOptions &options) {
   bool gpuSchedule = options.gpuScheduleThreads > 0;
-  buildBufferizationPipeline(pm, options.fuseElementwise,
-                             options.blockContractions && !gpuSchedule,
-                             options.fuseAttention && !gpuSchedule,
-                             options.fuseAttention && gpuSchedule,
-                             /*foldTransposes=*/gpuSchedule);
+  BufferizationSteps steps;
+  steps.fuseElementwise = options.fuseElementwise;
+  steps.foldTransposes = gpuSchedule;
+  steps.blockContractions = options.blockContractions && !gpuSchedule;
+  if (options.fuseAttention)
+    steps.attention = gpuSchedule ? BufferizationSteps::Attention::GPUKernels
+                                  : BufferizationSteps::Attention::CPULoops;
+  buildBufferizationPipeline(pm, steps);
   bool parallel = options.parallelColumns && options.blockContractions &&
                   !gpuSchedule;
   if (parallel) {
@@ -276,10 +289,11 @@ void specula::buildSpecToCPUPipeline(OpPassManager &pm,
 void specula::buildSpecToCUDAPipeline(OpPassManager &pm,
                                       const SpecToCUDAOptions &options) {
   buildDecoderToTensorsPipeline(pm, options.capacity, /*argmaxLanes=*/0);
-  buildBufferizationPipeline(pm, /*fuseElementwise=*/true,
-                             /*blockContractions=*/false,
-                             /*fuseAttention=*/false, options.attention,
-                             /*foldTransposes=*/true);
+  BufferizationSteps steps;
+  steps.foldTransposes = true;
+  if (options.attention)
+    steps.attention = BufferizationSteps::Attention::GPUKernels;
+  buildBufferizationPipeline(pm, steps);
 
   // The device split: linalg ops and copies become kernels; the decode
   // loops' control and scalar bookkeeping stay on the host.
