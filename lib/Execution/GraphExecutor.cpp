@@ -233,10 +233,9 @@ GraphExecutor::compile(ModuleOp module, StringRef function,
   } else {
     llvm::consumeError(hostBuilder.takeError());
   }
-  // ExecutionEngineOptions::transformer is a function_ref: the function it
-  // refers to must outlive create().
-  // The artifact writer's O3 (no LLVM unrollers), so that what tests run
-  // is optimized as artifacts are.
+  // The artifact writer's O3 (no LLVM unrollers), so that what tests run is
+  // optimized as artifacts are. ExecutionEngineOptions::transformer is a
+  // function_ref: the function it refers to must outlive create().
   std::function<llvm::Error(llvm::Module *)> optimize =
       [&host](llvm::Module *module) {
         optimizeHostModule(*module, host.get());

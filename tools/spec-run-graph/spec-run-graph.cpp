@@ -35,9 +35,9 @@
 
 #include <cmath>
 #include <cstring>
+#include <iostream>
 #include <map>
 #include <sys/wait.h>
-#include <iostream>
 #include <unistd.h>
 
 using namespace mlir;
