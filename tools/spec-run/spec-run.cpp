@@ -113,42 +113,18 @@ double perTokenAcceptance(double mean, int64_t gamma) {
 
 using namespace specrun;
 
-int main(int argc, char **argv) {
-  Options o;
-  if (int rc = parseOptions(argc, argv, o); rc >= 0)
-    return rc;
-
-  specrt_open_options openOptions;
-  specrt_open_options_init(&openOptions);
-  openOptions.device = o.device;
-  openOptions.threads = static_cast<int>(o.threads);
-  specrt_model *model = nullptr;
-  if (specrt_open(o.model.c_str(), &openOptions, &model) != SPECRT_OK) {
-    std::fprintf(stderr, "spec-run: error: %s\n", specrt_last_error());
-    return 1;
-  }
-  struct Closer {
-    specrt_model *m;
-    ~Closer() { specrt_close(m); }
-  } closer{model};
+namespace {
+/// One spec-run invocation: the open model, the prompt and what is streamed.
+struct Session {
+  const Options &o;
+  specrt_model *model;
   specrt_model_info info;
-  specrt_get_model_info(model, &info);
-
   std::vector<int64_t> prompt;
-  if (o.promptIds) {
-    prompt = *o.promptIds;
-  } else {
-    std::string text = o.prompt.value_or("");
-    size_t count = 0;
-    specrt_tokenize(model, text.data(), text.size(), 1, nullptr, 0, &count);
-    prompt.resize(count);
-    specrt_tokenize(model, text.data(), text.size(), 1, prompt.data(),
-                    prompt.size(), &count);
-  }
+  Printer stream;
 
-  // Decoded once into a buffer of a likely size; again only when it was
-  // too small (streaming decodes on every token).
-  auto text = [&](const std::vector<int64_t> &ids) {
+  /// Decoded once into a buffer of a likely size; again only when it was
+  /// too small (streaming decodes on every token).
+  std::string text(const std::vector<int64_t> &ids) const {
     std::string out(ids.size() * 8 + 16, '\0');
     size_t length = 0;
     specrt_detokenize(model, ids.data(), ids.size(), out.data(), out.size(),
@@ -160,214 +136,227 @@ int main(int argc, char **argv) {
     }
     out.resize(length);
     return out;
-  };
-
-  // Streaming: the text each committed token adds, printed as the rounds
-  // commit them (specrt::TextStream: decoded in a window of the last
-  // tokens, held back inside a UTF-8 character).
-  bool streaming = !o.json && !o.noStream;
-  Printer stream{specrt::TextStream(model, prompt), {}};
-
-  auto generate = [&](bool speculative, Run &run, bool stream_) -> bool {
-    specrt_generate_options g;
-    specrt_generate_options_init(&g);
-    g.max_new_tokens = o.maxNewTokens;
-    g.seed = o.seed;
-    g.speculative = speculative;
-    g.stop_tokens = o.stopTokens.data();
-    g.num_stop_tokens = o.stopTokens.size();
-    g.temperature = o.temperature;
-    g.top_k = o.topK;
-    g.top_p = o.topP;
-    for (int64_t i = 0; i < o.warmup; ++i) {
-      if (specrt_generate(model, prompt.data(), prompt.size(), &g,
-                          &run.stats) != SPECRT_OK)
-        break; // the measured run reports the error
-      specrt_result_free(&run.stats);
-    }
-    if (stream_) {
-      std::fputs(text(prompt).c_str(), stdout);
-      std::fflush(stdout);
-      g.on_token = Printer::onToken;
-      g.user_data = &stream;
-    }
-    if (specrt_generate(model, prompt.data(), prompt.size(), &g,
-                        &run.stats) != SPECRT_OK) {
-      std::fprintf(stderr, "spec-run: error: %s\n", specrt_last_error());
-      return false;
-    }
-    run.tokens.assign(run.stats.tokens,
-                      run.stats.tokens + run.stats.num_tokens);
-    run.acceptedPerPosition.assign(run.stats.accepted_per_position,
-                                   run.stats.accepted_per_position +
-                                       run.stats.num_positions);
-    run.roundsByFinalNode.assign(run.stats.rounds_by_final_node,
-                                 run.stats.rounds_by_final_node +
-                                     run.stats.num_tree_rows);
-    specrt_result_free(&run.stats); // the statistics stay; tokens are copied
-    run.stats.num_tokens = run.tokens.size();
-    return true;
-  };
-  std::optional<Run> speculative, plain;
-  if (!o.noSpeculation) {
-    speculative.emplace();
-    if (!generate(true, *speculative, streaming))
-      return 1;
-  }
-  if (o.noSpeculation || o.compare) {
-    plain.emplace();
-    if (!generate(false, *plain, streaming && o.noSpeculation))
-      return 1;
   }
 
-  // The text the new tokens add to the prompt's. Decoded together: a
-  // tokenizer's decoder may treat a token differently at the start of a
-  // text (SentencePiece-style ones drop the first space).
-  auto continuation = [&](const std::vector<int64_t> &generated) {
+  /// The text the new tokens add to the prompt's. Decoded together: a
+  /// tokenizer's decoder may treat a token differently at the start of a
+  /// text (SentencePiece-style ones drop the first space).
+  std::string continuation(const std::vector<int64_t> &generated) const {
     std::vector<int64_t> all = prompt;
     all.insert(all.end(), generated.begin(), generated.end());
     std::string whole = text(all), start = text(prompt);
     return whole.compare(0, start.size(), start) == 0 ? whole.substr(start.size())
                                                       : text(generated);
-  };
-
-  if (!o.profile.empty()) {
-    if (!speculative) {
-      std::fprintf(stderr, "spec-run: error: --profile measures speculation; "
-                           "drop --no-speculation\n");
-      return 1;
-    }
-    const specrt_result &s = speculative->stats;
-    // With --compare, the draft's (or MTP module's) steps and the verify
-    // steps are measured against a plain target step: spec-choose-gamma's c
-    // and v (per verified row after the first: a tree verifies a row per
-    // candidate).
-    std::string measured;
-    std::string proposer = info.proposer;
-    if (plain && s.rounds > 0 && plain->stats.rounds > 0) {
-      double step = plain->stats.verify_seconds / plain->stats.rounds;
-      double verifyStep = s.verify_seconds / s.rounds;
-      double extraRows = static_cast<double>(
-          info.tree_nodes ? static_cast<int64_t>(info.tree_nodes)
-                          : info.proposals);
-      char buffer[128];
-      if ((proposer == "draft" || proposer == "mtp-module") &&
-          s.propose_seconds > 0) {
-        double draftStep = s.propose_seconds /
-                           (s.rounds * static_cast<double>(info.proposals));
-        std::snprintf(buffer, sizeof(buffer), ",\n  \"cost_ratio\": %.6f",
-                      draftStep / step);
-        measured = buffer;
-      }
-      std::snprintf(buffer, sizeof(buffer), ",\n  \"verify_cost\": %.6f",
-                    std::max(0.0, (verifyStep / step - 1.0) / extraRows));
-      measured += buffer;
-    }
-    // A tree's rounds by final node: specc --tree auto estimates each
-    // candidate rank's acceptance per depth from them.
-    if (info.tree_nodes > 0) {
-      measured += ",\n  \"tree\": {\n    \"parents\": [" +
-                  formatIntegers(info.tree_parents, info.tree_nodes) +
-                  "],\n    \"ranks\": [" +
-                  formatIntegers(info.tree_ranks, info.tree_nodes) +
-                  "],\n    \"rounds_by_final_node\": [" +
-                  formatIntegers(speculative->roundsByFinalNode.data(),
-                                 speculative->roundsByFinalNode.size()) +
-                  "]\n  }";
-    }
-    std::string path = o.profile + ".partial";
-    FILE *f = std::fopen(path.c_str(), "w");
-    bool ok = f != nullptr;
-    if (f) {
-      ok = std::fprintf(
-               f,
-               "{\n  \"proposer\": %s,\n  \"proposals\": %lld,\n"
-               "  \"new_tokens\": %zu,\n  \"target_forwards\": %lld,\n"
-               "  \"mean_accepted_length\": %.6f,\n"
-               "  \"acceptance_rate\": %.6f,\n"
-               "  \"accepted_per_position\": [%s],\n"
-               "  \"per_token_acceptance\": %.6f%s\n}\n",
-               jsonString(info.proposer).c_str(),
-               static_cast<long long>(info.proposals), s.num_tokens,
-               static_cast<long long>(s.target_forwards),
-               s.mean_accepted_length, s.acceptance_rate,
-               formatList(speculative->acceptedPerPosition, "%.6f", ", ")
-                   .c_str(),
-               perTokenAcceptance(s.mean_accepted_length, info.proposals),
-               measured.c_str()) > 0;
-      ok = std::fclose(f) == 0 && ok;
-    }
-    if (!ok || std::rename(path.c_str(), o.profile.c_str()) != 0) {
-      std::remove(path.c_str());
-      std::fprintf(stderr, "spec-run: error: cannot write the profile '%s': %s\n",
-                   o.profile.c_str(), std::strerror(errno));
-      return 1;
-    }
   }
 
-  static const char *kStopReasons[] = {"max_new_tokens", "stop_token",
-                                       "context_full", "cancelled"};
-  if (o.json) {
-    auto stats = [&](const Run &run, bool withAcceptance) {
-      const specrt_result &s = run.stats;
-      std::string out = "{\n    \"text\": " + jsonString(continuation(run.tokens));
-      out += ",\n    \"token_ids\": [" +
-             formatIntegers(run.tokens.data(), run.tokens.size()) + "]";
-      char buffer[512];
-      std::snprintf(
-          buffer, sizeof(buffer),
-          ",\n    \"new_tokens\": %zu,\n    \"stop_reason\": \"%s\",\n"
-          "    \"target_forwards\": %lld,\n"
-          "    \"tokens_per_target_forward\": %.6f,\n"
-          "    \"seconds\": %.6f,\n    \"propose_seconds\": %.6f,\n"
-          "    \"verify_seconds\": %.6f,\n    \"tokens_per_second\": %.3f",
-          s.num_tokens, kStopReasons[s.stop_reason],
-          static_cast<long long>(s.target_forwards), s.mean_accepted_length,
-          s.seconds, s.propose_seconds, s.verify_seconds,
-          s.tokens_per_second);
+  bool generate(bool speculative, Run &run, bool streamed);
+};
+
+/// The prompt's token ids: given, or the prompt text tokenized.
+std::vector<int64_t> tokenizePrompt(const Options &o, specrt_model *model) {
+  if (o.promptIds)
+    return *o.promptIds;
+  std::string text = o.prompt.value_or("");
+  size_t count = 0;
+  specrt_tokenize(model, text.data(), text.size(), 1, nullptr, 0, &count);
+  std::vector<int64_t> prompt(count);
+  specrt_tokenize(model, text.data(), text.size(), 1, prompt.data(),
+                  prompt.size(), &count);
+  return prompt;
+}
+
+/// Generates (after --warmup untimed runs) into `run`; `streamed` prints
+/// the text as the rounds commit it.
+bool Session::generate(bool speculative, Run &run, bool streamed) {
+  specrt_generate_options g;
+  specrt_generate_options_init(&g);
+  g.max_new_tokens = o.maxNewTokens;
+  g.seed = o.seed;
+  g.speculative = speculative;
+  g.stop_tokens = o.stopTokens.data();
+  g.num_stop_tokens = o.stopTokens.size();
+  g.temperature = o.temperature;
+  g.top_k = o.topK;
+  g.top_p = o.topP;
+  for (int64_t i = 0; i < o.warmup; ++i) {
+    if (specrt_generate(model, prompt.data(), prompt.size(), &g,
+                        &run.stats) != SPECRT_OK)
+      break; // the measured run reports the error
+    specrt_result_free(&run.stats);
+  }
+  if (streamed) {
+    std::fputs(text(prompt).c_str(), stdout);
+    std::fflush(stdout);
+    g.on_token = Printer::onToken;
+    g.user_data = &stream;
+  }
+  if (specrt_generate(model, prompt.data(), prompt.size(), &g,
+                      &run.stats) != SPECRT_OK) {
+    std::fprintf(stderr, "spec-run: error: %s\n", specrt_last_error());
+    return false;
+  }
+  run.tokens.assign(run.stats.tokens,
+                    run.stats.tokens + run.stats.num_tokens);
+  run.acceptedPerPosition.assign(run.stats.accepted_per_position,
+                                 run.stats.accepted_per_position +
+                                     run.stats.num_positions);
+  run.roundsByFinalNode.assign(run.stats.rounds_by_final_node,
+                               run.stats.rounds_by_final_node +
+                                   run.stats.num_tree_rows);
+  specrt_result_free(&run.stats); // the statistics stay; tokens are copied
+  run.stats.num_tokens = run.tokens.size();
+  return true;
+}
+
+/// --profile: the measured acceptance (and, with --compare, the costs) as
+/// JSON for specc --profile, written whole or not at all.
+bool writeProfile(const Session &session, const std::optional<Run> &speculative,
+                  const std::optional<Run> &plain) {
+  const Options &o = session.o;
+  const specrt_model_info &info = session.info;
+  if (!speculative) {
+    std::fprintf(stderr, "spec-run: error: --profile measures speculation; "
+                         "drop --no-speculation\n");
+    return false;
+  }
+  const specrt_result &s = speculative->stats;
+  // With --compare, the draft's (or MTP module's) steps and the verify
+  // steps are measured against a plain target step: spec-choose-gamma's c
+  // and v (per verified row after the first: a tree verifies a row per
+  // candidate).
+  std::string measured;
+  std::string proposer = info.proposer;
+  if (plain && s.rounds > 0 && plain->stats.rounds > 0) {
+    double step = plain->stats.verify_seconds / plain->stats.rounds;
+    double verifyStep = s.verify_seconds / s.rounds;
+    double extraRows = static_cast<double>(
+        info.tree_nodes ? static_cast<int64_t>(info.tree_nodes)
+                        : info.proposals);
+    char buffer[128];
+    if ((proposer == "draft" || proposer == "mtp-module") &&
+        s.propose_seconds > 0) {
+      double draftStep = s.propose_seconds /
+                         (s.rounds * static_cast<double>(info.proposals));
+      std::snprintf(buffer, sizeof(buffer), ",\n  \"cost_ratio\": %.6f",
+                    draftStep / step);
+      measured = buffer;
+    }
+    std::snprintf(buffer, sizeof(buffer), ",\n  \"verify_cost\": %.6f",
+                  std::max(0.0, (verifyStep / step - 1.0) / extraRows));
+    measured += buffer;
+  }
+  // A tree's rounds by final node: specc --tree auto estimates each
+  // candidate rank's acceptance per depth from them.
+  if (info.tree_nodes > 0) {
+    measured += ",\n  \"tree\": {\n    \"parents\": [" +
+                formatIntegers(info.tree_parents, info.tree_nodes) +
+                "],\n    \"ranks\": [" +
+                formatIntegers(info.tree_ranks, info.tree_nodes) +
+                "],\n    \"rounds_by_final_node\": [" +
+                formatIntegers(speculative->roundsByFinalNode.data(),
+                               speculative->roundsByFinalNode.size()) +
+                "]\n  }";
+  }
+  std::string path = o.profile + ".partial";
+  FILE *f = std::fopen(path.c_str(), "w");
+  bool ok = f != nullptr;
+  if (f) {
+    ok = std::fprintf(
+             f,
+             "{\n  \"proposer\": %s,\n  \"proposals\": %lld,\n"
+             "  \"new_tokens\": %zu,\n  \"target_forwards\": %lld,\n"
+             "  \"mean_accepted_length\": %.6f,\n"
+             "  \"acceptance_rate\": %.6f,\n"
+             "  \"accepted_per_position\": [%s],\n"
+             "  \"per_token_acceptance\": %.6f%s\n}\n",
+             jsonString(info.proposer).c_str(),
+             static_cast<long long>(info.proposals), s.num_tokens,
+             static_cast<long long>(s.target_forwards),
+             s.mean_accepted_length, s.acceptance_rate,
+             formatList(speculative->acceptedPerPosition, "%.6f", ", ")
+                 .c_str(),
+             perTokenAcceptance(s.mean_accepted_length, info.proposals),
+             measured.c_str()) > 0;
+    ok = std::fclose(f) == 0 && ok;
+  }
+  if (!ok || std::rename(path.c_str(), o.profile.c_str()) != 0) {
+    std::remove(path.c_str());
+    std::fprintf(stderr, "spec-run: error: cannot write the profile '%s': %s\n",
+                 o.profile.c_str(), std::strerror(errno));
+    return false;
+  }
+  return true;
+}
+
+const char *const kStopReasons[] = {"max_new_tokens", "stop_token",
+                                    "context_full", "cancelled"};
+
+/// --json: the text, the tokens and the statistics of each run.
+void printJson(const Session &session, const std::optional<Run> &speculative,
+               const std::optional<Run> &plain) {
+  const specrt_model_info &info = session.info;
+  auto stats = [&](const Run &run, bool withAcceptance) {
+    const specrt_result &s = run.stats;
+    std::string out = "{\n    \"text\": " + jsonString(session.continuation(run.tokens));
+    out += ",\n    \"token_ids\": [" +
+           formatIntegers(run.tokens.data(), run.tokens.size()) + "]";
+    char buffer[512];
+    std::snprintf(
+        buffer, sizeof(buffer),
+        ",\n    \"new_tokens\": %zu,\n    \"stop_reason\": \"%s\",\n"
+        "    \"target_forwards\": %lld,\n"
+        "    \"tokens_per_target_forward\": %.6f,\n"
+        "    \"seconds\": %.6f,\n    \"propose_seconds\": %.6f,\n"
+        "    \"verify_seconds\": %.6f,\n    \"tokens_per_second\": %.3f",
+        s.num_tokens, kStopReasons[s.stop_reason],
+        static_cast<long long>(s.target_forwards), s.mean_accepted_length,
+        s.seconds, s.propose_seconds, s.verify_seconds,
+        s.tokens_per_second);
+    out += buffer;
+    if (withAcceptance) {
+      std::snprintf(buffer, sizeof(buffer),
+                    ",\n    \"acceptance_rate\": %.6f", s.acceptance_rate);
       out += buffer;
-      if (withAcceptance) {
-        std::snprintf(buffer, sizeof(buffer),
-                      ",\n    \"acceptance_rate\": %.6f", s.acceptance_rate);
-        out += buffer;
-        out += ",\n    \"accepted_per_position\": [" +
-               formatList(run.acceptedPerPosition, "%.6f", ", ") + "]";
-        if (!run.roundsByFinalNode.empty())
-          out += ",\n    \"rounds_by_final_node\": [" +
-                 formatIntegers(run.roundsByFinalNode.data(),
-                                run.roundsByFinalNode.size()) +
-                 "]";
-      }
-      return out + "\n  }";
-    };
-    std::string out = "{\n  \"proposer\": " + jsonString(info.proposer) +
-                      ",\n  \"proposals\": " + std::to_string(info.proposals) +
-                      ",\n  \"verify\": " + jsonString(info.verify);
-    if (speculative)
-      out += ",\n  \"speculative\": " + stats(*speculative, true);
-    if (plain)
-      out += ",\n  \"no_speculation\": " + stats(*plain, false);
-    if (speculative && plain) {
-      char buffer[128];
-      std::snprintf(buffer, sizeof(buffer), ",\n  \"speedup\": %.6f",
-                    plain->stats.seconds / speculative->stats.seconds);
-      out += std::string(",\n  \"identical\": ") +
-             (speculative->tokens == plain->tokens ? "true" : "false") +
-             buffer;
+      out += ",\n    \"accepted_per_position\": [" +
+             formatList(run.acceptedPerPosition, "%.6f", ", ") + "]";
+      if (!run.roundsByFinalNode.empty())
+        out += ",\n    \"rounds_by_final_node\": [" +
+               formatIntegers(run.roundsByFinalNode.data(),
+                              run.roundsByFinalNode.size()) +
+               "]";
     }
-    std::printf("%s\n}\n", out.c_str());
-    return 0;
+    return out + "\n  }";
+  };
+  std::string out = "{\n  \"proposer\": " + jsonString(info.proposer) +
+                    ",\n  \"proposals\": " + std::to_string(info.proposals) +
+                    ",\n  \"verify\": " + jsonString(info.verify);
+  if (speculative)
+    out += ",\n  \"speculative\": " + stats(*speculative, true);
+  if (plain)
+    out += ",\n  \"no_speculation\": " + stats(*plain, false);
+  if (speculative && plain) {
+    char buffer[128];
+    std::snprintf(buffer, sizeof(buffer), ",\n  \"speedup\": %.6f",
+                  plain->stats.seconds / speculative->stats.seconds);
+    out += std::string(",\n  \"identical\": ") +
+           (speculative->tokens == plain->tokens ? "true" : "false") +
+           buffer;
   }
+  std::printf("%s\n}\n", out.c_str());
+}
 
+/// The text (the rest of what was streamed) and each run's statistics.
+void printText(const Session &session, const std::optional<Run> &speculative,
+               const std::optional<Run> &plain, bool streaming) {
   const Run &shown = speculative ? *speculative : *plain;
   if (streaming) {
     // What the window held back at the end.
-    std::string all = continuation(shown.tokens);
-    if (all.compare(0, stream.printed.size(), stream.printed) == 0)
-      std::fputs(all.c_str() + stream.printed.size(), stdout);
+    std::string all = session.continuation(shown.tokens);
+    if (all.compare(0, session.stream.printed.size(), session.stream.printed) == 0)
+      std::fputs(all.c_str() + session.stream.printed.size(), stdout);
     std::printf("\n\n");
   } else {
-    std::printf("%s%s\n\n", text(prompt).c_str(), continuation(shown.tokens).c_str());
+    std::printf("%s%s\n\n", session.text(session.prompt).c_str(), session.continuation(shown.tokens).c_str());
   }
   auto report = [&](const char *name, const Run &run, bool withAcceptance) {
     const specrt_result &s = run.stats;
@@ -394,5 +383,52 @@ int main(int argc, char **argv) {
     std::printf("speedup %.2fx; outputs %s\n",
                 plain->stats.seconds / speculative->stats.seconds,
                 speculative->tokens == plain->tokens ? "identical" : "differ");
+}
+} // namespace
+
+int main(int argc, char **argv) {
+  Options o;
+  if (int rc = parseOptions(argc, argv, o); rc >= 0)
+    return rc;
+
+  specrt_open_options openOptions;
+  specrt_open_options_init(&openOptions);
+  openOptions.device = o.device;
+  openOptions.threads = static_cast<int>(o.threads);
+  specrt_model *model = nullptr;
+  if (specrt_open(o.model.c_str(), &openOptions, &model) != SPECRT_OK) {
+    std::fprintf(stderr, "spec-run: error: %s\n", specrt_last_error());
+    return 1;
+  }
+  struct Closer {
+    specrt_model *m;
+    ~Closer() { specrt_close(m); }
+  } closer{model};
+  std::vector<int64_t> prompt = tokenizePrompt(o, model);
+  // Streaming: the text each committed token adds, printed as the rounds
+  // commit them (specrt::TextStream: decoded in a window of the last
+  // tokens, held back inside a UTF-8 character).
+  Session session{o, model, {}, prompt,
+                  Printer{specrt::TextStream(model, prompt), {}}};
+  specrt_get_model_info(model, &session.info);
+  bool streaming = !o.json && !o.noStream;
+
+  std::optional<Run> speculative, plain;
+  if (!o.noSpeculation) {
+    speculative.emplace();
+    if (!session.generate(true, *speculative, streaming))
+      return 1;
+  }
+  if (o.noSpeculation || o.compare) {
+    plain.emplace();
+    if (!session.generate(false, *plain, streaming && o.noSpeculation))
+      return 1;
+  }
+  if (!o.profile.empty() && !writeProfile(session, speculative, plain))
+    return 1;
+  if (o.json)
+    printJson(session, speculative, plain);
+  else
+    printText(session, speculative, plain, streaming);
   return 0;
 }
