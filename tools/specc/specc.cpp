@@ -741,7 +741,7 @@ static LogicalResult importModels(ModuleOp module, ComposeOptions &compose) {
 }
 
 /// The artifact writer's options from the flags.
-static void getArtifactOptions(std::string tokenizer, ArtifactOptions &options) {
+static void fillArtifactOptions(std::string tokenizer, ArtifactOptions &options) {
   options.device = device;
   SpecToCUDAOptions &cuda = options.cudaPipeline;
   cuda.chip = chip;
@@ -861,7 +861,7 @@ int main(int argc, char **argv) {
   compositionTiming.stop();
 
   ArtifactOptions options;
-  getArtifactOptions(std::move(*tokenizer), options);
+  fillArtifactOptions(std::move(*tokenizer), options);
   if (*what == Emit::Artifact)
     return failed(writeArtifact(*module, outputPath, options, rootTiming));
   // What writeArtifact compiles, without the object code.
