@@ -525,6 +525,13 @@ FailureOr<RankedTensorType> NodeImporter::resultType(unsigned i,
                            << RankedTensorType::get(shape, *elementType)
                            << ", but " << nodeProto.op_type() << " gives "
                            << RankedTensorType::get(known, *elementType);
+      // libonnx's inference forgets sizes that the importer can tell (a
+      // Split by constant sizes of a tensor whose length it lost, a Concat
+      // of such parts); torch's exports build shape operands that way, and
+      // their static length is what Expand and Reshape need.
+      for (size_t d = 0; d < known.size(); ++d)
+        if (ShapedType::isDynamic(shape[d]))
+          shape[d] = known[d];
     }
   } else if (fallback) {
     shape = fallback();

@@ -145,9 +145,13 @@ SmallVector<int64_t> specula::onnx_import::broadcastShape(ValueRange inputs) {
     for (int64_t d = 0; d < type.getRank(); ++d) {
       int64_t &size = shape[d + rank - type.getRank()];
       int64_t other = type.getDimSize(d);
-      if (other == 1)
+      // A dynamic size beside a static one other than 1 must equal it.
+      if (other == 1 || (ShapedType::isDynamic(other) && size != 1))
         continue;
-      size = (size == 1 || size == other) ? other : ShapedType::kDynamic;
+      if (size == 1 || ShapedType::isDynamic(size) || size == other)
+        size = other;
+      else
+        size = ShapedType::kDynamic;
     }
   }
   return shape;

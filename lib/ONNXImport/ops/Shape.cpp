@@ -263,14 +263,9 @@ LogicalResult importFlatten(NodeImporter &node) {
 }
 
 LogicalResult importTranspose(NodeImporter &node) {
-  FailureOr<RankedTensorType> resultType = node.resultType(0, [&] {
-    return dynamicShape(
-        cast<RankedTensorType>(node.operand(0).getType()).getRank());
-  });
-  if (failed(resultType))
-    return failure();
   Value data = node.operand(0);
-  int64_t rank = resultType->getRank();
+  auto dataType = cast<RankedTensorType>(data.getType());
+  int64_t rank = dataType.getRank();
   SmallVector<int64_t> perm;
   if (std::optional<SmallVector<int64_t>> attr = node.intsAttr("perm"))
     perm = *attr;
@@ -280,8 +275,20 @@ LogicalResult importTranspose(NodeImporter &node) {
   if (static_cast<int64_t>(perm.size()) != rank ||
       !isPermutationVector(perm))
     return node.emitError() << "perm must be a permutation of 0.." << rank - 1;
+  FailureOr<RankedTensorType> resultType = node.resultType(0, [&] {
+    return applyPermutation(dataType.getShape(), perm);
+  });
+  if (failed(resultType))
+    return failure();
   OpBuilder &b = node.builder();
   Location loc = node.loc();
+  // linalg.transpose wants the sizes on both sides equally static: a size
+  // the result states and the input does not is cast into the input.
+  SmallVector<int64_t> dataShape(dataType.getShape());
+  for (int64_t d = 0; d < rank; ++d)
+    dataShape[perm[d]] = resultType->getDimSize(d);
+  if (dataShape != dataType.getShape())
+    data = tensor::CastOp::create(b, loc, dataType.clone(dataShape), data);
   SmallVector<Value> sizes;
   for (int64_t d = 0; d < rank; ++d)
     if (resultType->isDynamicDim(d))
@@ -293,30 +300,57 @@ LogicalResult importTranspose(NodeImporter &node) {
   return success();
 }
 
+/// What Concat's inputs tell of its result: the first input's rank, a size
+/// any input states off the axis, and the sum along it when every input
+/// states its size there.
+SmallVector<int64_t> concatShape(ValueRange inputs, int64_t axis) {
+  auto firstType = dyn_cast<RankedTensorType>(inputs.front().getType());
+  int64_t rank = firstType ? firstType.getRank() : 0;
+  SmallVector<int64_t> shape = dynamicShape(rank);
+  if (axis < -rank || axis >= rank)
+    return shape;
+  axis = axis < 0 ? axis + rank : axis;
+  int64_t sum = 0;
+  for (Value input : inputs) {
+    auto type = dyn_cast<RankedTensorType>(input.getType());
+    if (!type || type.getRank() != rank)
+      return dynamicShape(rank);
+    for (int64_t d = 0; d < rank; ++d)
+      if (d != axis && !type.isDynamicDim(d))
+        shape[d] = type.getDimSize(d);
+    if (type.isDynamicDim(axis) || ShapedType::isDynamic(sum) ||
+        __builtin_add_overflow(sum, type.getDimSize(axis), &sum))
+      sum = ShapedType::kDynamic;
+  }
+  shape[axis] = sum;
+  return shape;
+}
+
 LogicalResult importConcat(NodeImporter &node) {
   // tensor.concat reads its inputs' types: none may be missing, or of
   // another rank (found by onnx-import-fuzzer).
   if (node.numOperands() == 0)
     return node.emitError() << "Concat needs at least one input";
-  FailureOr<RankedTensorType> resultType = node.resultType(0, [&] {
-    return dynamicShape(
-        cast<RankedTensorType>(node.operand(0).getType()).getRank());
-  });
-  if (failed(resultType))
-    return failure();
-  FailureOr<int64_t> axis =
-      normalizeAxis(node, node.intAttr("axis", 0), resultType->getRank());
-  if (failed(axis))
-    return failure();
   SmallVector<Value> inputs;
   for (unsigned i = 0; i < node.numOperands(); ++i) {
     inputs.push_back(node.operand(i));
     if (!inputs.back())
       return node.emitError() << "input " << i << " is missing";
-    auto type = dyn_cast<RankedTensorType>(inputs.back().getType());
+  }
+  int64_t axisAttr = node.intAttr("axis", 0);
+  FailureOr<RankedTensorType> resultType =
+      node.resultType(0, [&] { return concatShape(inputs, axisAttr); });
+  if (failed(resultType))
+    return failure();
+  FailureOr<int64_t> axis =
+      normalizeAxis(node, axisAttr, resultType->getRank());
+  if (failed(axis))
+    return failure();
+  for (auto [i, input] : llvm::enumerate(inputs)) {
+    auto type = dyn_cast<RankedTensorType>(input.getType());
     if (!type || type.getRank() != resultType->getRank())
       return node.emitError()
-             << "input " << i << " is " << inputs.back().getType()
+             << "input " << i << " is " << input.getType()
              << "; Concat's inputs have the output's rank "
              << resultType->getRank();
   }

@@ -254,6 +254,23 @@ LogicalResult importSplit(NodeImporter &node) {
                               << parts << " outputs";
   }
   SmallVector<Value> partSizes;
+  // Constant sizes give the parts static sizes along the axis.
+  SmallVector<int64_t> staticSizes(parts, ShapedType::kDynamic);
+  if (DenseElementsAttr split = node.constantOperand(1)) {
+    int64_t total = 0;
+    for (auto [i, size] : llvm::enumerate(split.getValues<APInt>())) {
+      if (size.isNegative() || size.getActiveBits() > 62)
+        return node.emitError() << "split size " << size.getSExtValue()
+                                << " is out of range";
+      if (i < parts)
+        staticSizes[i] = size.getSExtValue();
+      if (__builtin_add_overflow(total, size.getSExtValue(), &total))
+        return node.emitError() << "the split sizes overflow";
+    }
+    if (!type.isDynamicDim(*axis) && total != type.getDimSize(*axis))
+      return node.emitError() << "the split sizes add up to " << total
+                              << ", not the input's " << type.getDimSize(*axis);
+  }
   if (node.operand(1)) {
     for (unsigned i = 0; i < parts; ++i)
       partSizes.push_back(extractIndex(b, loc, node.operand(1), i));
@@ -274,7 +291,7 @@ LogicalResult importSplit(NodeImporter &node) {
     // gives no shape when the sizes are computed at run time).
     FailureOr<RankedTensorType> resultType = node.resultType(i, [&] {
       SmallVector<int64_t> shape(type.getShape());
-      shape[*axis] = ShapedType::kDynamic;
+      shape[*axis] = staticSizes[i];
       return shape;
     });
     if (failed(resultType))
