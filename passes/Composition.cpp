@@ -51,26 +51,22 @@ FailureOr<VerificationRuleAttrInterface> specula::getVerificationRule(
   return VerificationRuleAttrInterface(rule);
 }
 
-FailureOr<DecoderOp> specula::createMTPDecoder(ModuleOp module, StringRef name,
-                                               StringRef target,
-                                               ArrayRef<std::string> heads,
-                                               VerificationRuleAttrInterface rule,
-                                               TreeAttr tree) {
+FailureOr<DecoderOp>
+specula::createDecoder(ModuleOp module, StringRef name, StringRef target,
+                       ProposerAttrInterface proposer,
+                       VerificationRuleAttrInterface rule, TreeAttr tree) {
   MLIRContext *context = module.getContext();
   if (Operation *existing = module.lookupSymbol(name))
     return existing->emitError()
            << "a symbol named @" << name
            << " exists already; choose another decoder name";
-  SmallVector<FlatSymbolRefAttr> refs;
-  for (const std::string &head : heads)
-    refs.push_back(FlatSymbolRefAttr::get(context, head));
   // Diagnostics about the decoder point at its target.
   Operation *targetOp = module.lookupSymbol(target);
   OpBuilder b = OpBuilder::atBlockEnd(module.getBody());
   auto decoder = DecoderOp::create(
       b, targetOp ? targetOp->getLoc() : module.getLoc(), b.getStringAttr(name),
-      FlatSymbolRefAttr::get(context, target),
-      MTPProposerAttr::get(context, refs), rule, FloatAttr(), tree);
+      FlatSymbolRefAttr::get(context, target), proposer, rule, FloatAttr(),
+      tree);
   SymbolTableCollection symbols;
   if (failed(mlir::verify(decoder)) ||
       failed(decoder.verifySymbolUses(symbols))) {
@@ -78,4 +74,16 @@ FailureOr<DecoderOp> specula::createMTPDecoder(ModuleOp module, StringRef name,
     return failure();
   }
   return decoder;
+}
+
+FailureOr<DecoderOp> specula::createMTPDecoder(
+    ModuleOp module, StringRef name, StringRef target,
+    ArrayRef<std::string> heads, VerificationRuleAttrInterface rule,
+    TreeAttr tree) {
+  MLIRContext *context = module.getContext();
+  auto refs = llvm::map_to_vector(heads, [&](const std::string &head) {
+    return FlatSymbolRefAttr::get(context, head);
+  });
+  return createDecoder(module, name, target,
+                       MTPProposerAttr::get(context, refs), rule, tree);
 }

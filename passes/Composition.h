@@ -3,7 +3,8 @@
 // What comes before the device pipelines: a spec.decoder naming the target,
 // its proposer and the verification rule. Draft decoders are composed by the
 // spec-pair-draft pass (which checks the pair first); decoders over MTP heads
-// or modules by spec-compose-heads (createMTPDecoder).
+// or modules by spec-compose-heads, and the target alone by
+// spec-compose-target (both with createDecoder).
 //
 //===----------------------------------------------------------------------===//
 
@@ -32,10 +33,17 @@ getVerificationRule(mlir::MLIRContext *context,
                     bool sampling, double temperature, int64_t topK,
                     double topP);
 
-/// Creates `spec.decoder @<name> target(@<target>) proposer(#spec.mtp<heads>)
+/// Creates `spec.decoder @<name> target(@<target>) proposer(<proposer>)
 /// verify(<rule>) [tree(<tree>)]` at the end of `module` and verifies it
-/// (heads of one kind, in depth order, matching the target). On failure the
-/// decoder is erased and the diagnostics say why.
+/// (for heads: of one kind, in depth order, matching the target). On failure
+/// the decoder is erased and the diagnostics say why.
+mlir::FailureOr<spec::DecoderOp>
+createDecoder(mlir::ModuleOp module, llvm::StringRef name,
+              llvm::StringRef target, spec::ProposerAttrInterface proposer,
+              spec::VerificationRuleAttrInterface rule,
+              spec::TreeAttr tree = {});
+
+/// createDecoder with `#spec.mtp<heads>`.
 mlir::FailureOr<spec::DecoderOp>
 createMTPDecoder(mlir::ModuleOp module, llvm::StringRef name,
                  llvm::StringRef target, llvm::ArrayRef<std::string> heads,

@@ -869,11 +869,24 @@ private:
 };
 } // namespace
 
+static void buildTargetOnly(DecodeLoopBuilder &loop);
+
+/// No proposer (#spec.none): the speculative loop is the target-only loop.
+class TargetOnlyLowering : public ProposerLowering {
+public:
+  TargetOnlyLowering(const CachedModel &target) : ProposerLowering(target) {}
+  int64_t getCapacity() const override { return target.cache.getCapacity(); }
+  void build(DecodeLoopBuilder &loop) override { buildTargetOnly(loop); }
+};
+
 /// The lowering for `decoder`'s proposer, after checking what it needs.
 static FailureOr<std::unique_ptr<ProposerLowering>>
 analyzeProposer(DecoderOp decoder, const CachedModel &target,
                 SymbolTable &symbols) {
   ProposerAttrInterface proposer = decoder.getProposer();
+  if (isa<NoProposerAttr>(proposer))
+    return std::unique_ptr<ProposerLowering>(
+        std::make_unique<TargetOnlyLowering>(target));
   auto first = symbols.lookup<func::FuncOp>(
       proposer.getProposerFunctions().front().getValue());
   switch (first->getAttrOfType<RoleAttr>(SpecDialect::kRoleAttrName)

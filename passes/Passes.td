@@ -231,6 +231,39 @@ def SpecComposeHeads : Pass<"spec-compose-heads", "::mlir::ModuleOp"> {
   let dependentDialects = ["::specula::spec::SpecDialect"];
 }
 
+def SpecComposeTarget : Pass<"spec-compose-target", "::mlir::ModuleOp"> {
+  let summary = "Compose a decoder that runs the target alone";
+  let description = [{
+    Creates `spec.decoder @<decoder-name> target(@<target>)
+    proposer(#spec.none) verify(<rule>)`: a decoder that proposes nothing,
+    so its decode loop is one target forward per token. It is where a user
+    starts (`specc model.onnx -o model.spec`): the same artifact, runtime and
+    server as a speculative decoder, measured before a draft or heads are
+    added. The target is the function `target` names or the one with role
+    `target`; the rule samples with `sampling`.
+
+    Example:
+    `spec-opt --spec-compose-target='sampling=true temperature=0.7'`
+  }];
+  let options = [
+    Option<"targetName", "target", "std::string", "\"\"",
+           "The target function (default: the one with role target)">,
+    Option<"decoderName", "decoder-name", "std::string", "\"decoder\"",
+           "Name of the created spec.decoder">,
+    Option<"sampling", "sampling", "bool", "false",
+           "Sample from the target's distribution instead of greedy">,
+    Option<"temperature", "temperature", "double", "1.0",
+           "Sampling temperature (with sampling)">,
+    Option<"topK", "top-k", "int64_t", "0",
+           "Sample among the k most likely tokens only (with sampling; 0: "
+           "off)">,
+    Option<"topP", "top-p", "double", "1.0",
+           "Sample among the smallest set of most likely tokens holding this "
+           "probability mass (with sampling; 1: off)">
+  ];
+  let dependentDialects = ["::specula::spec::SpecDialect"];
+}
+
 def SpecFuseMTPHeads : Pass<"spec-fuse-mtp-heads", "::mlir::ModuleOp"> {
   let summary = "Fuse Medusa heads into the target so that one forward "
                 "returns the verification logits and the next proposals";

@@ -147,6 +147,15 @@ static void setRuleAndTree(CompositionPassOptions &pass,
 
 void specula::buildComposePipeline(OpPassManager &pm,
                                    const ComposeOptions &options) {
+  if (options.targetOnly) {
+    SpecComposeTargetOptions target;
+    target.sampling = options.sampling;
+    target.temperature = options.temperature;
+    target.topK = options.topK;
+    target.topP = options.topP;
+    pm.addPass(createSpecComposeTarget(target));
+    return;
+  }
   bool draft = options.heads.empty();
   if (draft) {
     SpecPairDraftOptions pair;
@@ -354,7 +363,7 @@ void specula::registerSpeculaPipelines() {
       "spec-compose",
       "Compose a speculative decoder from imported models: pair a draft or "
       "build one over Medusa heads or MTP modules, choose gamma or the tree, "
-      "fuse the heads",
+      "fuse the heads (or, with target-only, the target alone)",
       buildComposePipeline);
   PassPipelineRegistration<SpecToCPUOptions>(
       "spec-to-cpu",

@@ -18,6 +18,12 @@ namespace specula {
 /// draft, or with its Medusa heads or MTP modules; how it verifies; and
 /// what the cost models choose. `specc` fills this from its flags.
 struct ComposeOptions : public mlir::PassPipelineOptions<ComposeOptions> {
+  Option<bool> targetOnly{
+      *this, "target-only",
+      llvm::cl::desc("Run the target alone: a decoder that proposes nothing "
+                     "(spec-compose-target); the heads, gamma, tree and "
+                     "cost-model options do not apply"),
+      llvm::cl::init(false)};
   ListOption<std::string> heads{
       *this, "heads",
       llvm::cl::desc("The Medusa heads or MTP modules the decoder proposes "
@@ -99,8 +105,8 @@ struct ComposeOptions : public mlir::PassPipelineOptions<ComposeOptions> {
 /// The decoder composition, from a module of imported models (functions
 /// with roles target and draft, or medusa_head / mtp_module, as `specc
 /// --emit=models-mlir` prints them) to the spec.decoder the device
-/// pipelines compile (as `specc --emit=spec-mlir` prints it): the pairing
-/// or the heads' decoder, then spec-choose-tree (with tree-acceptance) or
+/// pipelines compile (as `specc --emit=spec-mlir` prints it): the target
+/// alone (target-only), or the pairing or the heads' decoder, then spec-choose-tree (with tree-acceptance) or
 /// spec-choose-gamma (with acceptance-rate), then the heads fused.
 void buildComposePipeline(mlir::OpPassManager &pm,
                           const ComposeOptions &options);

@@ -233,6 +233,20 @@ std::string MTPProposerAttr::describeFunction(unsigned index) const {
   return "head " + std::to_string(index + 1);
 }
 
+int64_t NoProposerAttr::getNumProposals() const { return 0; }
+
+SmallVector<FlatSymbolRefAttr> NoProposerAttr::getProposerFunctions() const {
+  return {};
+}
+
+SmallVector<FunctionRole> NoProposerAttr::getAllowedRoles() const {
+  return {};
+}
+
+bool NoProposerAttr::takesTokenIds() const { return true; }
+
+std::string NoProposerAttr::describeFunction(unsigned) const { return ""; }
+
 /// Heads of one kind, listed in depth order. An MTP module may also run again
 /// at the next depth, on its own previous depth's hidden states (a chain, as
 /// DeepSeek-V3 runs one module several times); a Medusa head cannot.

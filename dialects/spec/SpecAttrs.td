@@ -177,6 +177,20 @@ def Spec_MTPProposerAttr : Spec_Attr<"MTPProposer", "mtp", [
   let genVerifyDecl = 1;
 }
 
+def Spec_NoProposerAttr : Spec_Attr<"NoProposer", "none", [
+    DeclareAttrInterfaceMethods<Spec_ProposerAttrInterface>]> {
+  let summary = "no proposer: the target alone, one forward per token";
+  let description = [{
+    A decoder that proposes nothing: each round is one target forward and
+    commits its pick, as the target-only loop every decoder has. A user
+    compiles a target this way first, measures it, then adds a draft or
+    heads (`specc model.onnx -o model.spec`). No tree.
+
+    Example: `spec.decoder @decoder target(@target) proposer(#spec.none)
+    verify(#spec.greedy)`
+  }];
+}
+
 def Spec_TreeAttr : Spec_Attr<"Tree", "tree"> {
   let summary = "a static tree of candidates verified in one forward";
   let description = [{
@@ -212,7 +226,7 @@ def Spec_TreeAttr : Spec_Attr<"Tree", "tree"> {
 // Any attribute that says how a decoder proposes.
 def Spec_ProposerAttr : Attr<
     CPred<"::llvm::isa<::specula::spec::ProposerAttrInterface>($_self)">,
-    "a proposer (#spec.draft or #spec.mtp)"> {
+    "a proposer (#spec.draft, #spec.mtp or #spec.none)"> {
   let storageType = "::specula::spec::ProposerAttrInterface";
   let returnType = storageType;
   let convertFromStorage = "$_self";

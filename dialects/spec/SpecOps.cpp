@@ -178,6 +178,9 @@ LogicalResult DecoderOp::verify() {
                 "verification only";
   }
   if (TreeAttr tree = getTreeAttr()) {
+    if (isa<NoProposerAttr>(getProposer()))
+      return emitOpError() << "a tree of candidates needs a proposer; "
+                              "#spec.none proposes nothing";
     if (auto mtp = dyn_cast<MTPProposerAttr>(getProposer());
         mtp && tree.getMaxDepth() > static_cast<int64_t>(mtp.getHeads().size()))
       return emitOpError() << "the tree is " << tree.getMaxDepth()

@@ -101,6 +101,21 @@ static LogicalResult embedFacts(ModuleOp module,
   return success();
 }
 
+/// The proposer's kind, as the runtime names it, from its functions' role.
+static StringRef proposerKind(ModuleOp module, DecoderOp decoder) {
+  spec::ProposerAttrInterface proposer = decoder.getProposer();
+  if (isa<spec::NoProposerAttr>(proposer))
+    return "none";
+  auto first = module.lookupSymbol<func::FuncOp>(
+      proposer.getProposerFunctions().front().getAttr());
+  auto role = first ? first->getAttrOfType<RoleAttr>(SpecDialect::kRoleAttrName)
+                    : RoleAttr();
+  FunctionRole kind = role ? role.getKind() : FunctionRole::MedusaHead;
+  return kind == FunctionRole::Draft       ? "draft"
+         : kind == FunctionRole::MTPModule ? "mtp-module"
+                                           : "medusa";
+}
+
 /// The manifest's description of the decoder and its target model, read
 /// before lowering erases the spec ops.
 static FailureOr<llvm::json::Object>
@@ -135,16 +150,7 @@ describeDecoder(ModuleOp module, DecoderOp decoder, const ArtifactOptions &optio
       {"fingerprint", config.getTokenizer() ? config.getTokenizer().str()
                                             : std::string()}};
 
-  // The proposer's kind, as the runtime names it, from its functions' role.
-  spec::ProposerAttrInterface proposer = decoder.getProposer();
-  auto first = module.lookupSymbol<func::FuncOp>(
-      proposer.getProposerFunctions().front().getAttr());
-  auto role = first ? first->getAttrOfType<RoleAttr>(SpecDialect::kRoleAttrName)
-                    : RoleAttr();
-  FunctionRole kind = role ? role.getKind() : FunctionRole::MedusaHead;
-  strategy["proposer"] = kind == FunctionRole::Draft       ? "draft"
-                         : kind == FunctionRole::MTPModule ? "mtp-module"
-                                                           : "medusa";
+  strategy["proposer"] = proposerKind(module, decoder);
   strategy["proposals"] = decoder.getNumProposals();
   // A tree decoder counts its rounds by the node they end at; the runtime
   // needs the tree to turn those counts into accepted lengths.

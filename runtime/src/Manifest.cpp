@@ -438,7 +438,9 @@ specrt_status specrt::parseManifest(const std::string &text,
       fields.problem("model.vocab_size", "must be positive");
     else if (m.contextCapacity < 2)
       fields.problem("decoder.context_capacity", "must be at least 2");
-    else if (m.proposals < 1)
+    else if (m.proposer == "none" && m.proposals != 0)
+      fields.problem("decoder.proposals", "must be 0 without a proposer");
+    else if (m.proposer != "none" && m.proposals < 1)
       fields.problem("decoder.proposals", "must be at least 1");
     else if (m.verify != "greedy" && m.verify != "rejection-sampling")
       fields.problem("decoder.verify",

@@ -375,8 +375,11 @@ void printText(const Session &session, const std::optional<Run> &speculative,
                   s.propose_seconds, s.verify_seconds,
                   s.seconds - s.propose_seconds - s.verify_seconds);
   };
+  // An artifact compiled without a proposer has nothing to accept.
+  bool proposes = session.info.proposals > 0;
   if (speculative)
-    report("speculative", *speculative, true);
+    report(proposes ? "speculative" : "target alone (no proposer)",
+           *speculative, proposes);
   if (plain)
     report("no speculation", *plain, false);
   if (speculative && plain)
@@ -411,6 +414,12 @@ int main(int argc, char **argv) {
   Session session{o, model, {}, prompt,
                   Printer{specrt::TextStream(model, prompt), {}}};
   specrt_get_model_info(model, &session.info);
+  if (!o.profile.empty() && session.info.proposals == 0) {
+    std::fprintf(stderr, "spec-run: error: --profile measures a proposer; "
+                         "this artifact runs the target alone (compile it "
+                         "with --draft or --mtp-head)\n");
+    return 1;
+  }
   bool streaming = !o.json && !o.noStream;
 
   std::optional<Run> speculative, plain;

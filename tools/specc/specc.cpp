@@ -1,5 +1,6 @@
 //===- specc.cpp - build a speculative decoder from ONNX models -----------===//
 //
+//   specc target.onnx -o model.spec   (the target alone)
 //   specc target.onnx --draft draft.onnx [--gamma N] -o model.spec
 //   specc target_dir/ --draft draft_dir/ -o model.spec   (export folders)
 //   specc target.onnx --mtp-head head1.onnx --mtp-head head2.onnx ...
@@ -10,8 +11,9 @@
 // Imports the models into one module (functions @target, @draft, @head1...;
 // --emit=models-mlir prints it) and composes the decoder with the
 // spec-compose pipeline (passes/Pipelines.h), whose options the flags and a
-// --profile fill: a draft paired after checking its compatibility
-// (spec-pair-draft) or the heads' decoder (spec-compose-heads), gamma, the
+// --profile fill: the target alone (spec-compose-target), a draft paired
+// after checking its compatibility (spec-pair-draft) or the heads' decoder
+// (spec-compose-heads), gamma, the
 // MTP depth or the tree from the cost models, Medusa heads fused. That
 // composition is printed (--emit=spec-mlir) or compiled by spec-to-cpu (or
 // spec-to-cuda): into an artifact the runtime runs (--emit=artifact, the
@@ -61,7 +63,8 @@ static cl::opt<std::string> targetPath(
 static cl::opt<std::string> draftPath(
     "draft",
     cl::desc("An external draft model (ONNX, or an export folder) to pair "
-             "with the target"),
+             "with the target (without --draft or --mtp-head: the target "
+             "alone)"),
     cl::value_desc("draft.onnx"), cl::cat(category));
 static cl::opt<std::string> tokenizerPath(
     "tokenizer",
@@ -633,8 +636,20 @@ static LogicalResult checkFlags() {
     llvm::errs() << "error: " << message << "\n";
     return failure();
   };
-  if (draftPath.empty() == headPaths.empty())
-    return fail("give either --draft or --mtp-head (see --help)");
+  if (!draftPath.empty() && !headPaths.empty())
+    return fail("give --draft or --mtp-head, not both");
+  if (draftPath.empty() && headPaths.empty()) {
+    // The target alone: nothing to propose, so nothing to tune.
+    for (const cl::Option *flag :
+         {(const cl::Option *)&proposalCount, (const cl::Option *)&treeShape,
+          (const cl::Option *)&acceptanceRate, (const cl::Option *)&profilePath,
+          (const cl::Option *)&mtpDepth,
+          (const cl::Option *)&draftConfidence})
+      if (flag->getNumOccurrences())
+        return fail("--" + flag->ArgStr +
+                    " tunes a proposer; add --draft or --mtp-head (without "
+                    "either, specc compiles the target alone)");
+  }
   if (!draftPath.empty() && !treeShape.empty() && treeShape != "probe" &&
       treeShape != "auto" && proposalCount.getNumOccurrences())
     return fail("--gamma and --tree: a draft's tree is gamma deep, so the "
@@ -696,6 +711,7 @@ static FailureOr<Measurements> readMeasurements() {
 /// and the tree are set once the models are imported.
 static void setComposeOptions(ComposeOptions &compose,
                               const Measurements &measured) {
+  compose.targetOnly = draftPath.empty() && headPaths.empty();
   compose.gamma = proposalCount;
   compose.sampling = sampling;
   compose.temperature = temperature;
@@ -718,6 +734,8 @@ static LogicalResult importModels(ModuleOp module, ComposeOptions &compose) {
     return failure();
   if (!draftPath.empty())
     return importInto(module, draftPath, "draft", "draft");
+  if (headPaths.empty())
+    return success();
   std::string name;
   for (auto [i, path] : llvm::enumerate(headPaths)) {
     name = "head" + std::to_string(i + 1);

@@ -77,6 +77,11 @@ spec.decoder @d target(@t) proposer(#spec.draft<@draft, gamma = 1, min_confidenc
 
 // -----
 
+// expected-error @below {{'spec.decoder' op a tree of candidates needs a proposer; #spec.none proposes nothing}}
+spec.decoder @d target(@t) proposer(#spec.none) verify(#spec.greedy) tree(#spec.tree<parents = [0], ranks = [0]>)
+
+// -----
+
 // An empty head list does not parse; the verifier's own check is exercised
 // from C++ in test/unit/dialects/spec/SpecDialectTest.cpp.
 // expected-error @below {{expected attribute value}}

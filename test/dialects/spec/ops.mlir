@@ -51,6 +51,10 @@ func.func private @mtp1(tensor<?x64xf32>, tensor<?xi64>) -> tensor<?x259xf32>
 spec.decoder @draft_greedy target(@target)
     proposer(#spec.draft<@draft, gamma = 4>) verify(#spec.greedy)
 
+// The target alone (specc without --draft or --mtp-head).
+// CHECK: spec.decoder @target_only target(@target) proposer(#spec.none) verify(#spec.greedy)
+spec.decoder @target_only target(@target) proposer(#spec.none) verify(#spec.greedy)
+
 // A draft that stops at its first token below 40% (off, 0, is elided).
 // CHECK: spec.decoder @draft_stopping target(@target) proposer(#spec.draft<@draft, gamma = 8, min_confidence = 0.4>) verify(#spec.greedy)
 spec.decoder @draft_stopping target(@target)
