@@ -176,8 +176,10 @@ LogicalResult ChooseGammaPass::chooseFor(DecoderOp decoder,
              << ": it has no constant weights; pass cost-ratio=<" << what
              << " step / target step> to spec-choose-gamma";
     ratio = static_cast<double>(draftBytes) / static_cast<double>(targetBytes);
+    // Weight bytes price a forward only where reading the weights bounds
+    // it; the remark says so (small models in cache run faster than that).
     costReason = formatBytes(draftBytes) + " / " + formatBytes(targetBytes) +
-                 " of weights";
+                 " of weights, if weight reads bound both";
   }
 
   GammaChoice choice = chooseGamma(alpha, ratio, maxGamma, verifyCost);

@@ -59,5 +59,5 @@ func.func @draft(%ids: tensor<?xi64>) -> tensor<?x8xf32>
   %logits = tensor.cast %out : tensor<1x8xf32> to tensor<?x8xf32>
   return %logits : tensor<?x8xf32>
 }
-// expected-warning @below {{draft @draft does not pay: the best gamma (1) predicts a speedup of 0.85x (acceptance rate 0.70, draft/target cost 1.000 (16.0 KiB / 16.0 KiB of weights)); decoder left unchanged}}
+// expected-warning @below {{draft @draft does not pay: the best gamma (1) predicts a speedup of 0.85x (acceptance rate 0.70, draft/target cost 1.000 (16.0 KiB / 16.0 KiB of weights, if weight reads bound both)); decoder left unchanged}}
 spec.decoder @decoder target(@target) proposer(#spec.draft<@draft, gamma = 2>) verify(#spec.greedy) {acceptance_rate = 0.7}

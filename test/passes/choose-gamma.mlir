@@ -29,17 +29,17 @@ func.func @draft(%ids: tensor<?xi64>) -> tensor<?x256xf32>
 }
 
 // alpha = 0.8, c = 0.1: gamma = 6 maximizes (1 - 0.8^7) / 0.2 / 1.6.
-// expected-remark @below {{gamma = 6: 3.95 expected tokens per target step, predicted speedup 2.47x (acceptance rate 0.80, draft/target cost 0.100 (25.5 KiB / 256.0 KiB of weights))}}
+// expected-remark @below {{gamma = 6: 3.95 expected tokens per target step, predicted speedup 2.47x (acceptance rate 0.80, draft/target cost 0.100 (25.5 KiB / 256.0 KiB of weights, if weight reads bound both))}}
 spec.decoder @decoder target(@target) proposer(#spec.draft<@draft, gamma = 1>)
     verify(#spec.greedy) {acceptance_rate = 0.8}
 
 // CHECK: spec.decoder @decoder target(@target) proposer(#spec.draft<@draft, gamma = 6>)
 // The option overrides the attribute: alpha = 0.5 pays for 2 tokens only.
-// ALPHA: remark: gamma = 2: 1.75 expected tokens per target step, predicted speedup 1.46x (acceptance rate 0.50, draft/target cost 0.100 (25.5 KiB / 256.0 KiB of weights))
+// ALPHA: remark: gamma = 2: 1.75 expected tokens per target step, predicted speedup 1.46x (acceptance rate 0.50, draft/target cost 0.100 (25.5 KiB / 256.0 KiB of weights, if weight reads bound both))
 // ALPHA: spec.decoder @decoder target(@target) proposer(#spec.draft<@draft, gamma = 2>)
 // When each verified position costs 0.3 target steps, long proposals stop
 // paying: (1 + 0.8 + 0.64) / (1 + 2 * (0.1 + 0.3)).
-// VERIFY: remark: gamma = 2: 2.44 expected tokens per target step, predicted speedup 1.36x (acceptance rate 0.80, draft/target cost 0.100 (25.5 KiB / 256.0 KiB of weights), verify cost 0.300 per extra position)
+// VERIFY: remark: gamma = 2: 2.44 expected tokens per target step, predicted speedup 1.36x (acceptance rate 0.80, draft/target cost 0.100 (25.5 KiB / 256.0 KiB of weights, if weight reads bound both), verify cost 0.300 per extra position)
 // A nearly free draft is bounded by max-gamma.
 // BOUNDED: remark: gamma = 3: 2.95 expected tokens per target step, predicted speedup 2.87x (acceptance rate 0.80, draft/target cost 0.010 (given), verify cost 0.000 per extra position)
 // BOUNDED: spec.decoder @decoder target(@target) proposer(#spec.draft<@draft, gamma = 3>)
@@ -75,13 +75,13 @@ func.func @module(%h: tensor<?x4xf32>) -> tensor<?x8xf32>
   %logits = tensor.cast %out : tensor<1x8xf32> to tensor<?x8xf32>
   return %logits : tensor<?x8xf32>
 }
-// expected-remark @below {{depth = 3: 2.95 expected tokens per target step, predicted speedup 1.69x (acceptance rate 0.80, module/target cost 0.250 (2.0 KiB / 8.0 KiB of weights))}}
+// expected-remark @below {{depth = 3: 2.95 expected tokens per target step, predicted speedup 1.69x (acceptance rate 0.80, module/target cost 0.250 (2.0 KiB / 8.0 KiB of weights, if weight reads bound both))}}
 spec.decoder @chain target(@target) proposer(#spec.mtp<[@module]>)
     verify(#spec.greedy) {acceptance_rate = 0.8}
 // CHECK: spec.decoder @chain target(@target) proposer(#spec.mtp<[@module, @module, @module]>)
 // BOUNDED: spec.decoder @chain target(@target) proposer(#spec.mtp<[@module, @module, @module]>)
 // When verified positions cost 0.3 steps each, depth 2 is the best.
-// VERIFY: remark: depth = 2: 2.44 expected tokens per target step, predicted speedup 1.16x (acceptance rate 0.80, module/target cost 0.250 (2.0 KiB / 8.0 KiB of weights), verify cost 0.300 per extra position)
+// VERIFY: remark: depth = 2: 2.44 expected tokens per target step, predicted speedup 1.16x (acceptance rate 0.80, module/target cost 0.250 (2.0 KiB / 8.0 KiB of weights, if weight reads bound both), verify cost 0.300 per extra position)
 // VERIFY: spec.decoder @chain target(@target) proposer(#spec.mtp<[@module, @module]>)
 
 // Distinct modules per depth are left alone: their count is fixed by
