@@ -6,8 +6,13 @@
 // that does not verify (the importer reports that as "an importer bug", which
 // this target turns into a finding).
 //
+// Besides libFuzzer's byte mutations, a custom mutator edits parsed models
+// (ONNXMutator.h: attributes, dimensions, constant values, edges, opsets),
+// so that valid models with one value out of range are searched too.
+//
 //===----------------------------------------------------------------------===//
 
+#include "ONNXMutator.h"
 #include "specula/ONNXImport.h"
 
 #include "mlir/IR/Diagnostics.h"
@@ -15,7 +20,29 @@
 
 #include <cstdio>
 #include <cstdlib>
+#include <cstring>
 #include <string>
+
+extern "C" size_t LLVMFuzzerMutate(uint8_t *data, size_t size, size_t maxSize);
+
+/// One time in four, or when the input is no model, libFuzzer's own byte
+/// mutations; else one to three structural ones, written as a binary model.
+extern "C" size_t LLVMFuzzerCustomMutator(uint8_t *data, size_t size,
+                                          size_t maxSize, unsigned int seed) {
+  std::mt19937_64 rng(seed);
+  onnx::ModelProto model;
+  if (rng() % 4 == 0 ||
+      !specula::fuzz::parseModel(
+          std::string(reinterpret_cast<const char *>(data), size), model))
+    return LLVMFuzzerMutate(data, size, maxSize);
+  for (int i = 0, n = 1 + rng() % 3; i < n; ++i)
+    (void)specula::fuzz::mutateModel(model, rng);
+  std::string bytes;
+  if (!model.SerializeToString(&bytes) || bytes.size() > maxSize)
+    return LLVMFuzzerMutate(data, size, maxSize);
+  std::memcpy(data, bytes.data(), bytes.size());
+  return bytes.size();
+}
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
   static mlir::MLIRContext *context = [] {

@@ -79,10 +79,11 @@ LogicalResult importRange(NodeImporter &node) {
 LogicalResult importConstantOfShape(NodeImporter &node) {
   if (failed(checkOperandRank(node, 0, "shape", 1, 1)))
     return failure();
-  FailureOr<RankedTensorType> resultType = node.resultType(0, [&] {
-    return dynamicShape(
-        cast<RankedTensorType>(node.operand(0).getType()).getDimSize(0));
-  });
+  int64_t rank = cast<RankedTensorType>(node.operand(0).getType()).getDimSize(0);
+  if (ShapedType::isDynamic(rank))
+    return node.emitError() << "the shape operand must have a static length";
+  FailureOr<RankedTensorType> resultType =
+      node.resultType(0, [&] { return dynamicShape(rank); });
   if (failed(resultType))
     return failure();
   OpBuilder &b = node.builder();
@@ -119,16 +120,15 @@ LogicalResult importExpand(NodeImporter &node) {
   Value input = node.operand(0), shape = node.operand(1);
   auto inputType = cast<RankedTensorType>(input.getType());
   auto shapeType = cast<RankedTensorType>(shape.getType());
+  if (shapeType.isDynamicDim(0))
+    return node.emitError() << "the shape operand must have a static length";
+  int64_t shapeLength = shapeType.getDimSize(0);
   FailureOr<RankedTensorType> resultType = node.resultType(0, [&] {
-    return dynamicShape(
-        std::max(inputType.getRank(), shapeType.getDimSize(0)));
+    return dynamicShape(std::max(inputType.getRank(), shapeLength));
   });
   if (failed(resultType))
     return failure();
   int64_t rank = resultType->getRank();
-  if (shapeType.isDynamicDim(0))
-    return node.emitError() << "the shape operand must have a static length";
-  int64_t shapeLength = shapeType.getDimSize(0);
   OpBuilder &b = node.builder();
   Location loc = node.loc();
   Value one = arith::ConstantIndexOp::create(b, loc, 1);

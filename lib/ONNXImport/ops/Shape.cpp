@@ -204,9 +204,6 @@ LogicalResult importUnsqueeze(NodeImporter &node) {
 
 /// Squeeze(data, axes?): drop the listed (or all static) size-1 dimensions.
 LogicalResult importSqueeze(NodeImporter &node) {
-  FailureOr<RankedTensorType> resultType = node.resultType(0);
-  if (failed(resultType))
-    return failure();
   Value data = node.operand(0);
   auto dataType = cast<RankedTensorType>(data.getType());
   SmallVector<bool> dropped(dataType.getRank(), false);
@@ -225,6 +222,17 @@ LogicalResult importSqueeze(NodeImporter &node) {
     for (int64_t d = 0; d < dataType.getRank(); ++d)
       dropped[d] = dataType.getDimSize(d) == 1;
   }
+  // Without axes, the dimensions known to be 1 here must be the ones
+  // libonnx's inference dropped: the fallback's rank is checked against it.
+  FailureOr<RankedTensorType> resultType = node.resultType(0, [&] {
+    SmallVector<int64_t> shape;
+    for (int64_t d = 0; d < dataType.getRank(); ++d)
+      if (!dropped[d])
+        shape.push_back(dataType.getDimSize(d));
+    return shape;
+  });
+  if (failed(resultType))
+    return failure();
   OpBuilder &b = node.builder();
   Location loc = node.loc();
   SmallVector<Value> sizes;

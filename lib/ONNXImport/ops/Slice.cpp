@@ -7,6 +7,7 @@
 
 #include "lib/ONNXImport/ops/Common.h"
 
+#include "mlir/Dialect/Arith/Utils/Utils.h"
 #include "mlir/Dialect/ControlFlow/IR/ControlFlowOps.h"
 #include "mlir/Dialect/Utils/StaticValueUtils.h"
 
@@ -21,6 +22,17 @@ Value extractSlice(OpBuilder &b, Location loc, Value source,
                    RankedTensorType resultType, ArrayRef<OpFoldResult> offsets,
                    ArrayRef<OpFoldResult> sizes,
                    ArrayRef<OpFoldResult> strides) {
+  // A slice of a tensor with no elements has none: tensor.extract_slice's
+  // verifier refuses even offset 0 into a dimension of size 0.
+  if (llvm::is_contained(cast<RankedTensorType>(source.getType()).getShape(),
+                         0)) {
+    SmallVector<Value> dynamicSizes;
+    for (int64_t d = 0; d < resultType.getRank(); ++d)
+      if (resultType.isDynamicDim(d))
+        dynamicSizes.push_back(getValueOrCreateConstantIndexOp(b, loc, sizes[d]));
+    return tensor::EmptyOp::create(b, loc, resultType.getShape(),
+                                   resultType.getElementType(), dynamicSizes);
+  }
   Value slice =
       tensor::ExtractSliceOp::create(b, loc, source, offsets, sizes, strides);
   if (slice.getType() != resultType)
