@@ -310,6 +310,98 @@ LogicalResult specula::compileToLLVM(ModuleOp module,
   return success(!cuda || succeeded(checkKernelsLinked(module)));
 }
 
+/// What the compiled code is (SPECRT_FACTS_SYMBOL; the manifest repeats it,
+/// and the runtime refuses a manifest that disagrees): `description`, the
+/// target, the decode loops' entry points and the weights file. The decode
+/// loops, now LLVM functions, carry the context capacity.
+static FailureOr<llvm::json::Object>
+describeCompiledCode(ModuleOp module, const ArtifactOptions &options,
+                     llvm::TargetMachine &machine,
+                     llvm::json::Object description, StringRef weightsPath) {
+  bool cuda = options.device == ArtifactDevice::CUDA;
+  std::string entryNames[2] = {options.decoder + "_generate",
+                               options.decoder + "_target_only"};
+  for (const std::string &name : entryNames)
+    if (!module.lookupSymbol<LLVM::LLVMFuncOp>(name))
+      return module.emitError() << "the pipeline produced no decode loop @"
+                                << name;
+  auto capacity =
+      module.lookupSymbol<LLVM::LLVMFuncOp>(entryNames[0])
+          ->getAttrOfType<IntegerAttr>(SpecDialect::kContextCapacityAttrName);
+  if (!capacity)
+    return module.emitError() << "@" << entryNames[0] << " has no "
+                              << SpecDialect::kContextCapacityAttrName;
+  // The sequence buffer holds prompt and generated tokens: its size bounds
+  // the context the decoder can use.
+  (*description["decoder"].getAsObject())["context_capacity"] =
+      capacity.getInt();
+  FailureOr<std::string> ptx = cuda ? ptxVersion(module) : std::string();
+  FailureOr<llvm::json::Object> weights = describeFile(module, weightsPath);
+  if (failed(ptx) || failed(weights))
+    return failure();
+  llvm::json::Object target{
+      {"device", cuda ? SPECRT_DEVICE_NAME_CUDA : SPECRT_DEVICE_NAME_CPU},
+      {"triple", machine.getTargetTriple().str()},
+      {"cpu", machine.getTargetCPU().str()},
+      {"features", usedFeatures(machine)}};
+  if (cuda) {
+    target["chip"] = options.cudaPipeline.chip.getValue();
+    target["ptx_isa"] = *ptx;
+  }
+  llvm::json::Object facts{
+      {"abi", SPECRT_ARTIFACT_ABI},
+      {"target", std::move(target)},
+      {"entry_points",
+       llvm::json::Object{{"generate", "_mlir_ciface_" + entryNames[0]},
+                          {"target_only", "_mlir_ciface_" + entryNames[1]}}},
+      {"files", llvm::json::Object{{"weights", std::move(*weights)}}}};
+  for (auto &entry : description)
+    facts[entry.first] = std::move(entry.second);
+  return facts;
+}
+
+/// Copies the tokenizer (and its tokenizer_config.json, when there is one)
+/// into the staged artifact under fixed names, and lists them in `files`.
+static LogicalResult copyTokenizer(ModuleOp module, StringRef tokenizer,
+                                   StringRef staging,
+                                   llvm::json::Object &files) {
+  SmallString<256> config(llvm::sys::path::parent_path(tokenizer));
+  llvm::sys::path::append(config, "tokenizer_config.json");
+  std::pair<std::string, std::string> copies[] = {
+      {tokenizer.str(), "tokenizer"}, {std::string(config), "tokenizer_config"}};
+  for (const auto &[from, key] : copies) {
+    if (key == "tokenizer_config" && !llvm::sys::fs::exists(from))
+      continue;
+    SmallString<256> to(staging);
+    llvm::sys::path::append(to, key + ".json");
+    if (std::error_code ec = llvm::sys::fs::copy_file(from, to))
+      return module.emitError() << "cannot copy '" << from
+                                << "' into the artifact: " << ec.message();
+    FailureOr<llvm::json::Object> file = describeFile(module, to);
+    if (failed(file))
+      return failure();
+    files[key] = std::move(*file);
+  }
+  return success();
+}
+
+static LogicalResult writeManifest(ModuleOp module, StringRef path,
+                                   llvm::json::Object manifest) {
+  std::error_code ec;
+  llvm::raw_fd_ostream os(path, ec);
+  if (ec)
+    return module.emitError() << "cannot write the manifest: "
+                              << ec.message();
+  os << llvm::formatv("{0:2}", llvm::json::Value(std::move(manifest)))
+     << "\n";
+  os.close();
+  if (os.has_error()) {
+    os.clear_error();
+    return module.emitError() << "cannot write the manifest";
+  }
+  return success();
+}
+
 LogicalResult specula::writeArtifact(ModuleOp module, StringRef path,
                                      const ArtifactOptions &options,
                                      TimingScope &timing) {
@@ -348,54 +440,10 @@ LogicalResult specula::writeArtifact(ModuleOp module, StringRef path,
   if (failed(compileToLLVM(module, options, inStaging(SPECRT_WEIGHTS_FILE),
                            timing)))
     return failure();
-
-  // The decode loops, now LLVM functions, carry what the manifest needs.
-  std::string entryNames[2] = {options.decoder + "_generate",
-                               options.decoder + "_target_only"};
-  for (const std::string &name : entryNames)
-    if (!module.lookupSymbol<LLVM::LLVMFuncOp>(name))
-      return module.emitError() << "the pipeline produced no decode loop @"
-                                << name;
-  auto capacity =
-      module.lookupSymbol<LLVM::LLVMFuncOp>(entryNames[0])
-          ->getAttrOfType<IntegerAttr>(SpecDialect::kContextCapacityAttrName);
-  if (!capacity)
-    return module.emitError() << "@" << entryNames[0] << " has no "
-                              << SpecDialect::kContextCapacityAttrName;
-  // The sequence buffer holds prompt and generated tokens: its size bounds
-  // the context the decoder can use.
-  (*(*description)["decoder"].getAsObject())["context_capacity"] =
-      capacity.getInt();
-
-  FailureOr<std::string> ptx = cuda ? ptxVersion(module) : std::string();
-  if (failed(ptx))
-    return failure();
-  FailureOr<llvm::json::Object> weights =
-      describeFile(module, inStaging(SPECRT_WEIGHTS_FILE));
-  if (failed(weights))
-    return failure();
-
-  // What the code is, stated by the code itself (SPECRT_FACTS_SYMBOL): the
-  // manifest repeats it, and the runtime refuses a manifest that disagrees.
-  llvm::json::Object target{
-      {"device", cuda ? SPECRT_DEVICE_NAME_CUDA : SPECRT_DEVICE_NAME_CPU},
-      {"triple", (*machine)->getTargetTriple().str()},
-      {"cpu", (*machine)->getTargetCPU().str()},
-      {"features", usedFeatures(**machine)}};
-  if (cuda) {
-    target["chip"] = options.cudaPipeline.chip.getValue();
-    target["ptx_isa"] = *ptx;
-  }
-  llvm::json::Object facts{
-      {"abi", SPECRT_ARTIFACT_ABI},
-      {"target", std::move(target)},
-      {"entry_points",
-       llvm::json::Object{{"generate", "_mlir_ciface_" + entryNames[0]},
-                          {"target_only", "_mlir_ciface_" + entryNames[1]}}},
-      {"files", llvm::json::Object{{"weights", std::move(*weights)}}}};
-  for (auto &entry : *description)
-    facts[entry.first] = std::move(entry.second);
-  if (failed(embedFacts(module, facts)))
+  FailureOr<llvm::json::Object> facts =
+      describeCompiledCode(module, options, **machine, std::move(*description),
+                           inStaging(SPECRT_WEIGHTS_FILE));
+  if (failed(facts) || failed(embedFacts(module, *facts)))
     return failure();
 
   FailureOr<SmallVector<std::string>> objects = emitObjectFiles(
@@ -414,44 +462,17 @@ LogicalResult specula::writeArtifact(ModuleOp module, StringRef path,
   if (failed(library))
     return failure();
 
-  llvm::json::Object manifest = std::move(facts);
+  llvm::json::Object manifest = std::move(*facts);
   manifest["format"] = SPECRT_ARTIFACT_FORMAT;
   manifest["format_version"] = SPECRT_ARTIFACT_FORMAT_VERSION;
   manifest["producer"] = "specc (MLIR/LLVM " LLVM_VERSION_STRING ")";
-  (*manifest.getObject("files"))["library"] = std::move(*library);
-  if (!options.tokenizer.empty()) {
-    // The tokenizer travels with the artifact, under fixed names.
-    SmallString<256> config(llvm::sys::path::parent_path(options.tokenizer));
-    llvm::sys::path::append(config, "tokenizer_config.json");
-    std::pair<std::string, std::string> copies[] = {
-        {options.tokenizer, "tokenizer"}, {std::string(config), "tokenizer_config"}};
-    for (const auto &[from, key] : copies) {
-      if (key == "tokenizer_config" && !llvm::sys::fs::exists(from))
-        continue;
-      std::string to = inStaging(key + ".json");
-      if (std::error_code ec = llvm::sys::fs::copy_file(from, to))
-        return module.emitError() << "cannot copy '" << from << "' into the artifact: "
-                                  << ec.message();
-      FailureOr<llvm::json::Object> file = describeFile(module, to);
-      if (failed(file))
-        return failure();
-      (*manifest.getObject("files"))[key] = std::move(*file);
-    }
-  }
-
-  std::error_code ec;
-  llvm::raw_fd_ostream os(inStaging(SPECRT_MANIFEST_FILE), ec);
-  if (ec)
-    return module.emitError() << "cannot write the manifest: "
-                              << ec.message();
-  os << llvm::formatv("{0:2}", llvm::json::Value(std::move(manifest)))
-     << "\n";
-  os.close();
-  if (os.has_error()) {
-    os.clear_error();
-    return module.emitError() << "cannot write the manifest";
-  }
-  if (failed(moveIntoPlace(module, staging, path)))
+  llvm::json::Object &files = *manifest.getObject("files");
+  files["library"] = std::move(*library);
+  if ((!options.tokenizer.empty() &&
+       failed(copyTokenizer(module, options.tokenizer, staging, files))) ||
+      failed(writeManifest(module, inStaging(SPECRT_MANIFEST_FILE),
+                           std::move(manifest))) ||
+      failed(moveIntoPlace(module, staging, path)))
     return failure();
   guard.path.clear();
   return success();

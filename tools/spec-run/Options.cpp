@@ -143,6 +143,109 @@ int specrun::usageError(const std::string &message) {
   return 2;
 }
 
+namespace {
+/// --prompt-ids' comma-separated token ids; false with `bad` the item that
+/// is not one.
+bool parseIds(const std::string &text, std::vector<int64_t> &ids,
+              std::string &bad) {
+  size_t start = 0;
+  while (start <= text.size()) {
+    size_t comma = text.find(',', start);
+    std::string item = text.substr(start, comma - start);
+    int64_t id;
+    if (!parseInteger(item, id)) {
+      bad = item;
+      return false;
+    }
+    ids.push_back(id);
+    if (comma == std::string::npos)
+      break;
+    start = comma + 1;
+  }
+  return true;
+}
+
+bool takesValue(const std::string &arg) {
+  for (const char *option :
+       {"--prompt", "--prompt-file", "--prompt-ids", "--max-new-tokens",
+        "--seed", "--stop-token", "--top-k", "--warmup", "--threads",
+        "--temperature", "--top-p", "--profile", "--device"})
+    if (arg == option)
+      return true;
+  return false;
+}
+
+/// An integer option's value into `o`; -1, or a usage error's status.
+int applyIntegerOption(const std::string &arg, const std::string &value,
+                       Options &o) {
+  int64_t n;
+  if (!parseInteger(value, n))
+    return usageError(arg + ": '" + value + "' is not an integer");
+  if ((arg == "--top-k" || arg == "--warmup") && n < 0)
+    return usageError(arg + ": '" + value + "' is negative");
+  if (arg == "--threads" && (n < 1 || n > 4096))
+    return usageError("--threads: '" + value +
+                      "' is not a thread count from 1 to 4096");
+  if (arg == "--max-new-tokens")
+    o.maxNewTokens = n;
+  else if (arg == "--stop-token")
+    o.stopTokens.push_back(n);
+  else if (arg == "--warmup")
+    o.warmup = n;
+  else if (arg == "--threads")
+    o.threads = n;
+  else
+    o.topK = n;
+  return -1;
+}
+
+/// An option with a value (takesValue) into `o`; -1, or a usage error's
+/// status.
+int applyValueOption(const std::string &arg, const std::string &value,
+                     Options &o) {
+  if (arg == "--prompt" || arg == "--prompt-file") {
+    std::string text, why;
+    if (arg == "--prompt")
+      text = value;
+    else if (!readPromptFile(value, text, why))
+      return usageError("cannot read the prompt file '" + value + "': " + why);
+    if (o.prompt)
+      return usageError("give one of --prompt and --prompt-file");
+    o.prompt = text;
+  } else if (arg == "--prompt-ids") {
+    std::vector<int64_t> ids;
+    std::string bad;
+    if (!parseIds(value, ids, bad))
+      return usageError("--prompt-ids: '" + bad + "' is not a token id");
+    o.promptIds = ids;
+  } else if (arg == "--seed") {
+    if (!parseSeed(value, o.seed))
+      return usageError("--seed: '" + value +
+                        "' is not a 64-bit integer (0 to "
+                        "18446744073709551615, or -9223372036854775808 "
+                        "to -1 for the same bits)");
+  } else if (arg == "--temperature" || arg == "--top-p") {
+    double x;
+    if (!parseNumber(value, x) || x < 0)
+      return usageError(arg + ": '" + value +
+                        "' is not a finite non-negative number");
+    (arg == "--temperature" ? o.temperature : o.topP) = x;
+  } else if (arg == "--profile") {
+    o.profile = value;
+  } else if (arg == "--device") {
+    if (value == "cpu")
+      o.device = SPECRT_DEVICE_CPU;
+    else if (value == "cuda")
+      o.device = SPECRT_DEVICE_CUDA;
+    else
+      return usageError("--device: '" + value + "'; expected cpu or cuda");
+  } else {
+    return applyIntegerOption(arg, value, o);
+  }
+  return -1;
+}
+} // namespace
+
 int specrun::parseOptions(int argc, char **argv, Options &o) {
   for (int i = 1; i < argc; ++i) {
     std::string arg = argv[i];
@@ -154,92 +257,15 @@ int specrun::parseOptions(int argc, char **argv, Options &o) {
       arg = arg.substr(0, eq);
       hasValue = true;
     }
-    auto next = [&]() -> bool {
-      if (hasValue)
-        return true;
-      if (i + 1 >= argc)
-        return false;
-      value = argv[++i];
-      return true;
-    };
-    auto needsValue = [&]() {
-      return usageError("option " + arg + " needs a value");
-    };
     if (arg == "--help" || arg == "-h") {
       std::fputs(kUsage, stdout);
       return 0;
-    } else if (arg == "--prompt") {
-      if (!next())
-        return needsValue();
-      if (o.prompt)
-        return usageError("give one of --prompt and --prompt-file");
-      o.prompt = value;
-    } else if (arg == "--prompt-file") {
-      if (!next())
-        return needsValue();
-      std::string text, why;
-      if (!readPromptFile(value, text, why))
-        return usageError("cannot read the prompt file '" + value +
-                          "': " + why);
-      if (o.prompt)
-        return usageError("give one of --prompt and --prompt-file");
-      o.prompt = text;
-    } else if (arg == "--prompt-ids") {
-      if (!next())
-        return needsValue();
-      std::vector<int64_t> ids;
-      size_t start = 0;
-      while (start <= value.size()) {
-        size_t comma = value.find(',', start);
-        std::string item = value.substr(start, comma - start);
-        int64_t id;
-        if (!parseInteger(item, id))
-          return usageError("--prompt-ids: '" + item + "' is not a token id");
-        ids.push_back(id);
-        if (comma == std::string::npos)
-          break;
-        start = comma + 1;
-      }
-      o.promptIds = ids;
-    } else if (arg == "--max-new-tokens" || arg == "--seed" ||
-               arg == "--stop-token" || arg == "--top-k" ||
-               arg == "--warmup" || arg == "--threads") {
-      if (!next())
-        return needsValue();
-      if (arg == "--seed") {
-        if (!parseSeed(value, o.seed))
-          return usageError("--seed: '" + value +
-                            "' is not a 64-bit integer (0 to "
-                            "18446744073709551615, or -9223372036854775808 "
-                            "to -1 for the same bits)");
-        continue;
-      }
-      int64_t n;
-      if (!parseInteger(value, n))
-        return usageError(arg + ": '" + value + "' is not an integer");
-      if ((arg == "--top-k" || arg == "--warmup") && n < 0)
-        return usageError(arg + ": '" + value + "' is negative");
-      if (arg == "--threads" && (n < 1 || n > 4096))
-        return usageError("--threads: '" + value +
-                          "' is not a thread count from 1 to 4096");
-      if (arg == "--max-new-tokens")
-        o.maxNewTokens = n;
-      else if (arg == "--stop-token")
-        o.stopTokens.push_back(n);
-      else if (arg == "--warmup")
-        o.warmup = n;
-      else if (arg == "--threads")
-        o.threads = n;
-      else
-        o.topK = n;
-    } else if (arg == "--temperature" || arg == "--top-p") {
-      if (!next())
-        return needsValue();
-      double x;
-      if (!parseNumber(value, x) || x < 0)
-        return usageError(arg + ": '" + value +
-                          "' is not a finite non-negative number");
-      (arg == "--temperature" ? o.temperature : o.topP) = x;
+    } else if (takesValue(arg)) {
+      if (!hasValue && i + 1 >= argc)
+        return usageError("option " + arg + " needs a value");
+      if (int rc = applyValueOption(arg, hasValue ? value : argv[++i], o);
+          rc >= 0)
+        return rc;
     } else if (arg == "--no-speculation") {
       o.noSpeculation = true;
     } else if (arg == "--compare") {
@@ -248,19 +274,6 @@ int specrun::parseOptions(int argc, char **argv, Options &o) {
       o.noStream = true;
     } else if (arg == "--json") {
       o.json = true;
-    } else if (arg == "--profile") {
-      if (!next())
-        return needsValue();
-      o.profile = value;
-    } else if (arg == "--device") {
-      if (!next())
-        return needsValue();
-      if (value == "cpu")
-        o.device = SPECRT_DEVICE_CPU;
-      else if (value == "cuda")
-        o.device = SPECRT_DEVICE_CUDA;
-      else
-        return usageError("--device: '" + value + "'; expected cpu or cuda");
     } else if (arg.rfind("-", 0) == 0 && arg != "-") {
       return usageError("unknown option '" + arg + "'");
     } else if (o.model.empty()) {
@@ -280,4 +293,3 @@ int specrun::parseOptions(int argc, char **argv, Options &o) {
     o.warmup = o.compare ? 1 : 0;
   return -1;
 }
-

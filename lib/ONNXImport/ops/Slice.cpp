@@ -91,6 +91,154 @@ SliceBounds sliceBounds(OpBuilder &b, Location loc, Value start, Value end,
   return {arith::SelectOp::create(b, loc, empty, zero, first), length};
 }
 
+/// What Slice's axes and steps operands say: constant axes (normalized)
+/// and steps where they are constants (unset when known only at run time),
+/// and how many axes are sliced.
+struct SliceAxes {
+  int64_t count = 0;
+  std::optional<SmallVector<int64_t>> axes, steps;
+};
+
+FailureOr<SliceAxes> readSliceAxes(NodeImporter &node, int64_t rank) {
+  auto startsType = cast<RankedTensorType>(node.operand(1).getType());
+  if (startsType.isDynamicDim(0))
+    return node.emitError() << "starts must have a static length";
+  SliceAxes result;
+  int64_t count = result.count = startsType.getDimSize(0);
+  // Each axis is sliced at most once; more bounds than the rank would cost
+  // IR without meaning anything.
+  if (count > rank)
+    return node.emitError() << "starts has " << count
+                            << " elements; the data has rank " << rank
+                            << " (each axis may be sliced once)";
+  if (!node.operand(3)) {
+    result.axes.emplace();
+    for (int64_t i = 0; i < count; ++i)
+      result.axes->push_back(i);
+  } else if (node.constantOperand(3)) {
+    FailureOr<SmallVector<int64_t>> values = node.constantInts(3, "axes");
+    if (failed(values))
+      return failure();
+    result.axes = *values;
+    for (int64_t &axis : *result.axes) {
+      FailureOr<int64_t> normalized = normalizeAxis(node, axis, rank);
+      if (failed(normalized))
+        return failure();
+      axis = *normalized;
+    }
+  }
+  if (!node.operand(4)) {
+    result.steps = SmallVector<int64_t>(count, 1);
+  } else if (node.constantOperand(4)) {
+    FailureOr<SmallVector<int64_t>> values = node.constantInts(4, "steps");
+    if (failed(values))
+      return failure();
+    result.steps = *values;
+    if (llvm::is_contained(*result.steps, 0))
+      return node.emitError() << "steps must not be 0";
+  }
+  if ((result.axes && static_cast<int64_t>(result.axes->size()) != count) ||
+      (result.steps && static_cast<int64_t>(result.steps->size()) != count))
+    return node.emitError() << "starts, ends, axes and steps must have the "
+                               "same length";
+  return result;
+}
+
+/// Each dimension's offset, size and stride in the data.
+struct SliceWindow {
+  SmallVector<Value> offsets, sizes, strides;
+};
+
+SliceWindow buildSliceWindow(NodeImporter &node, const SliceAxes &sliced) {
+  OpBuilder &b = node.builder();
+  Location loc = node.loc();
+  Value data = node.operand(0);
+  int64_t rank = cast<RankedTensorType>(data.getType()).getRank();
+  SliceWindow window;
+  for (int64_t d = 0; d < rank; ++d) {
+    window.offsets.push_back(arith::ConstantIndexOp::create(b, loc, 0));
+    window.sizes.push_back(dimSize(b, loc, data, d));
+    window.strides.push_back(arith::ConstantIndexOp::create(b, loc, 1));
+  }
+  Value zero = arith::ConstantIndexOp::create(b, loc, 0);
+  Value rankValue = arith::ConstantIndexOp::create(b, loc, rank);
+  for (int64_t i = 0; i < sliced.count; ++i) {
+    Value step =
+        sliced.steps
+            ? Value(arith::ConstantIndexOp::create(b, loc, (*sliced.steps)[i]))
+            : extractIndex(b, loc, node.operand(4), i);
+    // Steps known only at run time are checked then: a step of 0 is
+    // reported to the caller (spec-lower-checks), and slices like a step of
+    // 1 meanwhile (sliceBounds), so the code stays in bounds.
+    if (!sliced.steps)
+      cf::AssertOp::create(
+          b, loc,
+          arith::CmpIOp::create(b, loc, arith::CmpIPredicate::ne, step, zero),
+          node.describe() + ": steps must not be 0");
+    Value start = extractIndex(b, loc, node.operand(1), i);
+    Value end = extractIndex(b, loc, node.operand(2), i);
+    // A constant axis sets its dimension; one known only at run time
+    // updates every dimension it may be.
+    Value axis;
+    if (!sliced.axes) {
+      axis = extractIndex(b, loc, node.operand(3), i);
+      Value negative =
+          arith::CmpIOp::create(b, loc, arith::CmpIPredicate::slt, axis, zero);
+      axis = arith::SelectOp::create(
+          b, loc, negative, arith::AddIOp::create(b, loc, axis, rankValue),
+          axis);
+    }
+    for (int64_t d = 0; d < rank; ++d) {
+      if (sliced.axes && (*sliced.axes)[i] != d)
+        continue;
+      Value here;
+      if (axis)
+        here = arith::CmpIOp::create(b, loc, arith::CmpIPredicate::eq, axis,
+                                     arith::ConstantIndexOp::create(b, loc, d));
+      SliceBounds bounds = sliceBounds(b, loc, start, end, step,
+                                       dimSize(b, loc, data, d));
+      auto choose = [&](Value sliced, Value old) -> Value {
+        return here ? arith::SelectOp::create(b, loc, here, sliced, old)
+                    : sliced;
+      };
+      window.offsets[d] = choose(bounds.start, window.offsets[d]);
+      window.sizes[d] = choose(bounds.length, window.sizes[d]);
+      window.strides[d] = choose(step, window.strides[d]);
+    }
+  }
+  return window;
+}
+
+/// The slice read element by element: steps that may be negative, or axes
+/// known only at run time.
+Value gatherSlice(OpBuilder &b, Location loc, Value data,
+                  RankedTensorType resultType, const SliceWindow &window) {
+  int64_t rank = resultType.getRank();
+  SmallVector<Value> dynamicSizes;
+  for (int64_t d = 0; d < rank; ++d)
+    if (resultType.isDynamicDim(d))
+      dynamicSizes.push_back(window.sizes[d]);
+  Value init = tensor::EmptyOp::create(b, loc, resultType.getShape(),
+                                       resultType.getElementType(),
+                                       dynamicSizes);
+  MLIRContext *context = b.getContext();
+  auto generic = linalg::GenericOp::create(
+      b, loc, TypeRange{resultType}, ValueRange{}, ValueRange{init},
+      SmallVector<AffineMap>{AffineMap::getMultiDimIdentityMap(rank, context)},
+      SmallVector<utils::IteratorType>(rank, utils::IteratorType::parallel),
+      [&](OpBuilder &nb, Location l, ValueRange) {
+        SmallVector<Value> position;
+        for (int64_t d = 0; d < rank; ++d)
+          position.push_back(arith::AddIOp::create(
+              nb, l, window.offsets[d],
+              arith::MulIOp::create(nb, l, linalg::IndexOp::create(nb, l, d),
+                                    window.strides[d])));
+        linalg::YieldOp::create(
+            nb, l, tensor::ExtractOp::create(nb, l, data, position).getResult());
+      });
+  return generic.getResult(0);
+}
+
 /// Slice(data, starts, ends, axes?, steps?). Constant axes and positive
 /// constant steps give a tensor.extract_slice; otherwise (axes or steps
 /// computed at run time, negative steps) a linalg.generic reads
@@ -103,145 +251,31 @@ LogicalResult importSlice(NodeImporter &node) {
                                 i == 0 ? std::numeric_limits<int64_t>::max()
                                        : 1)))
       return failure();
-  Value data = node.operand(0), starts = node.operand(1),
-        ends = node.operand(2), axesValue = node.operand(3),
-        stepsValue = node.operand(4);
-  auto dataType = cast<RankedTensorType>(data.getType());
-  int64_t rank = dataType.getRank();
+  Value data = node.operand(0);
+  int64_t rank = cast<RankedTensorType>(data.getType()).getRank();
   FailureOr<RankedTensorType> resultType =
       node.resultType(0, [&] { return dynamicShape(rank); });
   if (failed(resultType))
     return failure();
-  auto startsType = cast<RankedTensorType>(starts.getType());
-  if (startsType.isDynamicDim(0))
-    return node.emitError() << "starts must have a static length";
-  int64_t count = startsType.getDimSize(0);
-  // Each axis is sliced at most once; more bounds than the rank would cost
-  // IR without meaning anything.
-  if (count > rank)
-    return node.emitError() << "starts has " << count
-                            << " elements; the data has rank " << rank
-                            << " (each axis may be sliced once)";
-
-  std::optional<SmallVector<int64_t>> axes, steps;
-  if (!axesValue) {
-    axes.emplace();
-    for (int64_t i = 0; i < count; ++i)
-      axes->push_back(i);
-  } else if (node.constantOperand(3)) {
-    FailureOr<SmallVector<int64_t>> values = node.constantInts(3, "axes");
-    if (failed(values))
-      return failure();
-    axes = *values;
-    for (int64_t &axis : *axes) {
-      FailureOr<int64_t> normalized = normalizeAxis(node, axis, rank);
-      if (failed(normalized))
-        return failure();
-      axis = *normalized;
-    }
-  }
-  if (!stepsValue) {
-    steps = SmallVector<int64_t>(count, 1);
-  } else if (node.constantOperand(4)) {
-    FailureOr<SmallVector<int64_t>> values = node.constantInts(4, "steps");
-    if (failed(values))
-      return failure();
-    steps = *values;
-    if (llvm::is_contained(*steps, 0))
-      return node.emitError() << "steps must not be 0";
-  }
-  if ((axes && static_cast<int64_t>(axes->size()) != count) ||
-      (steps && static_cast<int64_t>(steps->size()) != count))
-    return node.emitError() << "starts, ends, axes and steps must have the "
-                               "same length";
-
+  FailureOr<SliceAxes> sliced = readSliceAxes(node, rank);
+  if (failed(sliced))
+    return failure();
+  SliceWindow window = buildSliceWindow(node, *sliced);
   OpBuilder &b = node.builder();
-  Location loc = node.loc();
-  SmallVector<Value> offsets, sizes, strides;
-  for (int64_t d = 0; d < rank; ++d) {
-    offsets.push_back(arith::ConstantIndexOp::create(b, loc, 0));
-    sizes.push_back(dimSize(b, loc, data, d));
-    strides.push_back(arith::ConstantIndexOp::create(b, loc, 1));
-  }
-  Value zero = arith::ConstantIndexOp::create(b, loc, 0);
-  Value rankValue = arith::ConstantIndexOp::create(b, loc, rank);
-  for (int64_t i = 0; i < count; ++i) {
-    Value step = steps ? Value(arith::ConstantIndexOp::create(b, loc, (*steps)[i]))
-                       : extractIndex(b, loc, stepsValue, i);
-    // Steps known only at run time are checked then: a step of 0 is
-    // reported to the caller (spec-lower-checks), and slices like a step of
-    // 1 meanwhile (sliceBounds), so the code stays in bounds.
-    if (!steps)
-      cf::AssertOp::create(
-          b, loc,
-          arith::CmpIOp::create(b, loc, arith::CmpIPredicate::ne, step, zero),
-          node.describe() + ": steps must not be 0");
-    Value start = extractIndex(b, loc, starts, i);
-    Value end = extractIndex(b, loc, ends, i);
-    if (axes) {
-      int64_t d = (*axes)[i];
-      SliceBounds bounds = sliceBounds(b, loc, start, end, step,
-                                       dimSize(b, loc, data, d));
-      offsets[d] = bounds.start;
-      sizes[d] = bounds.length;
-      strides[d] = step;
-      continue;
-    }
-    // The axis is known only at run time: update every dimension it may be.
-    Value axis = extractIndex(b, loc, axesValue, i);
-    Value negative =
-        arith::CmpIOp::create(b, loc, arith::CmpIPredicate::slt, axis, zero);
-    axis = arith::SelectOp::create(
-        b, loc, negative, arith::AddIOp::create(b, loc, axis, rankValue), axis);
-    for (int64_t d = 0; d < rank; ++d) {
-      Value here = arith::CmpIOp::create(
-          b, loc, arith::CmpIPredicate::eq, axis,
-          arith::ConstantIndexOp::create(b, loc, d));
-      SliceBounds bounds = sliceBounds(b, loc, start, end, step,
-                                       dimSize(b, loc, data, d));
-      offsets[d] = arith::SelectOp::create(b, loc, here, bounds.start,
-                                           offsets[d]);
-      sizes[d] = arith::SelectOp::create(b, loc, here, bounds.length, sizes[d]);
-      strides[d] = arith::SelectOp::create(b, loc, here, step, strides[d]);
-    }
-  }
-
   bool positiveConstantSteps =
-      axes && steps && llvm::all_of(*steps, [](int64_t s) { return s > 0; });
-  if (positiveConstantSteps) {
-    SmallVector<OpFoldResult> staticStrides;
-    for (int64_t d = 0; d < rank; ++d)
-      staticStrides.push_back(b.getIndexAttr(1));
-    for (int64_t i = 0; i < count; ++i)
-      staticStrides[(*axes)[i]] = b.getIndexAttr((*steps)[i]);
-    node.setResult(0, extractSlice(b, loc, data, *resultType,
-                                   getAsOpFoldResult(offsets),
-                                   getAsOpFoldResult(sizes), staticStrides));
+      sliced->axes && sliced->steps &&
+      llvm::all_of(*sliced->steps, [](int64_t s) { return s > 0; });
+  if (!positiveConstantSteps) {
+    node.setResult(0, gatherSlice(b, node.loc(), data, *resultType, window));
     return success();
   }
-  SmallVector<Value> dynamicSizes;
-  for (int64_t d = 0; d < rank; ++d)
-    if (resultType->isDynamicDim(d))
-      dynamicSizes.push_back(sizes[d]);
-  Value init = tensor::EmptyOp::create(b, loc, resultType->getShape(),
-                                       resultType->getElementType(),
-                                       dynamicSizes);
-  MLIRContext *context = b.getContext();
-  auto generic = linalg::GenericOp::create(
-      b, loc, TypeRange{*resultType}, ValueRange{}, ValueRange{init},
-      SmallVector<AffineMap>{AffineMap::getMultiDimIdentityMap(rank, context)},
-      SmallVector<utils::IteratorType>(rank, utils::IteratorType::parallel),
-      [&](OpBuilder &nb, Location l, ValueRange) {
-        SmallVector<Value> position;
-        for (int64_t d = 0; d < rank; ++d)
-          position.push_back(arith::AddIOp::create(
-              nb, l, offsets[d],
-              arith::MulIOp::create(nb, l, linalg::IndexOp::create(nb, l, d),
-                                    strides[d])));
-        linalg::YieldOp::create(
-            nb, l, tensor::ExtractOp::create(nb, l, data, position).getResult());
-      });
-  node.setResult(0, generic.getResult(0));
+  SmallVector<OpFoldResult> staticStrides(rank, b.getIndexAttr(1));
+  for (int64_t i = 0; i < sliced->count; ++i)
+    staticStrides[(*sliced->axes)[i]] = b.getIndexAttr((*sliced->steps)[i]);
+  node.setResult(0, extractSlice(b, node.loc(), data, *resultType,
+                                 getAsOpFoldResult(window.offsets),
+                                 getAsOpFoldResult(window.sizes),
+                                 staticStrides));
   return success();
 }
 
