@@ -85,147 +85,162 @@ std::string quoted(const std::string &piece) {
   }
   return out + "'";
 }
-} // namespace
 
-int main(int argc, char **argv) {
+struct Options {
   std::string tokenizerPath, decodeIds;
   std::vector<std::pair<std::string, std::string>> inputs; // name, text
   bool json = false, idsOnly = false, roundTrip = false, addSpecial = false,
        skipSpecial = false, decoding = false;
   long benchmark = 0;
+};
+
+/// An option with a value into `o`: -1, or the exit status of its error.
+int applyValueOption(const std::string &arg, const std::string &v,
+                     Options &o) {
+  if (arg == "--text") {
+    o.inputs.emplace_back("<text>", v);
+  } else if (arg == "--file") {
+    std::string text;
+    if (!readFile(v, text))
+      return error("cannot read '" + v + "'");
+    o.inputs.emplace_back(v, std::move(text));
+  } else if (arg == "--decode") {
+    o.decodeIds = v;
+    o.decoding = true;
+  } else {
+    char *end = nullptr;
+    o.benchmark = std::strtol(v.c_str(), &end, 10);
+    if (*end || o.benchmark <= 0)
+      return usageError("--benchmark: '" + v + "' is not a positive count");
+  }
+  return -1;
+}
+
+/// The command line into `o`: -1, or the exit status (0 after --help).
+int parseOptions(int argc, char **argv, Options &o) {
   for (int i = 1; i < argc; ++i) {
     std::string arg = argv[i];
-    auto value = [&](std::string &out) {
-      if (i + 1 >= argc)
-        return false;
-      out = argv[++i];
-      return true;
-    };
-    std::string v;
     if (arg == "--help" || arg == "-h") {
       std::fputs(kUsage, stdout);
       return 0;
-    } else if (arg == "--text") {
-      if (!value(v))
-        return usageError("option --text needs a value");
-      inputs.emplace_back("<text>", v);
-    } else if (arg == "--file") {
-      if (!value(v))
-        return usageError("option --file needs a value");
-      std::string text;
-      if (!readFile(v, text))
-        return error("cannot read '" + v + "'");
-      inputs.emplace_back(v, std::move(text));
-    } else if (arg == "--decode") {
-      if (!value(decodeIds))
-        return usageError("option --decode needs a value");
-      decoding = true;
-    } else if (arg == "--benchmark") {
-      if (!value(v))
-        return usageError("option --benchmark needs a value");
-      char *end = nullptr;
-      benchmark = std::strtol(v.c_str(), &end, 10);
-      if (*end || benchmark <= 0)
-        return usageError("--benchmark: '" + v + "' is not a positive count");
+    } else if (arg == "--text" || arg == "--file" || arg == "--decode" ||
+               arg == "--benchmark") {
+      if (i + 1 >= argc)
+        return usageError("option " + arg + " needs a value");
+      if (int rc = applyValueOption(arg, argv[++i], o); rc >= 0)
+        return rc;
     } else if (arg == "--json") {
-      json = true;
+      o.json = true;
     } else if (arg == "--ids") {
-      idsOnly = true;
+      o.idsOnly = true;
     } else if (arg == "--round-trip") {
-      roundTrip = true;
+      o.roundTrip = true;
     } else if (arg == "--add-special") {
-      addSpecial = true;
+      o.addSpecial = true;
     } else if (arg == "--skip-special") {
-      skipSpecial = true;
+      o.skipSpecial = true;
     } else if (!arg.empty() && arg[0] == '-') {
       return usageError("unknown option '" + arg + "'");
-    } else if (tokenizerPath.empty()) {
-      tokenizerPath = arg;
+    } else if (o.tokenizerPath.empty()) {
+      o.tokenizerPath = arg;
     } else {
       return usageError("unexpected argument '" + arg + "'");
     }
   }
-  if (tokenizerPath.empty())
+  if (o.tokenizerPath.empty())
     return usageError("give a tokenizer.json");
-  if (decoding == !inputs.empty())
+  if (o.decoding == !o.inputs.empty())
     return usageError("give one of --text/--file (to encode) and --decode");
+  return -1;
+}
 
-  std::string message;
-  std::unique_ptr<specrt::Tokenizer> tokenizer = specrt::Tokenizer::load(tokenizerPath, message);
-  if (!tokenizer)
-    return error(message);
-
-  if (decoding) {
-    std::vector<int32_t> ids;
-    std::string item;
-    std::istringstream stream(decodeIds);
-    while (stream >> item) {
-      std::stringstream parts(item);
-      std::string part;
-      while (std::getline(parts, part, ',')) {
-        if (part.empty())
-          continue;
-        char *end = nullptr;
-        long long id = std::strtoll(part.c_str(), &end, 10);
-        if (*end || id < 0 || id > INT32_MAX)
-          return usageError("--decode: '" + part + "' is not a token id");
-        ids.push_back(static_cast<int32_t>(id));
-      }
+int decode(const specrt::Tokenizer &tokenizer, const Options &o) {
+  std::vector<int32_t> ids;
+  std::string item;
+  std::istringstream stream(o.decodeIds);
+  while (stream >> item) {
+    std::stringstream parts(item);
+    std::string part;
+    while (std::getline(parts, part, ',')) {
+      if (part.empty())
+        continue;
+      char *end = nullptr;
+      long long id = std::strtoll(part.c_str(), &end, 10);
+      if (*end || id < 0 || id > INT32_MAX)
+        return usageError("--decode: '" + part + "' is not a token id");
+      ids.push_back(static_cast<int32_t>(id));
     }
-    std::string text;
-    if (!tokenizer->decode(ids, skipSpecial, text, message))
-      return error(message);
-    if (json)
-      std::cout << dump({{"text", text}}) << "\n";
-    else
-      std::cout << text << "\n";
-    return 0;
   }
+  std::string text, message;
+  if (!tokenizer.decode(ids, o.skipSpecial, text, message))
+    return error(message);
+  if (o.json)
+    std::cout << dump({{"text", text}}) << "\n";
+  else
+    std::cout << text << "\n";
+  return 0;
+}
 
-  if (benchmark) {
-    for (const auto &input : inputs) // warm-up: caches, page faults
-      tokenizer->encode(input.second, addSpecial);
-    size_t bytes = 0, tokens = 0;
-    auto start = std::chrono::steady_clock::now();
-    for (long round = 0; round < benchmark; ++round)
-      for (const auto &input : inputs) {
-        bytes += input.second.size();
-        tokens += tokenizer->encode(input.second, addSpecial).size();
-      }
-    double seconds =
-        std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-    std::printf("encoded %zu bytes into %zu tokens in %.3f s: %.2f MB/s, %.0f tokens/s\n",
-                bytes, tokens, seconds, bytes / seconds / 1e6, tokens / seconds);
-    return 0;
-  }
+int benchmark(const specrt::Tokenizer &tokenizer, const Options &o) {
+  for (const auto &input : o.inputs) // warm-up: caches, page faults
+    tokenizer.encode(input.second, o.addSpecial);
+  size_t bytes = 0, tokens = 0;
+  auto start = std::chrono::steady_clock::now();
+  for (long round = 0; round < o.benchmark; ++round)
+    for (const auto &input : o.inputs) {
+      bytes += input.second.size();
+      tokens += tokenizer.encode(input.second, o.addSpecial).size();
+    }
+  double seconds =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  std::printf("encoded %zu bytes into %zu tokens in %.3f s: %.2f MB/s, %.0f tokens/s\n",
+              bytes, tokens, seconds, bytes / seconds / 1e6, tokens / seconds);
+  return 0;
+}
 
-  for (const auto &[name, text] : inputs) {
-    std::vector<int32_t> ids = tokenizer->encode(text, addSpecial);
-    if (json) {
+int encode(const specrt::Tokenizer &tokenizer, const Options &o) {
+  for (const auto &[name, text] : o.inputs) {
+    std::vector<int32_t> ids = tokenizer.encode(text, o.addSpecial);
+    if (o.json) {
       nlohmann::json out;
       out["ids"] = ids;
       nlohmann::json pieces = nlohmann::json::array();
       for (int32_t id : ids)
-        pieces.push_back(*tokenizer->piece(id));
+        pieces.push_back(*tokenizer.piece(id));
       out["pieces"] = std::move(pieces);
-      if (inputs.size() > 1)
+      if (o.inputs.size() > 1)
         out["file"] = name;
-      if (roundTrip) {
-        std::string decoded;
-        if (!tokenizer->decode(ids, false, decoded, message))
+      if (o.roundTrip) {
+        std::string decoded, message;
+        if (!tokenizer.decode(ids, false, decoded, message))
           return error(message);
         out["text"] = decoded;
       }
       std::cout << dump(out) << "\n";
-    } else if (idsOnly) {
+    } else if (o.idsOnly) {
       std::cout << "[";
       for (size_t i = 0; i < ids.size(); ++i)
         std::cout << (i ? ", " : "") << ids[i];
       std::cout << "]\n";
     } else {
       for (int32_t id : ids)
-        std::cout << id << " -> " << quoted(*tokenizer->piece(id)) << "\n";
+        std::cout << id << " -> " << quoted(*tokenizer.piece(id)) << "\n";
     }
   }
   return 0;
+}
+} // namespace
+
+int main(int argc, char **argv) {
+  Options o;
+  if (int rc = parseOptions(argc, argv, o); rc >= 0)
+    return rc;
+  std::string message;
+  std::unique_ptr<specrt::Tokenizer> tokenizer =
+      specrt::Tokenizer::load(o.tokenizerPath, message);
+  if (!tokenizer)
+    return error(message);
+  if (o.decoding)
+    return decode(*tokenizer, o);
+  return o.benchmark ? benchmark(*tokenizer, o) : encode(*tokenizer, o);
 }
