@@ -228,7 +228,19 @@ public:
   llvm::StringMap<const onnx::TypeProto *> valueTypes;
 
 private:
+  /// The function's arguments (graph inputs that are not initializers) and
+  /// results, as declared.
+  struct Signature {
+    SmallVector<Type> argTypes, resultTypes;
+    SmallVector<const onnx::ValueInfoProto *> args;
+  };
+
   LogicalResult checkOperatorsSupported(SmallVectorImpl<int> &versions);
+  FailureOr<Signature> readSignature();
+  OwningOpRef<func::FuncOp> createFunction(const Signature &signature);
+  LogicalResult importInitializers();
+  LogicalResult importNodes(ArrayRef<int> versions);
+  FailureOr<SmallVector<Value>> collectResults(ArrayRef<Type> declared);
   FailureOr<RankedTensorType> convertValueType(const onnx::ValueInfoProto &info,
                                                StringRef what);
   void attachModelAttributes(func::FuncOp func);
@@ -346,69 +358,56 @@ void GraphImporter::attachModelAttributes(func::FuncOp func) {
   }
 }
 
-LogicalResult GraphImporter::run() {
-  for (const auto &entry : model.opset_import())
-    if (entry.domain().empty() || entry.domain() == "ai.onnx")
-      opset = entry.version();
-  if (opset == 0)
-    return emitError(fileLoc) << "the model does not import the default ONNX "
-                                 "operator set";
-  SmallVector<int> versions;
-  if (failed(checkOperatorsSupported(versions)))
-    return failure();
-
+FailureOr<GraphImporter::Signature> GraphImporter::readSignature() {
   const onnx::GraphProto &graph = model.graph();
-  // What nodes produce: value_info last, where the loader put the types
-  // inference computed for graph outputs (their declarations are only what
-  // the function returns).
-  for (const auto &info : graph.input())
-    valueTypes[info.name()] = &info.type();
-  for (const auto &info : graph.output())
-    valueTypes[info.name()] = &info.type();
-  for (const auto &info : graph.value_info())
-    valueTypes[info.name()] = &info.type();
-
   // Inputs that are initializers are weights, not arguments.
   llvm::StringSet<> initializerNames;
   for (const auto &tensor : graph.initializer())
     initializerNames.insert(tensor.name());
-  SmallVector<Type> argTypes, resultTypes;
-  SmallVector<const onnx::ValueInfoProto *> args;
+  Signature signature;
   for (const auto &info : graph.input()) {
     if (initializerNames.contains(info.name()))
       continue;
     FailureOr<RankedTensorType> type = convertValueType(info, "input");
     if (failed(type))
       return failure();
-    argTypes.push_back(*type);
-    args.push_back(&info);
+    signature.argTypes.push_back(*type);
+    signature.args.push_back(&info);
   }
   for (const auto &info : graph.output()) {
     FailureOr<RankedTensorType> type = convertValueType(info, "output");
     if (failed(type))
       return failure();
-    resultTypes.push_back(*type);
+    signature.resultTypes.push_back(*type);
   }
+  return signature;
+}
 
-  // Build detached, so that a failure leaves the module untouched.
+/// The function, detached (so that a failure leaves the module untouched),
+/// with its arguments named and their roles in the model contract.
+OwningOpRef<func::FuncOp>
+GraphImporter::createFunction(const Signature &signature) {
   OwningOpRef<func::FuncOp> func = func::FuncOp::create(
       fileLoc, options.functionName,
-      builder.getFunctionType(argTypes, resultTypes));
+      builder.getFunctionType(signature.argTypes, signature.resultTypes));
   Block *entry = func->addEntryBlock();
   builder.setInsertionPointToStart(entry);
-  for (auto [i, info] : llvm::enumerate(args)) {
+  for (auto [i, info] : llvm::enumerate(signature.args)) {
     values[info->name()] = entry->getArgument(i);
     func->setArgAttr(i, "onnx.name", builder.getStringAttr(info->name()));
     if (std::optional<IORole> role = ioRoleOf(info->name()))
       spec::setArgumentIO(*func, i, role->first, role->second);
   }
-  for (auto [i, info] : llvm::enumerate(graph.output())) {
+  for (auto [i, info] : llvm::enumerate(model.graph().output())) {
     func->setResultAttr(i, "onnx.name", builder.getStringAttr(info.name()));
     if (std::optional<IORole> role = ioRoleOf(info.name()))
       spec::setResultIO(*func, i, role->first, role->second);
   }
+  return func;
+}
 
-  for (const auto &tensor : graph.initializer()) {
+LogicalResult GraphImporter::importInitializers() {
+  for (const auto &tensor : model.graph().initializer()) {
     FailureOr<Type> elementType =
         convertElementType(context, tensor.data_type());
     if (failed(elementType))
@@ -427,8 +426,11 @@ LogicalResult GraphImporter::run() {
     values[tensor.name()] =
         arith::ConstantOp::create(builder, fileLoc, cast<TypedAttr>(*value));
   }
+  return success();
+}
 
-  for (auto [index, node] : llvm::enumerate(graph.node())) {
+LogicalResult GraphImporter::importNodes(ArrayRef<int> versions) {
+  for (auto [index, node] : llvm::enumerate(model.graph().node())) {
     Location loc = nodeLoc(node, index);
     for (const std::string &input : node.input())
       if (!input.empty() && !values.count(input))
@@ -445,9 +447,14 @@ LogicalResult GraphImporter::run() {
         return importer.emitError()
                << "the handler did not produce output '" << output << "'";
   }
+  return success();
+}
 
+/// The values the function returns, checked against their declarations.
+FailureOr<SmallVector<Value>>
+GraphImporter::collectResults(ArrayRef<Type> declared) {
   SmallVector<Value> results;
-  for (auto [info, type] : llvm::zip(graph.output(), resultTypes)) {
+  for (auto [info, type] : llvm::zip(model.graph().output(), declared)) {
     auto it = values.find(info.name());
     if (it == values.end())
       return emitError(fileLoc) << "graph output '" << info.name()
@@ -464,9 +471,44 @@ LogicalResult GraphImporter::run() {
              << type << " but the graph computes " << value.getType();
     results.push_back(value);
   }
+  return results;
+}
+
+LogicalResult GraphImporter::run() {
+  for (const auto &entry : model.opset_import())
+    if (entry.domain().empty() || entry.domain() == "ai.onnx")
+      opset = entry.version();
+  if (opset == 0)
+    return emitError(fileLoc) << "the model does not import the default ONNX "
+                                 "operator set";
+  SmallVector<int> versions;
+  if (failed(checkOperatorsSupported(versions)))
+    return failure();
+
+  // What nodes produce: value_info last, where the loader put the types
+  // inference computed for graph outputs (their declarations are only what
+  // the function returns).
+  const onnx::GraphProto &graph = model.graph();
+  for (const auto &info : graph.input())
+    valueTypes[info.name()] = &info.type();
+  for (const auto &info : graph.output())
+    valueTypes[info.name()] = &info.type();
+  for (const auto &info : graph.value_info())
+    valueTypes[info.name()] = &info.type();
+
+  FailureOr<Signature> signature = readSignature();
+  if (failed(signature))
+    return failure();
+  OwningOpRef<func::FuncOp> func = createFunction(*signature);
+  if (failed(importInitializers()) || failed(importNodes(versions)))
+    return failure();
+  FailureOr<SmallVector<Value>> results =
+      collectResults(signature->resultTypes);
+  if (failed(results))
+    return failure();
   func->setType(builder.getFunctionType(
-      argTypes, llvm::to_vector(ValueRange(results).getTypes())));
-  func::ReturnOp::create(builder, fileLoc, results);
+      signature->argTypes, llvm::to_vector(ValueRange(*results).getTypes())));
+  func::ReturnOp::create(builder, fileLoc, *results);
   attachModelAttributes(*func);
   if (failed(verify(*func)))
     return emitError(fileLoc) << "the imported IR does not verify (an "
