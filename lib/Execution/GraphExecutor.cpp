@@ -272,6 +272,79 @@ GraphExecutor::compile(ModuleOp module, StringRef function,
   return executor;
 }
 
+/// Why `arg` cannot be passed as an argument of `dataType` and `shape` (-1
+/// for a dynamic size), or empty.
+static std::string checkArgument(const HostTensor &arg, int32_t dataType,
+                                 ArrayRef<int64_t> shape,
+                                 const std::string &which) {
+  if (!sameElementStorage(arg.dataType, dataType))
+    return which + " has data type " + std::to_string(arg.dataType) +
+           ", expected " + std::to_string(dataType);
+  if (arg.shape.size() != shape.size())
+    return which + " has rank " + std::to_string(arg.shape.size()) +
+           ", expected " + std::to_string(shape.size());
+  for (auto [d, size] : llvm::enumerate(arg.shape))
+    if (shape[d] >= 0 && shape[d] != size)
+      return which + " has size " + std::to_string(size) + " in dimension " +
+             std::to_string(d) + ", expected " + std::to_string(shape[d]);
+  if (static_cast<int64_t>(arg.data.size()) !=
+      arg.numElements() * elementByteWidth(arg.dataType))
+    return which + " holds " + std::to_string(arg.data.size()) +
+           " bytes, not what its shape needs";
+  return "";
+}
+
+/// The words MLIR's packed calling convention passes for `arg`: the value of
+/// a scalar, else a memref descriptor (allocated and aligned pointers,
+/// offset, sizes, strides) over its data.
+static std::vector<int64_t> describeArgument(const HostTensor &arg,
+                                             bool scalar) {
+  std::vector<int64_t> desc;
+  if (scalar) {
+    int64_t value;
+    std::memcpy(&value, arg.data.data(), sizeof(value));
+    return {value};
+  }
+  auto pointer = reinterpret_cast<int64_t>(arg.data.data());
+  desc = {pointer, pointer, 0};
+  desc.insert(desc.end(), arg.shape.begin(), arg.shape.end());
+  std::vector<int64_t> strides(arg.shape.size());
+  int64_t stride = 1;
+  for (int64_t d = static_cast<int64_t>(arg.shape.size()) - 1; d >= 0; --d) {
+    strides[d] = stride;
+    stride *= arg.shape[d];
+  }
+  desc.insert(desc.end(), strides.begin(), strides.end());
+  return desc;
+}
+
+/// Copies the result whose memref descriptor starts at `words` out, element
+/// by element through its strides (results may be views), into `out`; the
+/// buffer the compiled code allocated goes into `allocations`.
+static void copyResult(const int64_t *words, size_t rank, HostTensor &out,
+                       llvm::SmallPtrSetImpl<void *> &allocations) {
+  allocations.insert(reinterpret_cast<void *>(words[0]));
+  const char *aligned = reinterpret_cast<const char *>(words[1]);
+  int64_t offset = words[2];
+  out.shape.assign(words + 3, words + 3 + rank);
+  const int64_t *strides = words + 3 + rank;
+  unsigned width = elementByteWidth(out.dataType);
+  out.data.resize(out.numElements() * width);
+  std::vector<int64_t> index(rank, 0);
+  for (int64_t e = 0, n = out.numElements(); e < n; ++e) {
+    int64_t position = offset;
+    for (size_t d = 0; d < rank; ++d)
+      position += index[d] * strides[d];
+    std::memcpy(out.data.data() + e * width, aligned + position * width,
+                width);
+    for (int64_t d = static_cast<int64_t>(rank) - 1; d >= 0; --d) {
+      if (++index[d] < out.shape[d])
+        break;
+      index[d] = 0;
+    }
+  }
+}
+
 FailureOr<std::vector<HostTensor>>
 GraphExecutor::run(ArrayRef<HostTensor> args, std::string &error) {
   if (args.size() != inputs.size()) {
@@ -279,58 +352,16 @@ GraphExecutor::run(ArrayRef<HostTensor> args, std::string &error) {
             std::to_string(args.size());
     return failure();
   }
-  // Each memref argument expands to: allocated and aligned pointers, offset,
-  // sizes, strides. Keep the storage alive while the call runs.
+  // The descriptors' storage lives while the call runs.
   std::vector<std::vector<int64_t>> descriptors;
-  std::vector<void *> packed;
-  descriptors.reserve(args.size());
   for (auto [i, arg] : llvm::enumerate(args)) {
-    const TensorSignature &expected = inputs[i];
-    std::string which = "input " + std::to_string(i);
-    if (!sameElementStorage(arg.dataType, expected.dataType)) {
-      error = which + " has data type " + std::to_string(arg.dataType) +
-              ", expected " + std::to_string(expected.dataType);
+    error = checkArgument(arg, inputs[i].dataType, inputs[i].shape,
+                          "input " + std::to_string(i));
+    if (!error.empty())
       return failure();
-    }
-    if (arg.shape.size() != expected.shape.size()) {
-      error = which + " has rank " + std::to_string(arg.shape.size()) +
-              ", expected " + std::to_string(expected.shape.size());
-      return failure();
-    }
-    for (auto [d, size] : llvm::enumerate(arg.shape))
-      if (expected.shape[d] >= 0 && expected.shape[d] != size) {
-        error = which + " has size " + std::to_string(size) + " in dimension " +
-                std::to_string(d) + ", expected " +
-                std::to_string(expected.shape[d]);
-        return failure();
-      }
-    if (static_cast<int64_t>(arg.data.size()) !=
-        arg.numElements() * elementByteWidth(arg.dataType)) {
-      error = which + " holds " + std::to_string(arg.data.size()) +
-              " bytes, not what its shape needs";
-      return failure();
-    }
-    std::vector<int64_t> &desc = descriptors.emplace_back();
-    if (expected.scalar) {
-      int64_t value;
-      std::memcpy(&value, arg.data.data(), sizeof(value));
-      desc.push_back(value);
-      continue;
-    }
-    auto pointer = reinterpret_cast<int64_t>(arg.data.data());
-    desc.push_back(pointer);
-    desc.push_back(pointer);
-    desc.push_back(0);
-    for (int64_t size : arg.shape)
-      desc.push_back(size);
-    int64_t stride = 1;
-    std::vector<int64_t> strides(arg.shape.size());
-    for (int64_t d = static_cast<int64_t>(arg.shape.size()) - 1; d >= 0; --d) {
-      strides[d] = stride;
-      stride *= arg.shape[d];
-    }
-    desc.insert(desc.end(), strides.begin(), strides.end());
+    descriptors.push_back(describeArgument(arg, inputs[i].scalar));
   }
+  std::vector<void *> packed;
   for (std::vector<int64_t> &desc : descriptors)
     for (int64_t &word : desc)
       packed.push_back(&word);
@@ -365,31 +396,8 @@ GraphExecutor::run(ArrayRef<HostTensor> args, std::string &error) {
       std::memcpy(out.data.data(), &resultStorage[word++], sizeof(int64_t));
       continue;
     }
-    size_t rank = result.shape.size();
-    allocations.insert(reinterpret_cast<void *>(resultStorage[word]));
-    char *aligned = reinterpret_cast<char *>(resultStorage[word + 1]);
-    int64_t offset = resultStorage[word + 2];
-    out.shape.assign(resultStorage.begin() + word + 3,
-                     resultStorage.begin() + word + 3 + rank);
-    std::vector<int64_t> strides(resultStorage.begin() + word + 3 + rank,
-                                 resultStorage.begin() + word + 3 + 2 * rank);
-    word += 3 + 2 * rank;
-    unsigned width = elementByteWidth(out.dataType);
-    out.data.resize(out.numElements() * width);
-    // Copy element by element through the strides: results may be views.
-    std::vector<int64_t> index(rank, 0);
-    for (int64_t e = 0, n = out.numElements(); e < n; ++e) {
-      int64_t position = offset;
-      for (size_t d = 0; d < rank; ++d)
-        position += index[d] * strides[d];
-      std::memcpy(out.data.data() + e * width, aligned + position * width,
-                  width);
-      for (int64_t d = static_cast<int64_t>(rank) - 1; d >= 0; --d) {
-        if (++index[d] < out.shape[d])
-          break;
-        index[d] = 0;
-      }
-    }
+    copyResult(&resultStorage[word], result.shape.size(), out, allocations);
+    word += 3 + 2 * result.shape.size();
   }
   for (void *allocation : allocations)
     free(allocation);
