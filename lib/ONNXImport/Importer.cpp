@@ -210,6 +210,9 @@ public:
         fileName(fileName.str()) {}
 
   LogicalResult run();
+  /// Whether every node's operator version has a handler; an error naming
+  /// every one that does not, otherwise.
+  LogicalResult checkOperators();
 
   Location nodeLoc(const onnx::NodeProto &node, int index) {
     return NameLoc::get(StringAttr::get(context, nodeDisplayName(node, index)),
@@ -273,6 +276,12 @@ GraphImporter::convertValueType(const onnx::ValueInfoProto &info,
 
 LogicalResult
 GraphImporter::checkOperatorsSupported(SmallVectorImpl<int> &versions) {
+  for (const auto &entry : model.opset_import())
+    if (entry.domain().empty() || entry.domain() == "ai.onnx")
+      opset = entry.version();
+  if (opset == 0)
+    return emitError(fileLoc) << "the model does not import the default ONNX "
+                                 "operator set";
   // Every unsupported operator at once, with the nodes that use it.
   std::vector<std::pair<std::string, SmallVector<std::string>>> unsupported;
   const OpHandlerRegistry &handlers = getOpHandlers();
@@ -474,13 +483,12 @@ GraphImporter::collectResults(ArrayRef<Type> declared) {
   return results;
 }
 
+LogicalResult GraphImporter::checkOperators() {
+  SmallVector<int> versions;
+  return checkOperatorsSupported(versions);
+}
+
 LogicalResult GraphImporter::run() {
-  for (const auto &entry : model.opset_import())
-    if (entry.domain().empty() || entry.domain() == "ai.onnx")
-      opset = entry.version();
-  if (opset == 0)
-    return emitError(fileLoc) << "the model does not import the default ONNX "
-                                 "operator set";
   SmallVector<int> versions;
   if (failed(checkOperatorsSupported(versions)))
     return failure();
@@ -657,10 +665,14 @@ LogicalResult specula::importONNX(ModuleOp module, StringRef source,
   LoadOptions loadOptions;
   loadOptions.runChecker = options.runChecker;
   loadOptions.runShapeInference = options.runShapeInference;
+  loadOptions.beforeInference = [&](const onnx::ModelProto &checked) {
+    return succeeded(
+        GraphImporter(module, checked, sourceName, options).checkOperators());
+  };
   if (!loadModel(source.str(),
                  llvm::sys::path::parent_path(sourceName).str(), loadOptions,
                  model, error))
-    return emitError(fileLoc) << error;
+    return error.empty() ? failure() : emitError(fileLoc) << error;
   onnx_import::addDefaultMetadata(model, options.defaultMetadata);
   if (options.requireContract) {
     ModelContractReport report = onnx_import::checkContract(model);

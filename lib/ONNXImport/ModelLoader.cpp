@@ -821,6 +821,8 @@ bool specula::onnx_import::loadModel(const std::string &contents,
       return false;
     if (options.runChecker)
       onnx::checker::check_model(model);
+    if (options.beforeInference && !options.beforeInference(model))
+      return false;
     if (options.runShapeInference) {
       if (!checkLayerNormAxes(model, error))
         return false;

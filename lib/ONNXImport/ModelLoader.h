@@ -13,6 +13,7 @@
 #include "onnx/onnx_pb.h"
 
 #include <cstdint>
+#include <functional>
 #include <optional>
 #include <string>
 
@@ -23,6 +24,12 @@ struct LoadOptions {
   bool runChecker = true;
   /// Run ONNX shape inference so that every value has a type.
   bool runShapeInference = true;
+  /// Called on the parsed and checked model before shape inference runs;
+  /// false stops the load (with `error` left empty: the callback reported
+  /// why). libonnx's inference functions of operator versions the importer
+  /// does not support may trust what they read (Gemm-6 indexes a 1-D
+  /// operand's second dimension), so those are refused first.
+  std::function<bool(const onnx::ModelProto &)> beforeInference;
 };
 
 /// Parses `contents` (binary protobuf, or the textual syntax of
