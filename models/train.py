@@ -562,10 +562,13 @@ def export_decoder(model, path, metadata, kv_heads, head_dim):
                   metadata)
 
 
-def export_mtp_module(mtp, path):
+def export_mtp_module(mtp, path, cfg=None, metadata=None):
     """The MTP module with its contract: previous hidden states, ids,
-    positions and one layer's cache in; logits, hidden states, present out."""
-    past = [torch.zeros(1, TARGET["kv_heads"], 3, TARGET["head_dim"])
+    positions and one layer's cache in; logits, hidden states, present out.
+    `metadata` replaces the contract's metadata_props (an export folder's
+    module has none: its config.json says it)."""
+    cfg = cfg or TARGET
+    past = [torch.zeros(1, cfg["kv_heads"], 3, cfg["head_dim"])
             for _ in range(2)]
     axes = {"previous_hidden_states": {0: "batch", 1: "sequence"},
             "input_ids": {0: "batch", 1: "sequence"},
@@ -576,17 +579,19 @@ def export_mtp_module(mtp, path):
             "past_key_values.0.value": {0: "batch", 2: "past_sequence"},
             "present.0.key": {0: "batch", 2: "total_sequence"},
             "present.0.value": {0: "batch", 2: "total_sequence"}}
+    if metadata is None:
+        metadata = config_metadata(cfg, "mtp_module", spec_depth=1,
+                                   model_type="deepseek_mtp",
+                                   num_hidden_layers=1)
     return export(
-        mtp, [torch.zeros(1, 2, TARGET["dim"]),
+        mtp, [torch.zeros(1, 2, cfg["dim"]),
               torch.zeros(1, 2, dtype=torch.int64),
               (torch.arange(2) + 3)[None]] + past,
         path,
         ["previous_hidden_states", "input_ids", "position_ids"] +
         cache_names(1, "past_key_values"),
         ["logits", "hidden_states"] + cache_names(1, "present"),
-        axes,
-        config_metadata(TARGET, "mtp_module", spec_depth=1,
-                        model_type="deepseek_mtp", num_hidden_layers=1))
+        axes, metadata)
 
 
 def mtp_chain_proposer(mtp, depth=2):

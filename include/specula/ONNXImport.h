@@ -71,6 +71,31 @@ mlir::FailureOr<std::map<std::string, std::string>>
 readExportFolderMetadata(llvm::StringRef modelPath, llvm::StringRef role,
                          std::string &error);
 
+/// A model of an export folder and the contract metadata its folder gives it.
+struct ExportFolderModel {
+  std::string path;
+  std::map<std::string, std::string> metadata;
+};
+
+/// The DeepSeek-style MTP modules of an export folder (DeepSeek-V3, R1):
+/// config.json's num_nextn_predict_layers N, and each module an ONNX file
+/// beside model.onnx, mtp_module.onnx (or mtp_module_1.onnx) when N is 1,
+/// else mtp_module_1.onnx ... mtp_module_N.onnx, in depth order.
+struct ExportFolderMTP {
+  /// num_nextn_predict_layers (0 when config.json has none).
+  int64_t declared = 0;
+  /// The modules, with spec_role mtp_module, spec_depth k and one layer;
+  /// empty when the folder has none of the files (exporters often write
+  /// model.onnx alone).
+  std::vector<ExportFolderModel> modules;
+};
+
+/// The MTP modules beside `modelPath`; fails with `error` naming the file
+/// for a count that is not a non-negative integer, a folder with some of
+/// the N modules but not all, or one module under both names.
+mlir::FailureOr<ExportFolderMTP>
+readExportFolderMTPModules(llvm::StringRef modelPath, std::string &error);
+
 /// "sha256:<hex>" of a tokenizer.json's canonical form
 /// (specrt::Tokenizer::canonicalJson).
 mlir::FailureOr<std::string> tokenizerFingerprint(llvm::StringRef path,

@@ -3,7 +3,8 @@
 // An optimum / transformers export folder states a model's configuration in
 // config.json (and generation_config.json) beside model.onnx, and its
 // tokenizer in tokenizer.json, instead of the ONNX file's metadata_props.
-// This reads them into the contract's metadata keys.
+// This reads them into the contract's metadata keys, and finds the
+// DeepSeek-style MTP modules a folder's config.json declares.
 //
 //===----------------------------------------------------------------------===//
 
@@ -157,4 +158,73 @@ specula::readExportFolderMetadata(llvm::StringRef modelPath, llvm::StringRef rol
   if (!role.empty())
     meta["spec_role"] = role.str();
   return meta;
+}
+
+/// The file of the MTP module at `depth` of `count` beside `modelPath`:
+/// mtp_module.onnx or mtp_module_1.onnx for the only one, else
+/// mtp_module_<depth>.onnx; empty when there is none (or, for the only one,
+/// an error when both names exist).
+static FailureOr<std::string> findMTPModuleFile(llvm::StringRef modelPath,
+                                                int64_t depth, int64_t count,
+                                                std::string &error) {
+  std::string numbered =
+      besideModel(modelPath, "mtp_module_" + std::to_string(depth) + ".onnx");
+  if (count > 1)
+    return llvm::sys::fs::exists(numbered) ? numbered : std::string();
+  std::string plain = besideModel(modelPath, "mtp_module.onnx");
+  bool hasPlain = llvm::sys::fs::exists(plain);
+  bool hasNumbered = llvm::sys::fs::exists(numbered);
+  if (hasPlain && hasNumbered) {
+    error = "'" + plain + "' and '" + numbered +
+            "' both hold the folder's one MTP module; remove one";
+    return failure();
+  }
+  return hasPlain ? plain : hasNumbered ? numbered : std::string();
+}
+
+FailureOr<ExportFolderMTP>
+specula::readExportFolderMTPModules(llvm::StringRef modelPath,
+                                    std::string &error) {
+  ExportFolderMTP mtp;
+  std::string configPath = besideModel(modelPath, "config.json");
+  FailureOr<llvm::json::Object> config = readJsonFile(configPath, error);
+  if (failed(config))
+    return failure();
+  const llvm::json::Value *declared = config->get("num_nextn_predict_layers");
+  if (!declared || declared->getAsNull())
+    return mtp;
+  std::optional<int64_t> count = declared->getAsInteger();
+  if (!count || *count < 0) {
+    error = "'" + configPath +
+            "': num_nextn_predict_layers is not a non-negative integer";
+    return failure();
+  }
+  mtp.declared = *count;
+  for (int64_t depth = 1; depth <= *count; ++depth) {
+    FailureOr<std::string> path =
+        findMTPModuleFile(modelPath, depth, *count, error);
+    if (failed(path))
+      return failure();
+    if (path->empty()) {
+      // None exported is common (exporters write model.onnx alone); some
+      // but not all is a broken folder.
+      if (depth == 1)
+        return mtp;
+      error = "'" + configPath + "' declares " + std::to_string(*count) +
+              " MTP modules (num_nextn_predict_layers) but '" +
+              besideModel(modelPath, "mtp_module_" + std::to_string(depth) +
+                                         ".onnx") +
+              "' is missing";
+      return failure();
+    }
+    FailureOr<std::map<std::string, std::string>> metadata =
+        readExportFolderMetadata(*path, "mtp_module", error);
+    if (failed(metadata))
+      return failure();
+    // Each of DeepSeek's MTP modules is one transformer block.
+    (*metadata)["num_hidden_layers"] = "1";
+    (*metadata)["spec_depth"] = std::to_string(depth);
+    mtp.modules.push_back({*path, std::move(*metadata)});
+  }
+  return mtp;
 }

@@ -3,6 +3,7 @@
 //   specc target.onnx -o model.spec   (the target alone)
 //   specc target.onnx --draft draft.onnx [--gamma N] -o model.spec
 //   specc target_dir/ --draft draft_dir/ -o model.spec   (export folders)
+//   specc deepseek_dir/ -o model.spec   (its mtp_module.onnx proposes)
 //   specc target.onnx --mtp-head head1.onnx --mtp-head head2.onnx ...
 //   specc target.onnx --mtp-head module.onnx --mtp-depth 2
 //   specc ... --emit=models-mlir | spec-mlir [-o decoder.mlir]
@@ -63,8 +64,8 @@ static cl::opt<std::string> targetPath(
 static cl::opt<std::string> draftPath(
     "draft",
     cl::desc("An external draft model (ONNX, or an export folder) to pair "
-             "with the target (without --draft or --mtp-head: the target "
-             "alone)"),
+             "with the target (without --draft or --mtp-head: the MTP "
+             "modules of the target's export folder, else the target alone)"),
     cl::value_desc("draft.onnx"), cl::cat(category));
 static cl::opt<std::string> tokenizerPath(
     "tokenizer",
@@ -408,11 +409,56 @@ static FailureOr<Profile> readProfile(StringRef path) {
 /// The target's export-folder metadata (empty for a plain ONNX file).
 static std::map<std::string, std::string> targetFolderMetadata;
 
+/// Without --draft or --mtp-head, the MTP modules of the target's export
+/// folder (config.json's num_nextn_predict_layers) propose.
+static std::vector<ExportFolderModel> folderModules;
+
+/// Finds the target folder's MTP modules when no proposer is given; a
+/// failure after the error.
+static LogicalResult findFolderModules() {
+  if (!draftPath.empty() || !headPaths.empty())
+    return success();
+  std::string error;
+  FailureOr<ExportFolderMTP> mtp =
+      readExportFolderMTPModules(resolveModelPath(targetPath), error);
+  if (failed(mtp)) {
+    llvm::errs() << "error: " << error << "\n";
+    return failure();
+  }
+  if (mtp->declared > 0 && mtp->modules.empty())
+    llvm::errs() << "specc: note: config.json declares " << mtp->declared
+                 << " MTP module(s) (num_nextn_predict_layers) but no "
+                    "mtp_module.onnx is beside model.onnx: compiling the "
+                    "target alone\n";
+  for (const ExportFolderModel &module : mtp->modules)
+    llvm::errs() << "specc: proposer: the export folder's MTP module '"
+                 << module.path << "' (depth "
+                 << module.metadata.at("spec_depth") << ")\n";
+  folderModules = std::move(mtp->modules);
+  return success();
+}
+
+/// The heads or MTP modules that propose, in depth order: --mtp-head's, or
+/// the export folder's.
+static std::vector<std::string> headFiles() {
+  if (!headPaths.empty())
+    return headPaths;
+  std::vector<std::string> paths;
+  for (const ExportFolderModel &module : folderModules)
+    paths.push_back(module.path);
+  return paths;
+}
+
+static bool hasProposer() { return !draftPath.empty() || !headFiles().empty(); }
+
 /// Imports the model at `givenPath` (a file or an export folder) as function
 /// `name`; an export folder's config.json and tokenizer.json supply the
-/// contract's metadata the ONNX file lacks, with spec_role `role`.
-static LogicalResult importInto(ModuleOp module, StringRef givenPath,
-                                StringRef name, StringRef role) {
+/// contract's metadata the ONNX file lacks, with spec_role `role` (or
+/// `metadata`, when given, does).
+static LogicalResult
+importInto(ModuleOp module, StringRef givenPath, StringRef name,
+           StringRef role,
+           const std::map<std::string, std::string> *metadata = nullptr) {
   std::string path = resolveModelPath(givenPath);
   auto buffer = llvm::MemoryBuffer::getFile(path, /*IsText=*/false);
   if (!buffer)
@@ -423,7 +469,7 @@ static LogicalResult importInto(ModuleOp module, StringRef givenPath,
   options.requireContract = true;
   std::string error;
   FailureOr<std::map<std::string, std::string>> folder =
-      readExportFolderMetadata(path, role, error);
+      metadata ? *metadata : readExportFolderMetadata(path, role, error);
   if (failed(folder))
     return emitError(UnknownLoc::get(module.getContext())) << error;
   if (role == "target")
@@ -604,7 +650,7 @@ static LogicalResult setTreeOptions(ModuleOp module, ComposeOptions &compose,
     llvm::errs() << "error: --tree " << treeShape
                  << " builds a tree of Medusa heads' (or a draft's) "
                     "candidates; '"
-                 << headPaths.front() << "' is not a Medusa head\n";
+                 << headFiles().front() << "' is not a Medusa head\n";
     return failure();
   }
   if (chooseTree && measuredTopK.empty()) {
@@ -638,7 +684,7 @@ static LogicalResult checkFlags() {
   };
   if (!draftPath.empty() && !headPaths.empty())
     return fail("give --draft or --mtp-head, not both");
-  if (draftPath.empty() && headPaths.empty()) {
+  if (!hasProposer()) {
     // The target alone: nothing to propose, so nothing to tune.
     for (const cl::Option *flag :
          {(const cl::Option *)&proposalCount, (const cl::Option *)&treeShape,
@@ -658,7 +704,7 @@ static LogicalResult checkFlags() {
     return fail("--max-tree-nodes bounds the tree of --tree auto");
   if (maxTreeNodes < 1)
     return fail("--max-tree-nodes must be at least 1");
-  if (mtpDepth < 0 || (mtpDepth.getNumOccurrences() && headPaths.empty()))
+  if (mtpDepth < 0 || (mtpDepth.getNumOccurrences() && headFiles().empty()))
     return fail("--mtp-depth takes a positive number of --mtp-head "
                 "proposals");
   if ((topK.getNumOccurrences() || topP.getNumOccurrences()) && !sampling)
@@ -711,7 +757,7 @@ static FailureOr<Measurements> readMeasurements() {
 /// and the tree are set once the models are imported.
 static void setComposeOptions(ComposeOptions &compose,
                               const Measurements &measured) {
-  compose.targetOnly = draftPath.empty() && headPaths.empty();
+  compose.targetOnly = !hasProposer();
   compose.gamma = proposalCount;
   compose.sampling = sampling;
   compose.temperature = temperature;
@@ -734,25 +780,28 @@ static LogicalResult importModels(ModuleOp module, ComposeOptions &compose) {
     return failure();
   if (!draftPath.empty())
     return importInto(module, draftPath, "draft", "draft");
-  if (headPaths.empty())
+  std::vector<std::string> heads = headFiles();
+  if (heads.empty())
     return success();
   std::string name;
-  for (auto [i, path] : llvm::enumerate(headPaths)) {
+  for (auto [i, path] : llvm::enumerate(heads)) {
     name = "head" + std::to_string(i + 1);
     compose.heads.push_back(name);
-    if (failed(importInto(module, path, name, "")))
+    if (failed(importInto(module, path, name, "",
+                          folderModules.empty() ? nullptr
+                                                : &folderModules[i].metadata)))
       return failure();
   }
   // spec-compose-heads checks this too; here the error names the file.
   auto last = module.lookupSymbol<func::FuncOp>(name)->getAttrOfType<spec::RoleAttr>(
       spec::SpecDialect::kRoleAttrName);
-  if (mtpDepth > static_cast<int64_t>(headPaths.size()) &&
+  if (mtpDepth > static_cast<int64_t>(heads.size()) &&
       (!last || last.getKind() != spec::FunctionRole::MTPModule)) {
     llvm::errs() << "error: --mtp-depth " << mtpDepth << " needs "
-                 << mtpDepth << " heads but " << headPaths.size()
+                 << mtpDepth << " heads but " << heads.size()
                  << " are given; only a DeepSeek-style MTP module can run "
                     "again at the next depth, and '"
-                 << headPaths[headPaths.size() - 1] << "' is not one\n";
+                 << heads.back() << "' is not one\n";
     return failure();
   }
   return success();
@@ -833,7 +882,7 @@ int main(int argc, char **argv) {
   cl::HideUnrelatedOptions(category);
   cl::ParseCommandLineOptions(
       argc, argv, "specc: build a speculative decoder from ONNX models\n");
-  if (failed(checkFlags()))
+  if (failed(findFolderModules()) || failed(checkFlags()))
     return 1;
   FailureOr<Emit> what = getEmit();
   if (failed(what))
