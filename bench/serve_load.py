@@ -160,6 +160,17 @@ def plot(results, path):
     fig.savefig(path)
 
 
+def example_artifact(build):
+    """The example draft decoder (gamma from the cost model), compiled."""
+    artifact = os.path.join(build, "bench", "serve-draft.spec")
+    os.makedirs(os.path.dirname(artifact), exist_ok=True)
+    subprocess.run([os.path.join(BIN, "specc"), os.path.join(ROOT, "models", "target.onnx"),
+                    "--draft", os.path.join(ROOT, "models", "draft.onnx"),
+                    "--acceptance-rate", "0.8", "-o", artifact],
+                   check=True, stderr=subprocess.DEVNULL)
+    return artifact
+
+
 def main():
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--build", default=os.path.join(ROOT, "build"))
@@ -173,14 +184,7 @@ def main():
     args = parser.parse_args()
     global BIN
     BIN = os.path.join(args.build, "bin")
-    artifact = args.artifact
-    if not artifact:
-        artifact = os.path.join(args.build, "bench", "serve-draft.spec")
-        os.makedirs(os.path.dirname(artifact), exist_ok=True)
-        subprocess.run([os.path.join(BIN, "specc"), os.path.join(ROOT, "models", "target.onnx"),
-                        "--draft", os.path.join(ROOT, "models", "draft.onnx"),
-                        "--acceptance-rate", "0.8", "-o", artifact],
-                       check=True, stderr=subprocess.DEVNULL)
+    artifact = args.artifact or example_artifact(args.build)
     results = {}
     for mode in args.modes.split(","):
         extra = {"off": ["--no-speculation"], "fixed": []}[mode]

@@ -1,7 +1,10 @@
 //===- Pipelines.cpp - Specula pass pipelines -----------------------------===//
 
-#include "passes/Pipelines.h"
-#include "passes/Passes.h"
+#include "specula/Pipelines.h"
+#include "passes/CPU/Passes.h"
+#include "passes/Common/Passes.h"
+#include "passes/Decoder/Passes.h"
+#include "passes/GPU/Passes.h"
 
 #include "mlir/Conversion/Passes.h"
 #include "mlir/Dialect/Arith/Transforms/Passes.h"

@@ -11,7 +11,7 @@
 #ifndef SPECULA_ARTIFACT_H
 #define SPECULA_ARTIFACT_H
 
-#include "passes/Pipelines.h"
+#include "specula/Pipelines.h"
 
 #include "mlir/IR/BuiltinOps.h"
 #include "mlir/Support/LLVM.h"
@@ -25,7 +25,7 @@ namespace specula {
 enum class ArtifactDevice { CPU, CUDA };
 
 /// What writeArtifact and compileToLLVM do. The device pipeline's knobs are
-/// that pipeline's own options (passes/Pipelines.h declares each once, with
+/// that pipeline's own options (specula/Pipelines.h declares each once, with
 /// its default); only what the artifact adds is declared here.
 struct ArtifactOptions {
   /// Where the decode loops' kernels run; the host code is for this host.

@@ -9,7 +9,7 @@
 #ifndef SPECULA_GRAPHEXECUTOR_H
 #define SPECULA_GRAPHEXECUTOR_H
 
-#include "passes/Pipelines.h"
+#include "specula/Pipelines.h"
 
 #include "mlir/IR/BuiltinOps.h"
 #include "mlir/Support/LLVM.h"

@@ -14,8 +14,7 @@
 #include "ObjectCode.h"
 
 #include "dialects/spec/SpecOps.h"
-#include "passes/Passes.h"
-#include "passes/Pipelines.h"
+#include "specula/Pipelines.h"
 #include "specrt/artifact_format.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"

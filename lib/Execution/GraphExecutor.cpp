@@ -3,7 +3,7 @@
 #include "specula/GraphExecutor.h"
 
 #include "lib/HostCode/Optimize.h"
-#include "passes/Pipelines.h"
+#include "specula/Pipelines.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/ExecutionEngine/ExecutionEngine.h"

@@ -3,8 +3,11 @@
 #include "specula/InitAll.h"
 
 #include "dialects/spec/SpecDialect.h"
-#include "passes/Passes.h"
-#include "passes/Pipelines.h"
+#include "passes/CPU/Passes.h"
+#include "passes/Common/Passes.h"
+#include "passes/Decoder/Passes.h"
+#include "passes/GPU/Passes.h"
+#include "specula/Pipelines.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/IR/DialectRegistry.h"
@@ -14,6 +17,9 @@ void specula::registerSpeculaDialects(mlir::DialectRegistry &registry) {
 }
 
 void specula::registerSpeculaPasses() {
-  registerSpecPasses();
+  registerDecoderPasses();
+  registerCommonPasses();
+  registerCPUPasses();
+  registerGPUPasses();
   registerSpeculaPipelines();
 }

@@ -17,7 +17,7 @@
 #include "specula/ONNXImport.h"
 #include "specula/TensorIO.h"
 
-#include "passes/Passes.h"
+#include "passes/Decoder/Passes.h"
 
 #include "mlir/IR/Diagnostics.h"
 #include "mlir/InitAllDialects.h"

@@ -11,7 +11,7 @@
 //
 // Imports the models into one module (functions @target, @draft, @head1...;
 // --emit=models-mlir prints it) and composes the decoder with the
-// spec-compose pipeline (passes/Pipelines.h), whose options the flags and a
+// spec-compose pipeline (specula/Pipelines.h), whose options the flags and a
 // --profile fill: the target alone (spec-compose-target), a draft paired
 // after checking its compatibility (spec-pair-draft) or the heads' decoder
 // (spec-compose-heads), gamma, the
@@ -29,8 +29,8 @@
 #include "specrt/Tokenizer.h"
 
 #include "dialects/spec/SpecOps.h"
-#include "passes/Pipelines.h"
-#include "passes/TreeCostModel.h"
+#include "specula/Pipelines.h"
+#include "passes/Decoder/TreeCostModel.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/IR/AsmState.h"

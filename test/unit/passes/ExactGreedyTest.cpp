@@ -11,8 +11,8 @@
 //===----------------------------------------------------------------------===//
 
 #include "dialects/spec/SpecOps.h"
-#include "passes/Composition.h"
-#include "passes/Passes.h"
+#include "passes/Decoder/Composition.h"
+#include "passes/Decoder/Passes.h"
 #include "specrt/specrt.h"
 #include "specula/Artifact.h"
 #include "specula/InitAll.h"

@@ -1,6 +1,6 @@
 //===- GammaCostModelTest.cpp - spec-choose-gamma's cost model ------------===//
 
-#include "passes/GammaCostModel.h"
+#include "passes/Decoder/GammaCostModel.h"
 
 #include "gtest/gtest.h"
 

@@ -12,7 +12,7 @@
 //
 //===----------------------------------------------------------------------===//
 
-#include "passes/Passes.h"
+#include "passes/Decoder/Passes.h"
 #include "specula/GraphExecutor.h"
 #include "specula/InitAll.h"
 

@@ -9,7 +9,7 @@
 #ifndef SPECULA_TEST_UNIT_PASSES_INPLACEMODEL_H
 #define SPECULA_TEST_UNIT_PASSES_INPLACEMODEL_H
 
-#include "passes/Passes.h"
+#include "passes/Decoder/Passes.h"
 #include "specula/InitAll.h"
 #include "specula/ONNXImport.h"
 

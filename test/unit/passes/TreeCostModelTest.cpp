@@ -1,7 +1,7 @@
 //===- TreeCostModelTest.cpp - spec-choose-tree's cost model --------------===//
 
-#include "passes/TreeCostModel.h"
-#include "passes/GammaCostModel.h"
+#include "passes/Decoder/TreeCostModel.h"
+#include "passes/Decoder/GammaCostModel.h"
 
 #include "gtest/gtest.h"
 
