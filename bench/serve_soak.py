@@ -8,7 +8,8 @@ go away mid-stream, and the server's memory before and after.
 
 Starts spec-serve (--queue as given, so that a full queue answers 429) and
 runs closed-loop clients: streamed and whole completions of random prompts
-and lengths; a --disconnect fraction of the streamed ones closes the
+and lengths (a client answered 429 waits as Retry-After says); a
+--disconnect fraction of the streamed ones closes the
 connection after a few chunks. After a warm-up at the same load it records
 the server's resident memory, soaks for --minutes, lets the server go
 idle, and records it again. It fails (exit 1) on any response other than
@@ -53,7 +54,10 @@ def request(port, rng, disconnect):
                   headers={"Content-Type": "application/json"})
         r = c.getresponse()
         if r.status == 429:
+            # As clients do: wait as long as Retry-After says (spread a
+            # little, so that they do not all come back at once).
             r.read()
+            time.sleep(float(r.getheader("Retry-After", "1")) * rng.uniform(0.5, 1.0))
             return "429"
         if r.status != 200:
             return "failed: HTTP %d %s" % (r.status, r.read()[:200])
