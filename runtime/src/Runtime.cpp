@@ -208,19 +208,11 @@ static specrt_status checkSampling(const Manifest &m,
   return SPECRT_OK;
 }
 
-specrt_status specrt_generate(specrt_model *model, const int64_t *prompt,
-                              size_t promptLength,
-                              const specrt_generate_options *options,
-                              specrt_result *result) {
-  if (!model || !result || (!prompt && promptLength))
-    return fail(SPECRT_ERROR_INVALID_ARGUMENT,
-                "specrt_generate needs a model, a prompt and a result");
-  std::memset(result, 0, sizeof(*result));
-  specrt_generate_options defaults;
-  specrt_generate_options_init(&defaults);
-  if (!options)
-    options = &defaults;
-  const Manifest &m = model->manifest;
+/// Checks a generate call's prompt and options against the artifact.
+static specrt_status checkGenerateArguments(const Manifest &m,
+                                            const int64_t *prompt,
+                                            size_t promptLength,
+                                            const specrt_generate_options &o) {
   if (promptLength == 0)
     return fail(SPECRT_ERROR_INVALID_ARGUMENT,
                 "the prompt is empty; give at least one token (e.g. BOS)");
@@ -237,48 +229,177 @@ specrt_status specrt_generate(specrt_model *model, const int64_t *prompt,
                   "token " + std::to_string(prompt[i]) + " at prompt position " +
                       std::to_string(i) + " is outside the vocabulary [0, " +
                       std::to_string(m.vocabSize) + ")");
-  if (options->max_new_tokens < 1)
+  if (o.max_new_tokens < 1)
     return fail(SPECRT_ERROR_INVALID_ARGUMENT,
-                "max_new_tokens is " + std::to_string(options->max_new_tokens) +
+                "max_new_tokens is " + std::to_string(o.max_new_tokens) +
                     "; it must be at least 1");
-  if (options->num_stop_tokens && !options->stop_tokens)
+  if (o.num_stop_tokens && !o.stop_tokens)
     return fail(SPECRT_ERROR_INVALID_ARGUMENT,
                 "num_stop_tokens is set but stop_tokens is null");
-  if (specrt_status status = checkSampling(m, *options))
+  return checkSampling(m, o);
+}
+
+/// Runs the device's decode loop, streaming through `stream` when the
+/// caller takes tokens or may stop the run; one run at a time on a device
+/// that does not run them concurrently.
+static specrt_status runDecode(specrt_model *model, const int64_t *prompt,
+                               size_t promptLength,
+                               const specrt_generate_options &o,
+                               const std::vector<int64_t> &stopTokens,
+                               TokenStream &stream, DecodeOutput &output) {
+  std::unique_lock<std::mutex> lock(model->mutex, std::defer_lock);
+  if (!model->device->runsConcurrently())
+    lock.lock();
+  bool streamed = o.on_token || o.should_stop;
+  if (streamed) {
+    stream.callback = o.on_token;
+    stream.shouldStop = o.should_stop;
+    stream.user = o.user_data;
+    stream.maxNew = o.max_new_tokens;
+    stream.eos = model->manifest.eosTokenId;
+    stream.stops = &stopTokens;
+  }
+  setTokenStream(streamed ? &stream : nullptr);
+  struct Reset {
+    ~Reset() { setTokenStream(nullptr); }
+  } reset;
+  std::string error;
+  if (specrt_status status = model->device->decode(
+          o.speculative != 0, prompt, promptLength, o.max_new_tokens,
+          static_cast<int64_t>(o.seed), stopTokens, output, error))
+    return fail(status, error);
+  return SPECRT_OK;
+}
+
+/// The generated tokens up to and including the first EOS or stop token,
+/// and why generation stopped; a cancelled run's are what it streamed,
+/// though its last round committed more.
+static std::vector<int64_t>
+generatedTokens(const Manifest &m, const DecodeOutput &output,
+                size_t promptLength, const specrt_generate_options &o,
+                const std::vector<int64_t> &stopTokens,
+                const TokenStream &stream, specrt_result *result) {
+  std::vector<int64_t> generated(
+      output.sequence.begin() + std::min(promptLength, output.sequence.size()),
+      output.sequence.end());
+  result->stop_reason = SPECRT_STOP_MAX_TOKENS;
+  for (size_t i = 0; i < generated.size(); ++i) {
+    int64_t token = generated[i];
+    if (token == m.eosTokenId ||
+        std::find(stopTokens.begin(), stopTokens.end(), token) !=
+            stopTokens.end()) {
+      generated.resize(i + 1);
+      result->stop_reason = SPECRT_STOP_TOKEN;
+      break;
+    }
+  }
+  if (result->stop_reason == SPECRT_STOP_MAX_TOKENS &&
+      static_cast<int64_t>(generated.size()) < o.max_new_tokens)
+    result->stop_reason = SPECRT_STOP_CONTEXT;
+  if (stream.cancelled) {
+    generated.resize(std::min<size_t>(generated.size(), stream.forwarded));
+    result->stop_reason = SPECRT_STOP_CANCELLED;
+  }
+  return generated;
+}
+
+/// Rounds by accepted length: a tree decoder counts rounds by the node
+/// they end at (kept in the result too), whose depth is the length.
+static specrt_status roundsByLength(const Manifest &m,
+                                    std::vector<int64_t> &histogram,
+                                    specrt_result *result) {
+  size_t rows = m.treeParents.size() + 1;
+  if (histogram.size() != rows)
+    return fail(SPECRT_ERROR_FORMAT,
+                "the decode loop counted rounds at " +
+                    std::to_string(histogram.size()) +
+                    " tree rows, but the manifest's tree has " +
+                    std::to_string(rows) +
+                    "; the artifact's code is wrong (a compiler bug or a "
+                    "damaged artifact)");
+  result->rounds_by_final_node =
+      static_cast<int64_t *>(std::malloc(rows * sizeof(int64_t)));
+  if (!result->rounds_by_final_node)
+    return fail(SPECRT_ERROR_OUT_OF_MEMORY, "out of memory");
+  std::copy(histogram.begin(), histogram.end(), result->rounds_by_final_node);
+  result->num_tree_rows = rows;
+  int64_t deepest = 0;
+  for (size_t node = 1; node < rows; ++node)
+    deepest = std::max(deepest, m.treeDepth(node));
+  std::vector<int64_t> byLength(deepest + 1, 0);
+  for (size_t node = 0; node < rows; ++node)
+    byLength[m.treeDepth(node)] += histogram[node];
+  histogram = std::move(byLength);
+  return SPECRT_OK;
+}
+
+/// Rounds, acceptance and the per-position rates from the decode loop's
+/// counts.
+static specrt_status fillStatistics(const Manifest &m,
+                                    const DecodeOutput &output,
+                                    size_t promptLength, bool speculative,
+                                    specrt_result *result) {
+  result->target_forwards = output.targetForwards;
+  if (output.targetForwards > 0)
+    result->mean_accepted_length =
+        static_cast<double>(output.sequence.size() - promptLength) /
+        static_cast<double>(output.targetForwards);
+  if (speculative && m.proposals > 0 && output.targetForwards > 0)
+    result->acceptance_rate =
+        std::max(0.0, (result->mean_accepted_length - 1.0) /
+                          static_cast<double>(m.proposals));
+  result->propose_seconds = output.proposeNanoseconds * 1e-9;
+  result->verify_seconds = output.verifyNanoseconds * 1e-9;
+  std::vector<int64_t> histogram = output.acceptedHistogram;
+  if (speculative && !m.treeParents.empty())
+    if (specrt_status status = roundsByLength(m, histogram, result))
+      return status;
+  for (int64_t count : histogram)
+    result->rounds += count;
+  if (!speculative || histogram.size() <= 1 || result->rounds == 0)
+    return SPECRT_OK;
+  result->num_positions = histogram.size() - 1;
+  result->accepted_per_position = static_cast<double *>(
+      std::malloc(result->num_positions * sizeof(double)));
+  if (!result->accepted_per_position)
+    return fail(SPECRT_ERROR_OUT_OF_MEMORY, "out of memory");
+  // Position i was accepted in every round that accepted more than i.
+  int64_t atLeast = result->rounds;
+  for (size_t i = 0; i < result->num_positions; ++i) {
+    atLeast -= histogram[i];
+    result->accepted_per_position[i] =
+        static_cast<double>(atLeast) / static_cast<double>(result->rounds);
+  }
+  return SPECRT_OK;
+}
+
+specrt_status specrt_generate(specrt_model *model, const int64_t *prompt,
+                              size_t promptLength,
+                              const specrt_generate_options *options,
+                              specrt_result *result) {
+  if (!model || !result || (!prompt && promptLength))
+    return fail(SPECRT_ERROR_INVALID_ARGUMENT,
+                "specrt_generate needs a model, a prompt and a result");
+  std::memset(result, 0, sizeof(*result));
+  specrt_generate_options defaults;
+  specrt_generate_options_init(&defaults);
+  if (!options)
+    options = &defaults;
+  const Manifest &m = model->manifest;
+  if (specrt_status status =
+          checkGenerateArguments(m, prompt, promptLength, *options))
     return status;
 
+  // The caller's stop tokens and the model's own (model.stop_token_ids).
+  std::vector<int64_t> stopTokens(options->stop_tokens,
+                                  options->stop_tokens + options->num_stop_tokens);
+  stopTokens.insert(stopTokens.end(), m.stopTokenIds.begin(), m.stopTokenIds.end());
   DecodeOutput output;
   TokenStream stream;
-  std::string error;
-  // The caller's stop tokens and the model's own (model.stop_token_ids).
-  std::vector<int64_t> stopTokens;
   auto start = std::chrono::steady_clock::now();
-  {
-    std::unique_lock<std::mutex> lock(model->mutex, std::defer_lock);
-    if (!model->device->runsConcurrently())
-      lock.lock();
-    stopTokens.assign(options->stop_tokens,
-                      options->stop_tokens + options->num_stop_tokens);
-    stopTokens.insert(stopTokens.end(), m.stopTokenIds.begin(), m.stopTokenIds.end());
-    bool streamed = options->on_token || options->should_stop;
-    if (streamed) {
-      stream.callback = options->on_token;
-      stream.shouldStop = options->should_stop;
-      stream.user = options->user_data;
-      stream.maxNew = options->max_new_tokens;
-      stream.eos = m.eosTokenId;
-      stream.stops = &stopTokens;
-    }
-    setTokenStream(streamed ? &stream : nullptr);
-    struct Reset {
-      ~Reset() { setTokenStream(nullptr); }
-    } reset;
-    if (specrt_status status = model->device->decode(
-            options->speculative != 0, prompt, promptLength,
-            options->max_new_tokens, static_cast<int64_t>(options->seed),
-            stopTokens, output, error))
-      return fail(status, error);
-  }
+  if (specrt_status status = runDecode(model, prompt, promptLength, *options,
+                                       stopTokens, stream, output))
+    return status;
   double seconds = std::chrono::duration<double>(
                        std::chrono::steady_clock::now() - start)
                        .count();
@@ -290,100 +411,21 @@ specrt_status specrt_generate(specrt_model *model, const int64_t *prompt,
                     "; the artifact's code is wrong (a compiler bug or a "
                     "damaged artifact)");
 
-  // Generated tokens up to and including the first EOS or stop token.
-  std::vector<int64_t> generated(
-      output.sequence.begin() +
-          std::min(promptLength, output.sequence.size()),
-      output.sequence.end());
-  result->stop_reason = SPECRT_STOP_MAX_TOKENS;
-  for (size_t i = 0; i < generated.size(); ++i) {
-    int64_t token = generated[i];
-    bool stop = token == m.eosTokenId ||
-                std::find(stopTokens.begin(), stopTokens.end(), token) != stopTokens.end();
-    if (stop) {
-      generated.resize(i + 1);
-      result->stop_reason = SPECRT_STOP_TOKEN;
-      break;
-    }
-  }
-  if (result->stop_reason == SPECRT_STOP_MAX_TOKENS &&
-      static_cast<int64_t>(generated.size()) < options->max_new_tokens)
-    result->stop_reason = SPECRT_STOP_CONTEXT;
-  // A cancelled run's result is what it streamed, though its last round
-  // committed more.
-  if (stream.cancelled) {
-    generated.resize(std::min<size_t>(generated.size(), stream.forwarded));
-    result->stop_reason = SPECRT_STOP_CANCELLED;
-  }
-
+  std::vector<int64_t> generated = generatedTokens(
+      m, output, promptLength, *options, stopTokens, stream, result);
   result->num_tokens = generated.size();
   result->tokens = static_cast<int64_t *>(
       std::malloc(std::max<size_t>(1, generated.size()) * sizeof(int64_t)));
   if (!result->tokens)
     return fail(SPECRT_ERROR_OUT_OF_MEMORY, "out of memory");
   std::copy(generated.begin(), generated.end(), result->tokens);
-  result->target_forwards = output.targetForwards;
   result->seconds = seconds;
-  if (output.targetForwards > 0)
-    result->mean_accepted_length =
-        static_cast<double>(output.sequence.size() - promptLength) /
-        static_cast<double>(output.targetForwards);
-  if (options->speculative && m.proposals > 0 && output.targetForwards > 0)
-    result->acceptance_rate =
-        std::max(0.0, (result->mean_accepted_length - 1.0) /
-                          static_cast<double>(m.proposals));
   if (seconds > 0)
     result->tokens_per_second = generated.size() / seconds;
-  result->propose_seconds = output.proposeNanoseconds * 1e-9;
-  result->verify_seconds = output.verifyNanoseconds * 1e-9;
-  // A tree decoder counts rounds by the node they end at; by accepted
-  // length, they are the counts by the node's depth.
-  std::vector<int64_t> histogram = output.acceptedHistogram;
-  if (options->speculative && !m.treeParents.empty()) {
-    size_t rows = m.treeParents.size() + 1;
-    if (histogram.size() != rows) {
-      specrt_result_free(result);
-      return fail(SPECRT_ERROR_FORMAT,
-                  "the decode loop counted rounds at " +
-                      std::to_string(histogram.size()) +
-                      " tree rows, but the manifest's tree has " +
-                      std::to_string(rows) +
-                      "; the artifact's code is wrong (a compiler bug or a "
-                      "damaged artifact)");
-    }
-    result->rounds_by_final_node =
-        static_cast<int64_t *>(std::malloc(rows * sizeof(int64_t)));
-    if (!result->rounds_by_final_node) {
-      specrt_result_free(result);
-      return fail(SPECRT_ERROR_OUT_OF_MEMORY, "out of memory");
-    }
-    std::copy(histogram.begin(), histogram.end(), result->rounds_by_final_node);
-    result->num_tree_rows = rows;
-    int64_t deepest = 0;
-    for (size_t node = 1; node < rows; ++node)
-      deepest = std::max(deepest, m.treeDepth(node));
-    std::vector<int64_t> byLength(deepest + 1, 0);
-    for (size_t node = 0; node < rows; ++node)
-      byLength[m.treeDepth(node)] += histogram[node];
-    histogram = std::move(byLength);
-  }
-  for (int64_t count : histogram)
-    result->rounds += count;
-  if (options->speculative && histogram.size() > 1 && result->rounds > 0) {
-    result->num_positions = histogram.size() - 1;
-    result->accepted_per_position = static_cast<double *>(
-        std::malloc(result->num_positions * sizeof(double)));
-    if (!result->accepted_per_position) {
-      specrt_result_free(result);
-      return fail(SPECRT_ERROR_OUT_OF_MEMORY, "out of memory");
-    }
-    // Position i was accepted in every round that accepted more than i.
-    int64_t atLeast = result->rounds;
-    for (size_t i = 0; i < result->num_positions; ++i) {
-      atLeast -= histogram[i];
-      result->accepted_per_position[i] =
-          static_cast<double>(atLeast) / static_cast<double>(result->rounds);
-    }
+  if (specrt_status status = fillStatistics(m, output, promptLength,
+                                            options->speculative != 0, result)) {
+    specrt_result_free(result);
+    return status;
   }
   return SPECRT_OK;
 }
