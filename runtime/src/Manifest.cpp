@@ -335,16 +335,10 @@ specrt_status specrt::readManifest(const std::string &directory,
   return parseManifest(text, path, manifest, error);
 }
 
-specrt_status specrt::parseManifest(const std::string &text,
-                                    const std::string &path,
-                                    Manifest &manifest, std::string &error) {
-  json root;
-  std::string jsonError;
-  if (!parseJson(text, root, jsonError)) {
-    error = path + " is not valid JSON: " + jsonError;
-    return SPECRT_ERROR_FORMAT;
-  }
-  FieldReader fields(root, path);
+/// The format, its version and the entry points' ABI, which everything
+/// else depends on.
+static specrt_status checkFormat(const json &root, FieldReader &fields,
+                                 const std::string &path, std::string &error) {
   if (!root.is_object() ||
       fields.string("format") != SPECRT_ARTIFACT_FORMAT) {
     error = path + " is not a Specula manifest (no \"format\": \"" +
@@ -365,8 +359,11 @@ specrt_status specrt::parseManifest(const std::string &text,
             SPECRT_ARTIFACT_ABI + "'";
     return SPECRT_ERROR_VERSION;
   }
+  return SPECRT_OK;
+}
 
-  Manifest &m = manifest;
+/// target: the device and what the code was compiled for.
+static void readTarget(FieldReader &fields, Manifest &m) {
   m.producer = fields.string("producer");
   m.device = fields.string("target.device");
   m.triple = fields.string("target.triple");
@@ -389,6 +386,10 @@ specrt_status specrt::parseManifest(const std::string &text,
     fields.problem("target.device", "is '" + m.device +
                                         "'; this runtime runs cpu and cuda");
   }
+}
+
+/// entry_points and files: the artifact's library, weights and tokenizer.
+static void readFiles(FieldReader &fields, Manifest &m) {
   m.generateEntry = fields.string("entry_points.generate");
   m.targetOnlyEntry = fields.string("entry_points.target_only");
   m.tokenizer = fields.string("model.tokenizer.kind");
@@ -409,6 +410,11 @@ specrt_status specrt::parseManifest(const std::string &text,
         file->name == "." || file->name == "..")
       fields.problem(prefix + ".file", "must name a file in the artifact");
   }
+}
+
+/// model and decoder: the vocabulary, special tokens, the proposer and
+/// the verification rule, and their consistency.
+static void readDecoder(FieldReader &fields, Manifest &m) {
   m.vocabSize = fields.integer("model.vocab_size");
   m.bosTokenId = fields.integer("model.bos_token_id", /*nullable=*/true);
   m.eosTokenId = fields.integer("model.eos_token_id", /*nullable=*/true);
@@ -433,30 +439,47 @@ specrt_status specrt::parseManifest(const std::string &text,
   m.topP = fields.number("decoder.top_p", 1.0);
   m.treeParents = fields.integers("decoder.tree.parents");
   m.treeRanks = fields.integers("decoder.tree.ranks");
-  if (fields.error.empty()) {
-    if (m.vocabSize <= 0)
-      fields.problem("model.vocab_size", "must be positive");
-    else if (m.contextCapacity < 2)
-      fields.problem("decoder.context_capacity", "must be at least 2");
-    else if (m.proposer == "none" && m.proposals != 0)
-      fields.problem("decoder.proposals", "must be 0 without a proposer");
-    else if (m.proposer != "none" && m.proposals < 1)
-      fields.problem("decoder.proposals", "must be at least 1");
-    else if (m.verify != "greedy" && m.verify != "rejection-sampling")
-      fields.problem("decoder.verify",
-                     "is '" + m.verify +
-                         "'; expected 'greedy' or 'rejection-sampling'");
-    else if (std::string problem = checkTree(m); !problem.empty())
-      fields.problem("decoder.tree", problem);
-    else if (m.tokenizer != "bytes" && m.tokenizer != "tokenizer.json")
-      fields.problem("model.tokenizer.kind",
-                     "is '" + m.tokenizer + "'; expected 'bytes' or 'tokenizer.json'");
+  if (!fields.error.empty())
+    return;
+  if (m.vocabSize <= 0)
+    fields.problem("model.vocab_size", "must be positive");
+  else if (m.contextCapacity < 2)
+    fields.problem("decoder.context_capacity", "must be at least 2");
+  else if (m.proposer == "none" && m.proposals != 0)
+    fields.problem("decoder.proposals", "must be 0 without a proposer");
+  else if (m.proposer != "none" && m.proposals < 1)
+    fields.problem("decoder.proposals", "must be at least 1");
+  else if (m.verify != "greedy" && m.verify != "rejection-sampling")
+    fields.problem("decoder.verify",
+                   "is '" + m.verify +
+                       "'; expected 'greedy' or 'rejection-sampling'");
+  else if (std::string problem = checkTree(m); !problem.empty())
+    fields.problem("decoder.tree", problem);
+  else if (m.tokenizer != "bytes" && m.tokenizer != "tokenizer.json")
+    fields.problem("model.tokenizer.kind",
+                   "is '" + m.tokenizer + "'; expected 'bytes' or 'tokenizer.json'");
+}
+
+specrt_status specrt::parseManifest(const std::string &text,
+                                    const std::string &path,
+                                    Manifest &manifest, std::string &error) {
+  json root;
+  std::string jsonError;
+  if (!parseJson(text, root, jsonError)) {
+    error = path + " is not valid JSON: " + jsonError;
+    return SPECRT_ERROR_FORMAT;
   }
+  FieldReader fields(root, path);
+  if (specrt_status status = checkFormat(root, fields, path, error))
+    return status;
+  readTarget(fields, manifest);
+  readFiles(fields, manifest);
+  readDecoder(fields, manifest);
   if (!fields.error.empty()) {
     error = fields.error;
     return SPECRT_ERROR_FORMAT;
   }
-  m.document = std::move(root);
+  manifest.document = std::move(root);
   return SPECRT_OK;
 }
 
