@@ -147,6 +147,18 @@ private:
   Value isConfident(ImplicitLocOpBuilder &b, Value row, Value token);
   RoundResult treeRound(DecodeLoopBuilder &loop, const DecodeState &state,
                         State draftState);
+  /// The tree's candidates as the draft proposed them (by node; [0]
+  /// unused), the candidates it was fed in the order they sit in its cache
+  /// after the root, and its cache.
+  struct ProposedTree {
+    SmallVector<Value> token;
+    SmallVector<int64_t> fed;
+    Value cache;
+  };
+  ProposedTree proposeTree(DecodeLoopBuilder &loop, const DecodeState &state,
+                           State draftState, Value afterLast);
+  State keepAcceptedFed(DecodeLoopBuilder &loop, const VerifiedTree &verified,
+                        ArrayRef<int64_t> fed, Value cache, Value afterLast);
 
   CachedModel draft;
   int64_t gamma;
@@ -317,16 +329,34 @@ RoundResult DraftLowering::treeRound(DecodeLoopBuilder &loop,
                                      const DecodeState &state,
                                      State draftState) {
   ImplicitLocOpBuilder &b = loop.getBuilder();
-  int64_t nodes = tree.getNumNodes(), deepest = tree.getMaxDepth();
   Value start = loop.readClock();
-  Value one = loop.index(1);
-  Value afterLast = arith::AddIOp::create(b, state.length, one);
+  Value afterLast = arith::AddIOp::create(b, state.length, loop.index(1));
+  ProposedTree proposed = proposeTree(loop, state, draftState, afterLast);
+  Value proposingNs = loop.elapsedSince(start);
 
+  Value candidates = tensor::FromElementsOp::create(
+      b, RankedTensorType::get({tree.getNumNodes()}, b.getI64Type()),
+      ArrayRef<Value>(proposed.token).drop_front());
+  VerifiedTree verified = loop.verifyTree(state, tree, candidates);
+  State kept = keepAcceptedFed(loop, verified, proposed.fed, proposed.cache,
+                               afterLast);
+  return {verified.state, kept.getValues(), verified.accepted, proposingNs,
+          verified.getFinalRow()};
+}
+
+DraftLowering::ProposedTree
+DraftLowering::proposeTree(DecodeLoopBuilder &loop, const DecodeState &state,
+                           State draftState, Value afterLast) {
+  ImplicitLocOpBuilder &b = loop.getBuilder();
+  int64_t nodes = tree.getNumNodes(), deepest = tree.getMaxDepth();
+  Value one = loop.index(1);
   SmallVector<int64_t> children(nodes + 1, 0);
   for (int64_t parent : tree.getParents())
     ++children[parent];
+  ProposedTree proposed;
   // Row `row`'s token, as the forwards produce them.
-  SmallVector<Value> token(nodes + 1);
+  SmallVector<Value> &token = proposed.token;
+  token.resize(nodes + 1);
   // Proposes the children of each of `parents` from row `rowOf(place)` of
   // `logits`, `place` being the parent's place in `parents`.
   auto proposeChildren = [&](ArrayRef<int64_t> parents, Value logits,
@@ -356,8 +386,6 @@ RoundResult DraftLowering::treeRound(DecodeLoopBuilder &loop,
   proposeChildren({0}, forward.getResult(0), [&](int64_t) { return lastRow; });
   Value cache = forward.getResults().back();
 
-  // The candidates fed so far, in the order they sit in the cache after
-  // the root.
   SmallVector<int64_t> fed;
   for (int64_t depth = 2; depth <= deepest; ++depth) {
     SmallVector<int64_t> parents;
@@ -384,53 +412,53 @@ RoundResult DraftLowering::treeRound(DecodeLoopBuilder &loop,
                     [&](int64_t place) { return loop.index(place); });
     fed = std::move(columns);
   }
-  Value proposingNs = loop.elapsedSince(start);
+  proposed.fed = std::move(fed);
+  proposed.cache = cache;
+  return proposed;
+}
 
-  Value candidates = tensor::FromElementsOp::create(
-      b, RankedTensorType::get({nodes}, b.getI64Type()),
-      ArrayRef<Value>(token).drop_front());
-  VerifiedTree verified = loop.verifyTree(state, tree, candidates);
-
-  // The draft keeps the root and the accepted candidates it was fed: a
-  // prefix of the path (a fed node's parent was fed), at afterLast + their
-  // place in `fed`.
-  Value cached = afterLast;
-  if (!fed.empty()) {
-    SmallVector<int64_t> slotOf(nodes + 1, 0), wasFed(nodes + 1, 0);
-    for (auto [place, node] : llvm::enumerate(fed)) {
-      slotOf[node] = place;
-      wasFed[node] = 1;
-    }
-    auto tableType = RankedTensorType::get({nodes + 1}, b.getIndexType());
-    Value slots = arith::ConstantOp::create(
-        b, DenseIntElementsAttr::get(tableType, slotOf));
-    Value fedFlags = arith::ConstantOp::create(
-        b, DenseIntElementsAttr::get(tableType, wasFed));
-    int64_t deepestFed = deepest - 1;
-    SmallVector<Value> sources;
-    Value moved = loop.index(0);
-    for (int64_t depth = 1; depth <= deepestFed; ++depth) {
-      Value row = verified.path[depth];
-      sources.push_back(arith::AddIOp::create(
-          b, afterLast, tensor::ExtractOp::create(b, slots, row)));
-      Value accepted = arith::CmpIOp::create(
-          b, arith::CmpIPredicate::ule, loop.index(depth), verified.accepted);
-      moved = arith::AddIOp::create(
-          b, moved,
-          arith::SelectOp::create(b, accepted,
-                                  tensor::ExtractOp::create(b, fedFlags, row),
-                                  loop.index(0)));
-    }
-    Value fromRows = tensor::ExtractSliceOp::create(
-        b,
-        tensor::FromElementsOp::create(
-            b, RankedTensorType::get({deepestFed}, b.getIndexType()), sources),
-        {b.getIndexAttr(0)}, {OpFoldResult(moved)}, {b.getIndexAttr(1)});
-    cache = CacheMoveOp::create(b, cache.getType(), cache, fromRows, afterLast);
-    cached = arith::AddIOp::create(b, afterLast, moved);
+/// The draft keeps the root and the accepted candidates it was fed: a
+/// prefix of the path (a fed node's parent was fed), at afterLast + their
+/// place in `fed`, moved next to the root.
+DraftLowering::State DraftLowering::keepAcceptedFed(
+    DecodeLoopBuilder &loop, const VerifiedTree &verified,
+    ArrayRef<int64_t> fed, Value cache, Value afterLast) {
+  if (fed.empty())
+    return {cache, afterLast};
+  ImplicitLocOpBuilder &b = loop.getBuilder();
+  int64_t nodes = tree.getNumNodes();
+  SmallVector<int64_t> slotOf(nodes + 1, 0), wasFed(nodes + 1, 0);
+  for (auto [place, node] : llvm::enumerate(fed)) {
+    slotOf[node] = place;
+    wasFed[node] = 1;
   }
-  return {verified.state, State{cache, cached}.getValues(), verified.accepted,
-          proposingNs, verified.getFinalRow()};
+  auto tableType = RankedTensorType::get({nodes + 1}, b.getIndexType());
+  Value slots = arith::ConstantOp::create(
+      b, DenseIntElementsAttr::get(tableType, slotOf));
+  Value fedFlags = arith::ConstantOp::create(
+      b, DenseIntElementsAttr::get(tableType, wasFed));
+  int64_t deepestFed = tree.getMaxDepth() - 1;
+  SmallVector<Value> sources;
+  Value moved = loop.index(0);
+  for (int64_t depth = 1; depth <= deepestFed; ++depth) {
+    Value row = verified.path[depth];
+    sources.push_back(arith::AddIOp::create(
+        b, afterLast, tensor::ExtractOp::create(b, slots, row)));
+    Value accepted = arith::CmpIOp::create(
+        b, arith::CmpIPredicate::ule, loop.index(depth), verified.accepted);
+    moved = arith::AddIOp::create(
+        b, moved,
+        arith::SelectOp::create(b, accepted,
+                                tensor::ExtractOp::create(b, fedFlags, row),
+                                loop.index(0)));
+  }
+  Value fromRows = tensor::ExtractSliceOp::create(
+      b,
+      tensor::FromElementsOp::create(
+          b, RankedTensorType::get({deepestFed}, b.getIndexType()), sources),
+      {b.getIndexAttr(0)}, {OpFoldResult(moved)}, {b.getIndexAttr(1)});
+  cache = CacheMoveOp::create(b, cache.getType(), cache, fromRows, afterLast);
+  return {cache, arith::AddIOp::create(b, afterLast, moved)};
 }
 
 //===----------------------------------------------------------------------===//
