@@ -231,7 +231,8 @@ static std::string runDataSet(GraphExecutor &executor, StringRef dir,
   return "";
 }
 
-static int runConformance(MLIRContext &context) {
+/// The node tests in --conformance's directory (test_*/model.onnx), sorted.
+static std::vector<std::string> listConformanceTests() {
   std::error_code ec;
   std::vector<std::string> tests;
   for (llvm::sys::fs::directory_iterator it(conformanceDir, ec), end;
@@ -241,109 +242,146 @@ static int runConformance(MLIRContext &context) {
         llvm::sys::fs::exists(it->path() + "/model.onnx"))
       tests.push_back(name);
   }
-  if (ec || tests.empty()) {
+  if (ec)
+    tests.clear();
+  llvm::sort(tests);
+  return tests;
+}
+
+/// In the child: imports, compiles and runs test `dir`'s model on each of
+/// its data sets; exits 0, kRefused or 1 with the message written to `fd`.
+[[noreturn]] static void runTestInChild(MLIRContext &context,
+                                        const std::string &dir, int fd) {
+  std::string message;
+  bool refused = false;
+  FailureOr<std::unique_ptr<GraphExecutor>> executor =
+      importAndCompile(context, dir + "/model.onnx", message, &refused);
+  if (succeeded(executor)) {
+    for (int set = 0;; ++set) {
+      std::string setDir = dir + "/test_data_set_" + std::to_string(set);
+      if (!llvm::sys::fs::exists(setDir))
+        break;
+      message = runDataSet(**executor, setDir, relativeTolerance, absoluteTolerance);
+      if (!message.empty()) {
+        message = "test_data_set_" + std::to_string(set) + ": " + message;
+        break;
+      }
+    }
+  } else if (message.empty()) {
+    message = "compilation failed";
+  }
+  if (write(fd, message.data(), message.size()) < 0)
+    _exit(3);
+  _exit(message.empty() ? 0 : refused ? kRefused : 1);
+}
+
+/// Runs test `dir` in a child, so that a crash fails only this test.
+/// Returns the child's exit status (-1 if it could not start) and message.
+static std::pair<int, std::string> runTest(MLIRContext &context,
+                                           const std::string &dir) {
+  int pipeFds[2];
+  if (pipe(pipeFds) != 0)
+    return {-1, "pipe failed"};
+  pid_t pid = fork();
+  if (pid == 0) {
+    close(pipeFds[0]);
+    runTestInChild(context, dir, pipeFds[1]);
+  }
+  close(pipeFds[1]);
+  std::string message;
+  char chunk[4096];
+  ssize_t n;
+  while ((n = read(pipeFds[0], chunk, sizeof(chunk))) > 0)
+    message.append(chunk, n);
+  close(pipeFds[0]);
+  int status = 0;
+  waitpid(pid, &status, 0);
+  if (WIFSIGNALED(status))
+    return {1, "crashed with signal " + std::to_string(WTERMSIG(status))};
+  return {WIFEXITED(status) ? WEXITSTATUS(status) : 1, message};
+}
+
+/// What a conformance run counted.
+struct ConformanceCounts {
+  int passed = 0, failed = 0, unsupported = 0, refused = 0;
+  std::map<std::string, int> unsupportedOps;
+};
+
+/// Whether test `dir`'s model uses an operator the importer lacks (counted
+/// in `counts`).
+static bool usesUnsupportedOperators(const std::string &dir,
+                                     ConformanceCounts &counts) {
+  std::string modelFile = dir + "/model.onnx";
+  auto buffer = llvm::MemoryBuffer::getFile(modelFile, /*IsText=*/false);
+  std::string error;
+  FailureOr<std::vector<std::string>> missing =
+      buffer ? findUnsupportedOperators((*buffer)->getBuffer(), modelFile, error)
+             : FailureOr<std::vector<std::string>>(failure());
+  if (succeeded(missing) && missing->empty())
+    return false;
+  ++counts.unsupported;
+  if (succeeded(missing))
+    for (const std::string &op : *missing)
+      ++counts.unsupportedOps[op];
+  else
+    ++counts.unsupportedOps["(model does not load)"];
+  return true;
+}
+
+static void printConformanceSummary(const ConformanceCounts &counts) {
+  llvm::outs() << "ONNX node conformance: " << counts.passed << " passed, "
+               << counts.failed << " failed, "
+               << counts.unsupported + counts.refused << " unsupported ("
+               << counts.unsupported << " with operators not supported, "
+               << counts.refused
+               << " refused by a supported operator's importer: types or "
+                  "attributes not supported, see -v)\n";
+  llvm::outs() << "operators not supported (tests using them):";
+  for (const auto &[op, count] : counts.unsupportedOps)
+    llvm::outs() << " " << op << " (" << count << ")";
+  llvm::outs() << "\n";
+}
+
+static int runConformance(MLIRContext &context) {
+  std::vector<std::string> tests = listConformanceTests();
+  if (tests.empty()) {
     llvm::errs() << "error: no ONNX node tests (test_*/model.onnx) in '"
                  << conformanceDir << "'\n";
     return 1;
   }
-  llvm::sort(tests);
   llvm::Regex regex(filter);
-  std::map<std::string, int> unsupportedOps;
-  int passed = 0, failedCount = 0, unsupported = 0, refusedCount = 0;
-  std::vector<std::string> failures;
+  ConformanceCounts counts;
   for (const std::string &test : tests) {
     if (!filter.empty() && !regex.match(test))
       continue;
     std::string dir = conformanceDir + "/" + test;
-    std::string modelFile = dir + "/model.onnx";
-    auto buffer = llvm::MemoryBuffer::getFile(modelFile, /*IsText=*/false);
-    std::string error;
-    FailureOr<std::vector<std::string>> missing =
-        buffer ? findUnsupportedOperators((*buffer)->getBuffer(), modelFile,
-                                          error)
-               : FailureOr<std::vector<std::string>>(failure());
-    if (failed(missing) || !missing->empty()) {
-      ++unsupported;
-      if (succeeded(missing))
-        for (const std::string &op : *missing)
-          ++unsupportedOps[op];
-      else
-        ++unsupportedOps["(model does not load)"];
+    if (usesUnsupportedOperators(dir, counts)) {
       if (verbose)
         llvm::outs() << "UNSUPPORTED " << test << "\n";
       continue;
     }
-    // Compile and run in a child, so that a crash fails only this test.
-    int pipeFds[2];
-    if (pipe(pipeFds) != 0) {
-      llvm::errs() << "error: pipe failed\n";
+    auto [status, message] = runTest(context, dir);
+    if (status < 0) {
+      llvm::errs() << "error: " << message << "\n";
       return 1;
     }
-    pid_t pid = fork();
-    if (pid == 0) {
-      close(pipeFds[0]);
-      std::string message;
-      bool refused = false;
-      FailureOr<std::unique_ptr<GraphExecutor>> executor =
-          importAndCompile(context, modelFile, message, &refused);
-      if (succeeded(executor)) {
-        for (int set = 0;; ++set) {
-          std::string setDir = dir + "/test_data_set_" + std::to_string(set);
-          if (!llvm::sys::fs::exists(setDir))
-            break;
-          message = runDataSet(**executor, setDir, relativeTolerance, absoluteTolerance);
-          if (!message.empty()) {
-            message = "test_data_set_" + std::to_string(set) + ": " + message;
-            break;
-          }
-        }
-      } else if (message.empty()) {
-        message = "compilation failed";
-      }
-      if (write(pipeFds[1], message.data(), message.size()) < 0)
-        _exit(3);
-      _exit(message.empty() ? 0 : refused ? kRefused : 1);
-    }
-    close(pipeFds[1]);
-    std::string message;
-    char chunk[4096];
-    ssize_t n;
-    while ((n = read(pipeFds[0], chunk, sizeof(chunk))) > 0)
-      message.append(chunk, n);
-    close(pipeFds[0]);
-    int status = 0;
-    waitpid(pid, &status, 0);
-    if (WIFSIGNALED(status))
-      message = "crashed with signal " + std::to_string(WTERMSIG(status));
-    if (WIFEXITED(status) && WEXITSTATUS(status) == 0) {
-      ++passed;
+    if (status == 0) {
+      ++counts.passed;
       if (verbose)
         llvm::outs() << "PASS " << test << "\n";
-      continue;
-    }
-    if (WIFEXITED(status) && WEXITSTATUS(status) == kRefused) {
+    } else if (status == kRefused) {
       // The importer refused a feature with a clear error: unsupported.
-      ++refusedCount;
+      ++counts.refused;
       if (verbose)
         llvm::outs() << "REFUSED " << test << ": "
                      << StringRef(message).split('\n').first << "\n";
-      continue;
+    } else {
+      ++counts.failed;
+      llvm::outs() << "FAIL " << test << ": " << message << "\n";
     }
-    ++failedCount;
-    failures.push_back(test + ": " + message);
-    llvm::outs() << "FAIL " << test << ": " << message << "\n";
   }
-  llvm::outs() << "ONNX node conformance: " << passed << " passed, "
-               << failedCount << " failed, " << unsupported + refusedCount
-               << " unsupported (" << unsupported
-               << " with operators not supported, " << refusedCount
-               << " refused by a supported operator's importer: types or "
-                  "attributes not supported, see -v)\n";
-  llvm::outs() << "operators not supported (tests using them):";
-  for (const auto &[op, count] : unsupportedOps)
-    llvm::outs() << " " << op << " (" << count << ")";
-  llvm::outs() << "\n";
-  return failedCount == 0 ? 0 : 1;
+  printConformanceSummary(counts);
+  return counts.failed == 0 ? 0 : 1;
 }
 
 /// Runs the compiled graph once on the tensors in `inputs`, prints each
