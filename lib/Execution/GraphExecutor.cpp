@@ -160,40 +160,9 @@ static void reportCheck(bool ok, const char *message) {
     failedCheck = message;
 }
 
-GraphExecutor::~GraphExecutor() = default;
-
-FailureOr<std::unique_ptr<GraphExecutor>>
-GraphExecutor::compile(ModuleOp module, StringRef function,
-                       int64_t gpuScheduleThreads, int64_t gpuSplitMinBytes) {
-  auto func = module.lookupSymbol<func::FuncOp>(function);
-  if (!func)
-    return module.emitError() << "no function @" << function << " to compile";
-  std::unique_ptr<GraphExecutor> executor(new GraphExecutor());
-  executor->function = function.str();
-  auto signature = [&](Type type,
-                       std::vector<TensorSignature> &list) -> LogicalResult {
-    if (type.isIndex() || type.isInteger(64)) {
-      list.push_back({kInt64, {}, /*scalar=*/true});
-      return success();
-    }
-    auto tensor = dyn_cast<RankedTensorType>(type);
-    int32_t dataType = tensor ? dataTypeOf(tensor.getElementType()) : 0;
-    if (!dataType)
-      return func.emitError() << "cannot pass " << type
-                              << " between the host and compiled code";
-    std::vector<int64_t> shape;
-    for (int64_t size : tensor.getShape())
-      shape.push_back(ShapedType::isDynamic(size) ? -1 : size);
-    list.push_back({dataType, shape});
-    return success();
-  };
-  for (Type type : func.getArgumentTypes())
-    if (failed(signature(type, executor->inputs)))
-      return failure();
-  for (Type type : func.getResultTypes())
-    if (failed(signature(type, executor->results)))
-      return failure();
-
+/// Lowers `module` to the LLVM dialect with spec-graph-to-llvm.
+static LogicalResult lowerToLLVM(ModuleOp module, int64_t gpuScheduleThreads,
+                                 int64_t gpuSplitMinBytes) {
   // Bufferization and the LLVM conversions work through interfaces that
   // upstream dialects register as extensions.
   DialectRegistry extensions;
@@ -206,9 +175,30 @@ GraphExecutor::compile(ModuleOp module, StringRef function,
   lowering.gpuScheduleThreads = gpuScheduleThreads;
   lowering.gpuSplitMinBytes = gpuSplitMinBytes;
   buildGraphToLLVMPipeline(pm, lowering);
-  if (failed(pm.run(module)))
-    return failure();
+  return pm.run(module);
+}
 
+/// This CPU's target machine (null if LLVM cannot make one): with it the
+/// loop vectorizer knows the vector units.
+static std::unique_ptr<llvm::TargetMachine> hostTargetMachine() {
+  auto hostBuilder = llvm::orc::JITTargetMachineBuilder::detectHost();
+  if (!hostBuilder) {
+    llvm::consumeError(hostBuilder.takeError());
+    return nullptr;
+  }
+  hostBuilder->setCodeGenOptLevel(llvm::CodeGenOptLevel::Aggressive);
+  auto machine = hostBuilder->createTargetMachine();
+  if (!machine) {
+    llvm::consumeError(machine.takeError());
+    return nullptr;
+  }
+  return std::move(*machine);
+}
+
+/// JIT-compiles `module` (in the LLVM dialect), optimized as artifacts are,
+/// with the runtime's symbols the compiled code calls.
+static FailureOr<std::unique_ptr<ExecutionEngine>>
+createEngine(ModuleOp module) {
   static bool initialized = [] {
     llvm::InitializeNativeTarget();
     llvm::InitializeNativeTargetAsmPrinter();
@@ -220,19 +210,7 @@ GraphExecutor::compile(ModuleOp module, StringRef function,
   registerLLVMDialectTranslation(registry);
   module.getContext()->appendDialectRegistry(registry);
 
-  // Optimize for this CPU: with its target machine the loop vectorizer
-  // knows the vector units.
-  auto hostBuilder = llvm::orc::JITTargetMachineBuilder::detectHost();
-  std::unique_ptr<llvm::TargetMachine> host;
-  if (hostBuilder) {
-    hostBuilder->setCodeGenOptLevel(llvm::CodeGenOptLevel::Aggressive);
-    if (auto machine = hostBuilder->createTargetMachine())
-      host = std::move(*machine);
-    else
-      llvm::consumeError(machine.takeError());
-  } else {
-    llvm::consumeError(hostBuilder.takeError());
-  }
+  std::unique_ptr<llvm::TargetMachine> host = hostTargetMachine();
   // The artifact writer's O3 (no LLVM unrollers), so that what tests run is
   // optimized as artifacts are. ExecutionEngineOptions::transformer is a
   // function_ref: the function it refers to must outlive create().
@@ -268,6 +246,48 @@ GraphExecutor::compile(ModuleOp module, StringRef function,
         llvm::JITSymbolFlags::Exported};
     return symbols;
   });
+  return std::move(*engine);
+}
+
+GraphExecutor::~GraphExecutor() = default;
+
+FailureOr<std::unique_ptr<GraphExecutor>>
+GraphExecutor::compile(ModuleOp module, StringRef function,
+                       int64_t gpuScheduleThreads, int64_t gpuSplitMinBytes) {
+  auto func = module.lookupSymbol<func::FuncOp>(function);
+  if (!func)
+    return module.emitError() << "no function @" << function << " to compile";
+  std::unique_ptr<GraphExecutor> executor(new GraphExecutor());
+  executor->function = function.str();
+  auto signature = [&](Type type,
+                       std::vector<TensorSignature> &list) -> LogicalResult {
+    if (type.isIndex() || type.isInteger(64)) {
+      list.push_back({kInt64, {}, /*scalar=*/true});
+      return success();
+    }
+    auto tensor = dyn_cast<RankedTensorType>(type);
+    int32_t dataType = tensor ? dataTypeOf(tensor.getElementType()) : 0;
+    if (!dataType)
+      return func.emitError() << "cannot pass " << type
+                              << " between the host and compiled code";
+    std::vector<int64_t> shape;
+    for (int64_t size : tensor.getShape())
+      shape.push_back(ShapedType::isDynamic(size) ? -1 : size);
+    list.push_back({dataType, shape});
+    return success();
+  };
+  for (Type type : func.getArgumentTypes())
+    if (failed(signature(type, executor->inputs)))
+      return failure();
+  for (Type type : func.getResultTypes())
+    if (failed(signature(type, executor->results)))
+      return failure();
+
+  if (failed(lowerToLLVM(module, gpuScheduleThreads, gpuSplitMinBytes)))
+    return failure();
+  FailureOr<std::unique_ptr<ExecutionEngine>> engine = createEngine(module);
+  if (failed(engine))
+    return failure();
   executor->engine = std::move(*engine);
   return executor;
 }
