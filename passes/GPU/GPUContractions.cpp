@@ -314,6 +314,12 @@ private:
   /// epilogue, in `first`).
   void emitEpilogue(Value accumulator, ArrayRef<Value> at, Value first = {});
 
+  void takeFillsAndEpilogue();
+  void emitThread(ArrayRef<Value> outer, Value tile, Value thread,
+                  Value groups, Value rowCount, Value depthSize);
+  void emitSliceSums(Value output);
+  void eraseReplaced(Value output);
+
   Value index(int64_t value) { return b.create<arith::ConstantIndexOp>(value); }
 
   linalg::LinalgOp op;
@@ -447,15 +453,11 @@ void ContractionBuilder::emitEpilogue(Value accumulator, ArrayRef<Value> at,
   }
 }
 
-void ContractionBuilder::build() {
-  const ContractionDims &d = s.dims;
-  OpOperand *init = op.getDpsInitOperand(0);
-  Value output = init->get();
-  auto outputType = cast<MemRefType>(output.getType());
-  SmallVector<Range> ranges = op.createLoopRanges(b, b.getLoc());
-  auto size = [&](unsigned loop) {
-    return getValueOrCreateConstantIndexOp(b, b.getLoc(), ranges[loop].size);
-  };
+/// Takes the fills that initialize the outputs (their values become the
+/// accumulators' initial ones) and finds the epilogue: the partner's, or
+/// `op`'s own when the reduction is not split.
+void ContractionBuilder::takeFillsAndEpilogue() {
+  Value output = op.getDpsInitOperand(0)->get();
   if (linalg::FillOp fill = initializingFill(op)) {
     filled = fill.getInputs()[0];
     fill->erase();
@@ -477,120 +479,89 @@ void ContractionBuilder::build() {
   } else if (s.slices == 1) {
     epilogue = epilogueOf(op);
   }
-  // Where the consumer was: the ops in between (allocations, views) may
-  // define its operands.
-  if (epilogue)
-    b.setInsertionPoint(epilogue->op);
-  Value rowCount = size(d.rows);
-  Value depthSize = size(d.depth);
-  // Column groups (a dynamic column count has groups of one column).
-  Value groups =
-      s.width == 1
-          ? size(d.columns)
-          : index(*getConstantIntValue(ranges[d.columns].size) / s.width);
+}
 
-  if (s.slices > 1) {
-    SmallVector<int64_t> shape{s.slices};
-    llvm::append_range(shape, outputType.getShape());
-    SmallVector<Value> dynamic;
-    for (int64_t i = 0, e = outputType.getRank(); i < e; ++i)
-      if (outputType.isDynamicDim(i))
-        dynamic.push_back(b.create<memref::DimOp>(output, i));
-    partials = b.create<memref::AllocOp>(MemRefType::get(shape, b.getF32Type()),
-                                         dynamic, b.getI64IntegerAttr(64));
-  }
-
-  // Threads: outer loops x row tiles x (slices x column groups).
+/// One thread's work: outer loop values `outer`, row tile `tile`, and
+/// `thread` = slice x column group; tiles of decreasing sizes while rows
+/// are left, then single rows.
+void ContractionBuilder::emitThread(ArrayRef<Value> outer, Value tile,
+                                    Value thread, Value groups, Value rowCount,
+                                    Value depthSize) {
   int64_t rowsPerTile = s.rowTiles.front();
-  SmallVector<Value> lower, upper, steps;
-  for (unsigned loop : d.outer)
-    upper.push_back(size(loop));
-  upper.push_back(b.create<arith::CeilDivUIOp>(rowCount, index(rowsPerTile)));
-  upper.push_back(b.create<arith::MulIOp>(index(s.slices), groups));
-  lower.assign(upper.size(), index(0));
-  steps.assign(upper.size(), index(1));
+  Value group = thread, slice, k0 = index(0), k1 = depthSize;
+  if (s.slices > 1) {
+    slice = b.create<arith::DivUIOp>(thread, groups);
+    group = b.create<arith::RemUIOp>(thread, groups);
+    k0 = b.create<arith::MulIOp>(slice, index(s.depth));
+    k1 = b.create<arith::MinUIOp>(b.create<arith::AddIOp>(k0, index(s.depth)),
+                                  depthSize);
+  }
+  Value column = b.create<arith::MulIOp>(group, index(s.width));
+  Value first = b.create<arith::MulIOp>(tile, index(rowsPerTile));
+  Value end = b.create<arith::MinUIOp>(
+      b.create<arith::AddIOp>(first, index(rowsPerTile)), rowCount);
+  for (int64_t t : s.rowTiles) {
+    if (t == 1) {
+      auto single = b.create<scf::ForOp>(first, end, index(1));
+      OpBuilder::InsertionGuard inner(b);
+      b.setInsertionPointToStart(single.getBody());
+      emitTile(1, single.getInductionVar(), outer, column, k0, k1, slice);
+      break;
+    }
+    Value left = b.create<arith::SubIOp>(end, first);
+    Value fits =
+        b.create<arith::CmpIOp>(arith::CmpIPredicate::uge, left, index(t));
+    auto branch = b.create<scf::IfOp>(fits, /*withElse=*/false);
+    {
+      OpBuilder::InsertionGuard inner(b);
+      b.setInsertionPointToStart(branch.thenBlock());
+      emitTile(t, first, outer, column, k0, k1, slice);
+    }
+    first = b.create<arith::SelectOp>(
+        fits, b.create<arith::AddIOp>(first, index(t)), first);
+  }
+}
+
+/// A split reduction's outputs: each its initial value plus its partial
+/// sums, in slice order.
+void ContractionBuilder::emitSliceSums(Value output) {
+  auto outputType = cast<MemRefType>(output.getType());
+  SmallVector<Value> sizes;
+  for (int64_t i = 0, e = outputType.getRank(); i < e; ++i)
+    sizes.push_back(b.create<memref::DimOp>(output, i));
+  SmallVector<Value> zeros(sizes.size(), index(0)), ones(sizes.size(), index(1));
   b.create<scf::ParallelOp>(
-      lower, upper, steps,
-      [&](OpBuilder &nested, Location loc, ValueRange ivs) {
+      zeros, sizes, ones, [&](OpBuilder &nested, Location loc, ValueRange ivs) {
         OpBuilder::InsertionGuard guard(b);
         b.setInsertionPoint(nested.getInsertionBlock(),
                             nested.getInsertionPoint());
-        SmallVector<Value> outer(ivs.drop_back(2));
-        Value tile = ivs[ivs.size() - 2];
-        Value thread = ivs.back();
-        Value group = thread, slice, k0 = index(0), k1 = depthSize;
-        if (s.slices > 1) {
-          slice = b.create<arith::DivUIOp>(thread, groups);
-          group = b.create<arith::RemUIOp>(thread, groups);
-          k0 = b.create<arith::MulIOp>(slice, index(s.depth));
-          k1 = b.create<arith::MinUIOp>(
-              b.create<arith::AddIOp>(k0, index(s.depth)), depthSize);
+        Value sum =
+            filled ? filled : b.create<memref::LoadOp>(output, ivs).getResult();
+        auto sumLoop = b.create<scf::ForOp>(index(0), index(s.slices), index(1),
+                                            ValueRange{sum});
+        {
+          OpBuilder::InsertionGuard inner(b);
+          b.setInsertionPointToStart(sumLoop.getBody());
+          SmallVector<Value> at{sumLoop.getInductionVar()};
+          llvm::append_range(at, ivs);
+          Value partial = b.create<memref::LoadOp>(partials, at);
+          b.create<scf::YieldOp>(ValueRange{
+              b.create<arith::AddFOp>(sumLoop.getRegionIterArgs()[0], partial)});
         }
-        Value column = b.create<arith::MulIOp>(group, index(s.width));
-        Value first = b.create<arith::MulIOp>(tile, index(rowsPerTile));
-        Value end = b.create<arith::MinUIOp>(
-            b.create<arith::AddIOp>(first, index(rowsPerTile)), rowCount);
-        // Tiles of decreasing sizes while rows are left, then single rows.
-        for (int64_t t : s.rowTiles) {
-          if (t == 1) {
-            auto single = b.create<scf::ForOp>(first, end, index(1));
-            OpBuilder::InsertionGuard inner(b);
-            b.setInsertionPointToStart(single.getBody());
-            emitTile(1, single.getInductionVar(), outer, column, k0, k1, slice);
-            break;
-          }
-          Value left = b.create<arith::SubIOp>(end, first);
-          Value fits = b.create<arith::CmpIOp>(arith::CmpIPredicate::uge, left,
-                                               index(t));
-          auto branch = b.create<scf::IfOp>(fits, /*withElse=*/false);
-          {
-            OpBuilder::InsertionGuard inner(b);
-            b.setInsertionPointToStart(branch.thenBlock());
-            emitTile(t, first, outer, column, k0, k1, slice);
-          }
-          first = b.create<arith::SelectOp>(
-              fits, b.create<arith::AddIOp>(first, index(t)), first);
-        }
+        b.create<memref::StoreOp>(sumLoop.getResult(0), output, ivs);
       });
+  b.create<memref::DeallocOp>(partials);
+}
 
-  if (s.slices > 1) {
-    // Each output plus its partial sums, in slice order.
-    SmallVector<Value> sizes;
-    for (int64_t i = 0, e = outputType.getRank(); i < e; ++i)
-      sizes.push_back(b.create<memref::DimOp>(output, i));
-    SmallVector<Value> zeros(sizes.size(), index(0)),
-        ones(sizes.size(), index(1));
-    b.create<scf::ParallelOp>(
-        zeros, sizes, ones,
-        [&](OpBuilder &nested, Location loc, ValueRange ivs) {
-          OpBuilder::InsertionGuard guard(b);
-          b.setInsertionPoint(nested.getInsertionBlock(),
-                              nested.getInsertionPoint());
-          Value sum = filled
-                          ? filled
-                          : b.create<memref::LoadOp>(output, ivs).getResult();
-          auto sumLoop = b.create<scf::ForOp>(index(0), index(s.slices),
-                                              index(1), ValueRange{sum});
-          {
-            OpBuilder::InsertionGuard inner(b);
-            b.setInsertionPointToStart(sumLoop.getBody());
-            SmallVector<Value> at{sumLoop.getInductionVar()};
-            llvm::append_range(at, ivs);
-            Value partial = b.create<memref::LoadOp>(partials, at);
-            b.create<scf::YieldOp>(ValueRange{b.create<arith::AddFOp>(
-                sumLoop.getRegionIterArgs()[0], partial)});
-          }
-          b.create<memref::StoreOp>(sumLoop.getResult(0), output, ivs);
-        });
-    b.create<memref::DeallocOp>(partials);
-  }
+/// Erases the ops the loops replace, and the buffers of products never
+/// stored.
+void ContractionBuilder::eraseReplaced(Value output) {
   Value second = partner ? partner.getDpsInits()[0] : Value();
   if (epilogue)
     epilogue->op->erase();
   if (partner)
     partner->erase();
   op->erase();
-  // Products never stored need no buffer.
   auto eraseIfUnused = [](Value buffer) {
     if (!buffer.getDefiningOp<memref::AllocOp>() ||
         !llvm::all_of(buffer.getUsers(), [](Operation *user) {
@@ -605,6 +576,59 @@ void ContractionBuilder::build() {
     eraseIfUnused(partner ? second : output);
   if (partner && !storeFirst)
     eraseIfUnused(output);
+}
+
+void ContractionBuilder::build() {
+  const ContractionDims &d = s.dims;
+  Value output = op.getDpsInitOperand(0)->get();
+  auto outputType = cast<MemRefType>(output.getType());
+  SmallVector<Range> ranges = op.createLoopRanges(b, b.getLoc());
+  auto size = [&](unsigned loop) {
+    return getValueOrCreateConstantIndexOp(b, b.getLoc(), ranges[loop].size);
+  };
+  takeFillsAndEpilogue();
+  // Where the consumer was: the ops in between (allocations, views) may
+  // define its operands.
+  if (epilogue)
+    b.setInsertionPoint(epilogue->op);
+  Value rowCount = size(d.rows);
+  Value depthSize = size(d.depth);
+  // Column groups (a dynamic column count has groups of one column).
+  Value groups =
+      s.width == 1
+          ? size(d.columns)
+          : index(*getConstantIntValue(ranges[d.columns].size) / s.width);
+  if (s.slices > 1) {
+    SmallVector<int64_t> shape{s.slices};
+    llvm::append_range(shape, outputType.getShape());
+    SmallVector<Value> dynamic;
+    for (int64_t i = 0, e = outputType.getRank(); i < e; ++i)
+      if (outputType.isDynamicDim(i))
+        dynamic.push_back(b.create<memref::DimOp>(output, i));
+    partials = b.create<memref::AllocOp>(MemRefType::get(shape, b.getF32Type()),
+                                         dynamic, b.getI64IntegerAttr(64));
+  }
+
+  // Threads: outer loops x row tiles x (slices x column groups).
+  SmallVector<Value> lower, upper, steps;
+  for (unsigned loop : d.outer)
+    upper.push_back(size(loop));
+  upper.push_back(
+      b.create<arith::CeilDivUIOp>(rowCount, index(s.rowTiles.front())));
+  upper.push_back(b.create<arith::MulIOp>(index(s.slices), groups));
+  lower.assign(upper.size(), index(0));
+  steps.assign(upper.size(), index(1));
+  b.create<scf::ParallelOp>(
+      lower, upper, steps, [&](OpBuilder &nested, Location loc, ValueRange ivs) {
+        OpBuilder::InsertionGuard guard(b);
+        b.setInsertionPoint(nested.getInsertionBlock(),
+                            nested.getInsertionPoint());
+        emitThread(SmallVector<Value>(ivs.drop_back(2)), ivs[ivs.size() - 2],
+                   ivs.back(), groups, rowCount, depthSize);
+      });
+  if (s.slices > 1)
+    emitSliceSums(output);
+  eraseReplaced(output);
 }
 
 /// The contraction right after `op` (but for an initializing fill and ops
