@@ -193,26 +193,18 @@ static std::optional<RowSource> traceRows(Value operand, int64_t heads,
   return source;
 }
 
-/// Matches the attention whose last op is `output`.
-std::optional<Attention> specula::matchAttention(linalg::GenericOp output) {
-  MLIRContext *ctx = output.getContext();
-  // out[b, h, s, d] += p[b, h, s, t] * v[b, h, t, d]
-  if (!isContraction(output, {dimsMap(ctx, 5, {0, 1, 2, 4}),
-                              dimsMap(ctx, 5, {0, 1, 4, 3}),
-                              dimsMap(ctx, 5, {0, 1, 2, 3})}))
-    return std::nullopt;
-  // p = e / sum(e), e = exp(x - max(x))
-  auto divide = output.getDpsInputs()[0].getDefiningOp<linalg::GenericOp>();
+/// p = e / sum(e), e = exp(x - max(x)), read backwards from p's divide:
+/// sets `attention`'s softmax ops and returns x (null if no match).
+static Value matchSoftmax(linalg::GenericOp divide, Attention &attention) {
   if (!isRowElementwise(divide) || !yields<arith::DivFOp>(divide, {0, 1}))
-    return std::nullopt;
+    return {};
   Value exps = divide.getDpsInputs()[0];
-  if (!isRowReduction<arith::AddFOp>(
-          divide.getDpsInputs()[1].getDefiningOp<linalg::GenericOp>(), exps,
-          0.0))
-    return std::nullopt;
+  auto sum = divide.getDpsInputs()[1].getDefiningOp<linalg::GenericOp>();
+  if (!isRowReduction<arith::AddFOp>(sum, exps, 0.0))
+    return {};
   auto exp = exps.getDefiningOp<linalg::GenericOp>();
   if (!isRowElementwise(exp) || exp.getBody()->getOperations().size() != 3)
-    return std::nullopt;
+    return {};
   auto expOp = cast<linalg::YieldOp>(exp.getBody()->getTerminator())
                    .getOperand(0)
                    .getDefiningOp<math::ExpOp>();
@@ -220,84 +212,105 @@ std::optional<Attention> specula::matchAttention(linalg::GenericOp output) {
                    : arith::SubFOp();
   if (!sub || sub.getLhs() != exp.getBody()->getArgument(0) ||
       sub.getRhs() != exp.getBody()->getArgument(1))
-    return std::nullopt;
+    return {};
   Value scoresIn = exp.getDpsInputs()[0];
   auto max = exp.getDpsInputs()[1].getDefiningOp<linalg::GenericOp>();
   double negInf = -std::numeric_limits<double>::infinity();
   if (!isRowReduction<arith::MaximumFOp>(max, scoresIn, negInf) &&
       !isRowReduction<arith::MaxNumFOp>(max, scoresIn, negInf))
-    return std::nullopt;
-
-  // x = modify(q . k^T, ...) or the scores themselves.
-  Attention attention;
-  attention.output = output;
+    return {};
   attention.maximum = max;
   attention.exps = exp;
-  attention.sum = divide.getDpsInputs()[1].getDefiningOp<linalg::GenericOp>();
+  attention.sum = sum;
   attention.divide = divide;
-  SmallVector<AffineMap> withTransposedKeys = {dimsMap(ctx, 5, {0, 1, 2, 4}),
-                                               dimsMap(ctx, 5, {0, 1, 4, 3}),
-                                               dimsMap(ctx, 5, {0, 1, 2, 3})};
-  SmallVector<AffineMap> withKeys = {dimsMap(ctx, 5, {0, 1, 2, 4}),
-                                     dimsMap(ctx, 5, {0, 1, 3, 4}),
-                                     dimsMap(ctx, 5, {0, 1, 2, 3})};
+  return scoresIn;
+}
+
+/// q . k^T (keys transposed in the graph, or read as [b, h, t, d]).
+static SmallVector<AffineMap> scoresMaps(MLIRContext *ctx, bool transposed) {
+  return {dimsMap(ctx, 5, {0, 1, 2, 4}),
+          dimsMap(ctx, 5, transposed ? ArrayRef<unsigned>{0, 1, 4, 3}
+                                     : ArrayRef<unsigned>{0, 1, 3, 4}),
+          dimsMap(ctx, 5, {0, 1, 2, 3})};
+}
+
+/// x = modify(q . k^T, ...) or the scores themselves: sets `attention`'s
+/// scores and modifier.
+static bool matchScores(Value scoresIn, Attention &attention) {
+  MLIRContext *ctx = scoresIn.getContext();
   auto isScores = [&](Value v) {
     auto op = v.getDefiningOp<linalg::GenericOp>();
-    return isContraction(op, withTransposedKeys) || isContraction(op, withKeys)
+    return isContraction(op, scoresMaps(ctx, true)) ||
+                   isContraction(op, scoresMaps(ctx, false))
                ? op
                : linalg::GenericOp();
   };
-  if (!(attention.scores = isScores(scoresIn))) {
-    auto modifier = scoresIn.getDefiningOp<linalg::GenericOp>();
-    if (!modifier || modifier.getNumDpsInits() != 1 ||
-        modifier.getNumLoops() != 4 || modifier.getNumParallelLoops() != 4 ||
-        !modifier.getMatchingIndexingMap(modifier.getDpsInitOperand(0))
-             .isIdentity() ||
-        !modifier.getBody()
-             ->getArgument(modifier.getNumDpsInputs())
-             .use_empty())
-      return std::nullopt;
-    for (OpOperand *input : modifier.getDpsInputOperands()) {
-      AffineMap map = modifier.getMatchingIndexingMap(input);
-      if (!attention.scores && map.isIdentity() &&
-          (attention.scores = isScores(input->get())))
-        continue;
-      for (AffineExpr expr : map.getResults()) {
-        auto constant = dyn_cast<AffineConstantExpr>(expr);
-        if (!isa<AffineDimExpr>(expr) &&
-            !(constant && constant.getValue() == 0))
-          return std::nullopt;
-      }
+  if ((attention.scores = isScores(scoresIn)))
+    return true;
+  auto modifier = scoresIn.getDefiningOp<linalg::GenericOp>();
+  if (!modifier || modifier.getNumDpsInits() != 1 ||
+      modifier.getNumLoops() != 4 || modifier.getNumParallelLoops() != 4 ||
+      !modifier.getMatchingIndexingMap(modifier.getDpsInitOperand(0))
+           .isIdentity() ||
+      !modifier.getBody()->getArgument(modifier.getNumDpsInputs()).use_empty())
+    return false;
+  for (OpOperand *input : modifier.getDpsInputOperands()) {
+    AffineMap map = modifier.getMatchingIndexingMap(input);
+    if (!attention.scores && map.isIdentity() &&
+        (attention.scores = isScores(input->get())))
+      continue;
+    for (AffineExpr expr : map.getResults()) {
+      auto constant = dyn_cast<AffineConstantExpr>(expr);
+      if (!isa<AffineDimExpr>(expr) && !(constant && constant.getValue() == 0))
+        return false;
     }
-    for (Operation &op : modifier.getBody()->without_terminator())
-      if (op.getNumRegions() || !isPure(&op))
-        return std::nullopt;
-    if (!attention.scores)
-      return std::nullopt;
-    attention.modifier = modifier;
   }
+  for (Operation &op : modifier.getBody()->without_terminator())
+    if (op.getNumRegions() || !isPure(&op))
+      return false;
+  attention.modifier = modifier;
+  return bool(attention.scores);
+}
 
+/// The query, and the rows the keys and values are read from.
+static bool matchOperands(linalg::GenericOp output, Attention &attention) {
   attention.query = attention.scores.getDpsInputs()[0];
   auto queryType = cast<RankedTensorType>(attention.query.getType());
   if (queryType.isDynamicDim(1) || queryType.isDynamicDim(3) ||
       !queryType.getElementType().isF32())
-    return std::nullopt;
+    return false;
   int64_t heads = queryType.getDimSize(1), headDim = queryType.getDimSize(3);
   Value keys = attention.scores.getDpsInputs()[1];
-  if (attention.scores.getIndexingMapsArray()[1] == withTransposedKeys[1]) {
+  if (attention.scores.getIndexingMapsArray()[1] ==
+      scoresMaps(output.getContext(), true)[1]) {
     auto transpose = keys.getDefiningOp<linalg::TransposeOp>();
     if (!transpose ||
         transpose.getPermutation() != ArrayRef<int64_t>{0, 1, 3, 2})
-      return std::nullopt;
+      return false;
     keys = transpose.getInput();
   }
   std::optional<RowSource> keyRows = traceRows(keys, heads, headDim);
   std::optional<RowSource> valueRows =
       traceRows(output.getDpsInputs()[1], heads, headDim);
   if (!keyRows || !valueRows)
-    return std::nullopt;
+    return false;
   attention.keys = std::move(*keyRows);
   attention.values = std::move(*valueRows);
+  return true;
+}
+
+/// Matches the attention whose last op is `output`.
+std::optional<Attention> specula::matchAttention(linalg::GenericOp output) {
+  // out[b, h, s, d] += p[b, h, s, t] * v[b, h, t, d]
+  if (!isContraction(output, scoresMaps(output.getContext(), true)))
+    return std::nullopt;
+  Attention attention;
+  attention.output = output;
+  Value scoresIn = matchSoftmax(
+      output.getDpsInputs()[0].getDefiningOp<linalg::GenericOp>(), attention);
+  if (!scoresIn || !matchScores(scoresIn, attention) ||
+      !matchOperands(output, attention))
+    return std::nullopt;
   return attention;
 }
 
