@@ -33,6 +33,140 @@ static RankedTensorType cacheTensorType(KVCacheType cache) {
   return RankedTensorType::get(shape, cache.getElementType());
 }
 
+namespace {
+/// vectorArgmaxRows' constants and steps.
+class VectorArgmax {
+public:
+  VectorArgmax(OpBuilder &b, Location loc, Value rows, int64_t lanes);
+  Value build();
+
+private:
+  SmallVector<Value> chunk(OpBuilder &cb, Value row, Value column,
+                           ValueRange state, bool inBounds);
+  Value rowArgmax(OpBuilder &rb, Value row);
+
+  OpBuilder &b;
+  Location loc;
+  Value rows;
+  RankedTensorType type;
+  VectorType valuesType, indicesType;
+  Value c0, c1, step, columns, fullColumns, negInf, negInfs, noColumns,
+      lastColumns, laneOffsets, zeroToken;
+};
+} // namespace
+
+VectorArgmax::VectorArgmax(OpBuilder &b, Location loc, Value rows,
+                           int64_t lanes)
+    : b(b), loc(loc), rows(rows),
+      type(cast<RankedTensorType>(rows.getType())) {
+  auto floatType = cast<FloatType>(type.getElementType());
+  valuesType = VectorType::get({lanes}, floatType);
+  indicesType = VectorType::get({lanes}, b.getI64Type());
+  c0 = arith::ConstantIndexOp::create(b, loc, 0);
+  c1 = arith::ConstantIndexOp::create(b, loc, 1);
+  step = arith::ConstantIndexOp::create(b, loc, lanes);
+  columns = tensor::DimOp::create(b, loc, rows, 1);
+  fullColumns = arith::MulIOp::create(
+      b, loc, arith::DivUIOp::create(b, loc, columns, step), step);
+  negInf = arith::ConstantOp::create(
+      b, loc,
+      b.getFloatAttr(floatType, APFloat::getInf(floatType.getFloatSemantics(),
+                                                /*Negative=*/true)));
+  negInfs = vector::BroadcastOp::create(b, loc, valuesType, negInf);
+  auto i64Splat = [&](int64_t value) -> Value {
+    return arith::ConstantOp::create(
+        b, loc,
+        DenseElementsAttr::get(indicesType, b.getI64IntegerAttr(value)));
+  };
+  noColumns = i64Splat(-1);
+  lastColumns = i64Splat(INT64_MAX);
+  laneOffsets = arith::ConstantOp::create(
+      b, loc,
+      DenseElementsAttr::get(
+          indicesType, llvm::map_to_vector(llvm::seq<int64_t>(0, lanes),
+                                           [&](int64_t l) -> Attribute {
+                                             return b.getI64IntegerAttr(l);
+                                           })));
+  zeroToken = arith::ConstantOp::create(b, loc, b.getI64IntegerAttr(0));
+}
+
+/// One chunk of the lanes' count of columns from `column` into the lanes'
+/// state (maximum, its column).
+SmallVector<Value> VectorArgmax::chunk(OpBuilder &cb, Value row, Value column,
+                                       ValueRange state, bool inBounds) {
+  Value values = vector::TransferReadOp::create(
+      cb, loc, valuesType, rows, ValueRange{row, column}, negInf,
+      ArrayRef<bool>{inBounds});
+  Value chunkColumns = arith::AddIOp::create(
+      cb, loc,
+      vector::BroadcastOp::create(
+          cb, loc, indicesType,
+          arith::IndexCastOp::create(cb, loc, cb.getI64Type(), column)),
+      laneOffsets);
+  Value take = arith::CmpFOp::create(cb, loc, arith::CmpFPredicate::OGT,
+                                     values, state[0]);
+  return {arith::SelectOp::create(cb, loc, take, values, state[0]),
+          arith::SelectOp::create(cb, loc, take, chunkColumns, state[1])};
+}
+
+/// Row `row`'s first maximum, as a token.
+Value VectorArgmax::rowArgmax(OpBuilder &rb, Value row) {
+  auto chunkLoop = scf::ForOp::create(
+      rb, loc, c0, fullColumns, step, ValueRange{negInfs, noColumns},
+      [&](OpBuilder &cb, Location, Value column, ValueRange state) {
+        scf::YieldOp::create(cb, loc, chunk(cb, row, column, state, true));
+      });
+  // The last, partial chunk reads -inf past the end: never taken.
+  auto tail = scf::IfOp::create(
+      rb, loc,
+      arith::CmpIOp::create(rb, loc, arith::CmpIPredicate::ult, fullColumns,
+                            columns),
+      [&](OpBuilder &cb, Location) {
+        scf::YieldOp::create(
+            cb, loc, chunk(cb, row, fullColumns, chunkLoop.getResults(), false));
+      },
+      [&](OpBuilder &cb, Location) {
+        scf::YieldOp::create(cb, loc, chunkLoop.getResults());
+      });
+  Value best = tail.getResult(0), bestColumns = tail.getResult(1);
+  Value maximum = vector::ReductionOp::create(
+      rb, loc, vector::CombiningKind::MAXNUMF, best);
+  Value holding = arith::CmpFOp::create(
+      rb, loc, arith::CmpFPredicate::OEQ, best,
+      vector::BroadcastOp::create(rb, loc, valuesType, maximum));
+  Value first = vector::ReductionOp::create(
+      rb, loc, vector::CombiningKind::MINSI,
+      arith::SelectOp::create(rb, loc, holding, bestColumns, lastColumns));
+  Value firstValue =
+      tensor::ExtractOp::create(rb, loc, rows, ValueRange{row, c0});
+  Value keepFirst = arith::OrIOp::create(
+      rb, loc,
+      arith::CmpFOp::create(rb, loc, arith::CmpFPredicate::OEQ, maximum,
+                            negInf),
+      arith::CmpFOp::create(rb, loc, arith::CmpFPredicate::UNO, firstValue,
+                            firstValue));
+  return arith::SelectOp::create(rb, loc, keepFirst, zeroToken, first);
+}
+
+Value VectorArgmax::build() {
+  Value numRows = tensor::DimOp::create(b, loc, rows, 0);
+  SmallVector<Value> dynamicRows;
+  if (type.isDynamicDim(0))
+    dynamicRows.push_back(numRows);
+  Value init = tensor::EmptyOp::create(
+      b, loc, ArrayRef<int64_t>{type.getDimSize(0)}, b.getI64Type(),
+      dynamicRows);
+  auto rowLoop = scf::ForOp::create(
+      b, loc, c0, numRows, c1, ValueRange{init},
+      [&](OpBuilder &rb, Location, Value row, ValueRange rowIter) {
+        Value token = rowArgmax(rb, row);
+        scf::YieldOp::create(rb, loc,
+                             ValueRange{tensor::InsertOp::create(
+                                 rb, loc, token, rowIter[0], ValueRange{row})});
+      });
+  return rowLoop.getResult(0);
+}
+
 /// The first index of the maximum of each row of `rows` (R x V), as i64, in
 /// vectors of `lanes` columns: lane l keeps the largest value of columns l,
 /// l + lanes, ... and the first column holding it (a strict comparison, so
@@ -44,103 +178,7 @@ static RankedTensorType cacheTensorType(KVCacheType cache) {
 /// maximum and index through memory, one store-to-load chain per column.
 static Value vectorArgmaxRows(OpBuilder &b, Location loc, Value rows,
                               int64_t lanes) {
-  auto type = cast<RankedTensorType>(rows.getType());
-  auto floatType = cast<FloatType>(type.getElementType());
-  Type i64Type = b.getI64Type();
-  auto valuesType = VectorType::get({lanes}, floatType);
-  auto indicesType = VectorType::get({lanes}, i64Type);
-  Value c0 = arith::ConstantIndexOp::create(b, loc, 0);
-  Value c1 = arith::ConstantIndexOp::create(b, loc, 1);
-  Value step = arith::ConstantIndexOp::create(b, loc, lanes);
-  Value columns = tensor::DimOp::create(b, loc, rows, 1);
-  Value fullColumns = arith::MulIOp::create(
-      b, loc, arith::DivUIOp::create(b, loc, columns, step), step);
-  Value negInf = arith::ConstantOp::create(
-      b, loc,
-      b.getFloatAttr(floatType, APFloat::getInf(floatType.getFloatSemantics(),
-                                                /*Negative=*/true)));
-  Value negInfs = vector::BroadcastOp::create(b, loc, valuesType, negInf);
-  auto i64Splat = [&](int64_t value) -> Value {
-    return arith::ConstantOp::create(
-        b, loc,
-        DenseElementsAttr::get(indicesType, b.getI64IntegerAttr(value)));
-  };
-  Value noColumns = i64Splat(-1), lastColumns = i64Splat(INT64_MAX);
-  Value laneOffsets = arith::ConstantOp::create(
-      b, loc,
-      DenseElementsAttr::get(
-          indicesType, llvm::map_to_vector(llvm::seq<int64_t>(0, lanes),
-                                           [&](int64_t l) -> Attribute {
-                                             return b.getI64IntegerAttr(l);
-                                           })));
-  Value zeroToken = arith::ConstantOp::create(b, loc, b.getI64IntegerAttr(0));
-  Value numRows = tensor::DimOp::create(b, loc, rows, 0);
-  SmallVector<Value> dynamicRows;
-  if (type.isDynamicDim(0))
-    dynamicRows.push_back(numRows);
-  Value init = tensor::EmptyOp::create(
-      b, loc, ArrayRef<int64_t>{type.getDimSize(0)}, i64Type, dynamicRows);
-  auto rowLoop = scf::ForOp::create(
-      b, loc, c0, numRows, c1, ValueRange{init},
-      [&](OpBuilder &rb, Location l, Value row, ValueRange rowIter) {
-        // One chunk of `lanes` columns from `column` into the lanes' state.
-        auto chunk = [&](OpBuilder &cb, Value column, ValueRange state,
-                         bool inBounds) -> SmallVector<Value> {
-          Value values = vector::TransferReadOp::create(
-              cb, l, valuesType, rows, ValueRange{row, column}, negInf,
-              ArrayRef<bool>{inBounds});
-          Value chunkColumns = arith::AddIOp::create(
-              cb, l,
-              vector::BroadcastOp::create(
-                  cb, l, indicesType,
-                  arith::IndexCastOp::create(cb, l, i64Type, column)),
-              laneOffsets);
-          Value take = arith::CmpFOp::create(cb, l, arith::CmpFPredicate::OGT,
-                                             values, state[0]);
-          return {arith::SelectOp::create(cb, l, take, values, state[0]),
-                  arith::SelectOp::create(cb, l, take, chunkColumns, state[1])};
-        };
-        auto chunkLoop = scf::ForOp::create(
-            rb, l, c0, fullColumns, step, ValueRange{negInfs, noColumns},
-            [&](OpBuilder &cb, Location, Value column, ValueRange state) {
-              scf::YieldOp::create(cb, l, chunk(cb, column, state, true));
-            });
-        // The last, partial chunk reads -inf past the end: never taken.
-        auto tail = scf::IfOp::create(
-            rb, l,
-            arith::CmpIOp::create(rb, l, arith::CmpIPredicate::ult, fullColumns,
-                                  columns),
-            [&](OpBuilder &cb, Location) {
-              scf::YieldOp::create(
-                  cb, l, chunk(cb, fullColumns, chunkLoop.getResults(), false));
-            },
-            [&](OpBuilder &cb, Location) {
-              scf::YieldOp::create(cb, l, chunkLoop.getResults());
-            });
-        Value best = tail.getResult(0), bestColumns = tail.getResult(1);
-        Value maximum = vector::ReductionOp::create(
-            rb, l, vector::CombiningKind::MAXNUMF, best);
-        Value holding = arith::CmpFOp::create(
-            rb, l, arith::CmpFPredicate::OEQ, best,
-            vector::BroadcastOp::create(rb, l, valuesType, maximum));
-        Value first = vector::ReductionOp::create(
-            rb, l, vector::CombiningKind::MINSI,
-            arith::SelectOp::create(rb, l, holding, bestColumns, lastColumns));
-        Value firstValue =
-            tensor::ExtractOp::create(rb, l, rows, ValueRange{row, c0});
-        Value keepFirst = arith::OrIOp::create(
-            rb, l,
-            arith::CmpFOp::create(rb, l, arith::CmpFPredicate::OEQ, maximum,
-                                  negInf),
-            arith::CmpFOp::create(rb, l, arith::CmpFPredicate::UNO, firstValue,
-                                  firstValue));
-        Value token =
-            arith::SelectOp::create(rb, l, keepFirst, zeroToken, first);
-        scf::YieldOp::create(rb, l,
-                             ValueRange{tensor::InsertOp::create(
-                                 rb, l, token, rowIter[0], ValueRange{row})});
-      });
-  return rowLoop.getResult(0);
+  return VectorArgmax(b, loc, rows, lanes).build();
 }
 
 /// The first index of the maximum of each row of `rows` (R x V), as i64:
