@@ -42,6 +42,9 @@ public:
 
 private:
   std::optional<int64_t> intMeta(llvm::StringRef key);
+  std::string summarize();
+  void checkMetadata();
+  void checkInterface(const std::string &role);
   void expect(bool input, const std::string &name, int32_t elem,
               std::vector<Dim> shape);
   void expectCache(int64_t layers);
@@ -52,7 +55,9 @@ private:
   /// The inputs the contract names; any other is a problem.
   std::set<std::string> known;
   std::vector<std::string> problems;
-  std::optional<int64_t> hidden, kvHeads, headDim;
+  /// The metadata integers, read once (a value that is not one is a
+  /// problem).
+  std::optional<int64_t> vocab, layers, depth, hidden, kvHeads, headDim;
 };
 } // namespace
 
@@ -137,25 +142,16 @@ void ContractChecker::expectCache(int64_t layers) {
     }
 }
 
-ModelContractReport ContractChecker::check() {
-  ModelContractReport report;
-  for (llvm::StringRef key : kRequiredMetadata)
-    if (!meta.count(key))
-      problems.push_back("metadata_props lacks '" + key.str() + "'");
-  std::optional<int64_t> vocab = intMeta("vocab_size");
-  std::optional<int64_t> layers = intMeta("num_hidden_layers");
-  std::optional<int64_t> depth = intMeta("spec_depth");
-  hidden = intMeta("hidden_size");
-  kvHeads = intMeta("num_key_value_heads");
-  headDim = intMeta("head_dim");
+/// "target depth 1, vocab 259, 4 layer(s), N parameters, tokenizer ...".
+std::string ContractChecker::summarize() {
   std::string role = meta.lookup("spec_role");
-  report.summary = role.empty() ? "no role" : role;
+  std::string summary = role.empty() ? "no role" : role;
   if (depth)
-    report.summary += " depth " + std::to_string(*depth);
+    summary += " depth " + std::to_string(*depth);
   if (vocab)
-    report.summary += ", vocab " + std::to_string(*vocab);
+    summary += ", vocab " + std::to_string(*vocab);
   if (layers)
-    report.summary += ", " + std::to_string(*layers) + " layer(s)";
+    summary += ", " + std::to_string(*layers) + " layer(s)";
   int64_t parameters = 0;
   for (const auto &tensor : model.graph().initializer()) {
     int64_t count = 1;
@@ -163,11 +159,15 @@ ModelContractReport ContractChecker::check() {
       count *= dim;
     parameters += count;
   }
-  report.summary += ", " + std::to_string(parameters) + " parameters";
+  summary += ", " + std::to_string(parameters) + " parameters";
   std::string tokenizer = meta.lookup("tokenizer_sha256");
   if (!tokenizer.empty())
-    report.summary += ", tokenizer " + tokenizer.substr(0, 15) + "...";
+    summary += ", tokenizer " + tokenizer.substr(0, 15) + "...";
+  return summary;
+}
 
+/// The metadata's values: ids inside the vocabulary, a known role.
+void ContractChecker::checkMetadata() {
   if (vocab && *vocab < 1)
     problems.push_back("vocab_size " + std::to_string(*vocab) +
                        " must be at least 1");
@@ -180,17 +180,18 @@ ModelContractReport ContractChecker::check() {
       context && *context < 1)
     problems.push_back("max_position_embeddings " + std::to_string(*context) +
                        " must be at least 1");
+  std::string tokenizer = meta.lookup("tokenizer_sha256");
   if (!tokenizer.empty() && !llvm::StringRef(tokenizer).starts_with("sha256:"))
     problems.push_back("tokenizer_sha256 must start with 'sha256:'");
+  std::string role = meta.lookup("spec_role");
   if (!role.empty() && !llvm::is_contained(kRoles, role))
     problems.push_back("spec_role '" + role +
                        "' is not one of target, draft, medusa_head, "
                        "mtp_module");
-  if (!problems.empty() || role.empty()) {
-    report.problems = std::move(problems);
-    return report;
-  }
+}
 
+/// The inputs and outputs `role` needs, and no other input.
+void ContractChecker::checkInterface(const std::string &role) {
   constexpr int32_t kInt64 = onnx::TensorProto::INT64,
                     kFloat = onnx::TensorProto::FLOAT;
   std::vector<Dim> tokens = {Dim::dynamic(), Dim::dynamic()};
@@ -225,6 +226,24 @@ ModelContractReport ContractChecker::check() {
     if (!known.count(name))
       problems.push_back("input '" + name + "' is not part of the contract "
                          "for role '" + role + "'");
+}
+
+ModelContractReport ContractChecker::check() {
+  ModelContractReport report;
+  for (llvm::StringRef key : kRequiredMetadata)
+    if (!meta.count(key))
+      problems.push_back("metadata_props lacks '" + key.str() + "'");
+  vocab = intMeta("vocab_size");
+  layers = intMeta("num_hidden_layers");
+  depth = intMeta("spec_depth");
+  hidden = intMeta("hidden_size");
+  kvHeads = intMeta("num_key_value_heads");
+  headDim = intMeta("head_dim");
+  report.summary = summarize();
+  checkMetadata();
+  std::string role = meta.lookup("spec_role");
+  if (problems.empty() && !role.empty())
+    checkInterface(role);
   report.problems = std::move(problems);
   return report;
 }
