@@ -668,11 +668,7 @@ struct FuseAttentionPass
 
   void runOnOperation() override {
     func::FuncOp func = getOperation();
-    SmallVector<Attention> attentions;
-    func.walk([&](linalg::GenericOp op) {
-      if (std::optional<Attention> attention = matchAttention(op))
-        attentions.push_back(std::move(*attention));
-    });
+    SmallVector<Attention> attentions = findAttentions(func);
     for (Attention &attention : attentions) {
       ImplicitLocOpBuilder b(attention.output.getLoc(), attention.output);
       Value fused = FusedAttentionBuilder(b, attention, positionsPerBlock)

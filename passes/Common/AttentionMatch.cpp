@@ -314,6 +314,15 @@ std::optional<Attention> specula::matchAttention(linalg::GenericOp output) {
   return attention;
 }
 
+SmallVector<Attention> specula::findAttentions(func::FuncOp func) {
+  SmallVector<Attention> attentions;
+  func.walk([&](linalg::GenericOp op) {
+    if (std::optional<Attention> attention = matchAttention(op))
+      attentions.push_back(std::move(*attention));
+  });
+  return attentions;
+}
+
 /// The size of `value`'s dimension `dim`, read where it does not keep the
 /// value alive: a reshape's shape operand, a linalg op's init.
 static Value sizeOf(ImplicitLocOpBuilder &b, Value value, int64_t dim) {

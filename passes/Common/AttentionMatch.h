@@ -54,6 +54,9 @@ struct Attention {
 /// `output`.
 std::optional<Attention> matchAttention(mlir::linalg::GenericOp output);
 
+/// Every attention in `func`, in program order.
+llvm::SmallVector<Attention> findAttentions(mlir::func::FuncOp func);
+
 /// Asserts at run time (cf.assert, named after `pass`) the sizes the match
 /// assumed of dimensions the graph computes: batch 1, the reshapes' kv
 /// heads, repeat and head size, and `positions` keys and values.

@@ -240,11 +240,7 @@ struct GPUAttentionPass
   using Base::Base;
   void runOnOperation() override {
     func::FuncOp func = getOperation();
-    SmallVector<Attention> attentions;
-    func.walk([&](linalg::GenericOp op) {
-      if (std::optional<Attention> attention = matchAttention(op))
-        attentions.push_back(std::move(*attention));
-    });
+    SmallVector<Attention> attentions = findAttentions(func);
     for (Attention &attention : attentions) {
       ImplicitLocOpBuilder b(attention.scores.getLoc(), attention.scores);
       Value scores = buildScores(b, attention, foldTransposes);
