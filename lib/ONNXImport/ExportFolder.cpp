@@ -74,6 +74,23 @@ static FailureOr<llvm::json::Object> readJsonFile(const std::string &path,
   return std::move(*value->getAsObject());
 }
 
+/// An eos_token_id list as "2,32000"; fails naming `path` on an entry that
+/// is not a token id.
+static FailureOr<std::string> joinTokenIds(const llvm::json::Array &list,
+                                           const std::string &path,
+                                           std::string &error) {
+  std::string ids;
+  for (const llvm::json::Value &id : list) {
+    std::optional<int64_t> value = id.getAsInteger();
+    if (!value || *value < 0) {
+      error = "'" + path + "': eos_token_id has an entry that is not a token id";
+      return failure();
+    }
+    ids += (ids.empty() ? "" : ",") + std::to_string(*value);
+  }
+  return ids;
+}
+
 FailureOr<std::map<std::string, std::string>>
 specula::readExportFolderMetadata(llvm::StringRef modelPath, llvm::StringRef role,
                                   std::string &error) {
@@ -123,16 +140,10 @@ specula::readExportFolderMetadata(llvm::StringRef modelPath, llvm::StringRef rol
   std::optional<int64_t> eos = integer(*eosSource, eosPath, "eos_token_id");
   set("eos_token_id", eos);
   if (const llvm::json::Array *list = eosSource->getArray("eos_token_id")) {
-    std::string ids;
-    for (const llvm::json::Value &id : *list) {
-      std::optional<int64_t> value = id.getAsInteger();
-      if (!value || *value < 0) {
-        error = "'" + eosPath + "': eos_token_id has an entry that is not a token id";
-        return failure();
-      }
-      ids += (ids.empty() ? "" : ",") + std::to_string(*value);
-    }
-    meta["eos_token_ids"] = ids;
+    FailureOr<std::string> ids = joinTokenIds(*list, eosPath, error);
+    if (failed(ids))
+      return failure();
+    meta["eos_token_ids"] = *ids;
   }
   // Without a pad token, pad with EOS (as transformers' generate does).
   std::optional<int64_t> pad = integer(*config, configPath, "pad_token_id");

@@ -124,6 +124,8 @@ struct Tokenizer::Impl {
   std::string endOfWordSuffix;
 
   void buildPostProcessor(const Json &json, const std::string &path);
+  void addTokens(const Json &added);
+  void readConfig(const Json &config);
   void encodeSection(std::string_view text, size_t section, std::vector<int32_t> &ids) const;
 };
 
@@ -174,6 +176,59 @@ void Tokenizer::Impl::buildPostProcessor(const Json &json, const std::string &pa
   templates.push_back(std::move(items));
 }
 
+/// added_tokens: each added to the model and to the splitter that finds
+/// it in raw or normalized text.
+void Tokenizer::Impl::addTokens(const Json &added) {
+  if (!added.is_null() && !added.is_array())
+    throw LoadError("added_tokens", "expected an array");
+  for (size_t i = 0; i < (added.is_array() ? added.size() : 0); ++i) {
+    const Json &token = added[i];
+    std::string path = "added_tokens[" + std::to_string(i) + "]";
+    if (!token.is_object() || !token.contains("content") || !token["content"].is_string() ||
+        !token.contains("id") || !token["id"].is_number_integer() || token["id"] < 0 ||
+        token["id"] > INT32_MAX)
+      throw LoadError(path, "expected {\"id\": ..., \"content\": ...}");
+    auto flag = [&](const char *key, bool otherwise) {
+      auto it = token.find(key);
+      return it == token.end() || !it->is_boolean() ? otherwise : it->get<bool>();
+    };
+    std::string content = token["content"];
+    AddedToken entry{token["id"].get<int32_t>(), flag("lstrip", false), flag("rstrip", false),
+                     flag("special", false)};
+    if (flag("single_word", false))
+      throw LoadError(path + ".single_word", "single-word added tokens are not supported");
+    bool normalized = flag("normalized", !entry.special);
+    model->addToken(content, entry.id);
+    addedContents.insert(content);
+    if (entry.special)
+      specialContents.insert(content);
+    addedByText[content] = entry;
+    if (normalized && normalizer) {
+      std::string normal = normalizer->normalize(content);
+      addedByText[normal] = entry;
+      normalizedSplitter.add(normal);
+    } else {
+      unnormalizedSplitter.add(content);
+    }
+  }
+}
+
+/// tokenizer_config.json's settings that change encoding or decoding.
+void Tokenizer::Impl::readConfig(const Json &config) {
+  // The reference cleans up decoded spaces unless the config says not to.
+  cleanUpSpaces = true;
+  if (auto it = config.find("clean_up_tokenization_spaces");
+      it != config.end() && it->is_boolean())
+    cleanUpSpaces = *it;
+  if (auto it = config.find("additional_special_tokens"); it != config.end() && it->is_array())
+    for (const Json &token : *it)
+      if (token.is_string())
+        specialContents.insert(token.get<std::string>());
+  for (const char *key : {"remove_space", "do_lowercase_and_remove_accent"})
+    if (auto it = config.find(key); it != config.end() && it->is_boolean() && *it)
+      throw LoadError(key, "is not supported");
+}
+
 std::unique_ptr<Tokenizer> Tokenizer::parse(std::string_view tokenizerJson,
                                             std::string_view configJson,
                                             std::string &error) {
@@ -198,39 +253,7 @@ std::unique_ptr<Tokenizer> Tokenizer::parse(std::string_view tokenizerJson,
     t.normalizer = buildNormalizer(member("normalizer"), "normalizer");
     t.preTokenizer = buildPreTokenizer(member("pre_tokenizer"), "pre_tokenizer");
 
-    const Json &added = member("added_tokens");
-    if (!added.is_null() && !added.is_array())
-      throw LoadError("added_tokens", "expected an array");
-    for (size_t i = 0; i < (added.is_array() ? added.size() : 0); ++i) {
-      const Json &token = added[i];
-      std::string path = "added_tokens[" + std::to_string(i) + "]";
-      if (!token.is_object() || !token.contains("content") || !token["content"].is_string() ||
-          !token.contains("id") || !token["id"].is_number_integer() || token["id"] < 0 ||
-          token["id"] > INT32_MAX)
-        throw LoadError(path, "expected {\"id\": ..., \"content\": ...}");
-      auto flag = [&](const char *key, bool otherwise) {
-        auto it = token.find(key);
-        return it == token.end() || !it->is_boolean() ? otherwise : it->get<bool>();
-      };
-      std::string content = token["content"];
-      AddedToken entry{token["id"].get<int32_t>(), flag("lstrip", false), flag("rstrip", false),
-                       flag("special", false)};
-      if (flag("single_word", false))
-        throw LoadError(path + ".single_word", "single-word added tokens are not supported");
-      bool normalized = flag("normalized", !entry.special);
-      t.model->addToken(content, entry.id);
-      t.addedContents.insert(content);
-      if (entry.special)
-        t.specialContents.insert(content);
-      t.addedByText[content] = entry;
-      if (normalized && t.normalizer) {
-        std::string normal = t.normalizer->normalize(content);
-        t.addedByText[normal] = entry;
-        t.normalizedSplitter.add(normal);
-      } else {
-        t.unnormalizedSplitter.add(content);
-      }
-    }
+    t.addTokens(member("added_tokens"));
     ComponentContext context{&t.addedContents};
     t.decoder = buildDecoder(member("decoder"), "decoder", context);
     t.buildPostProcessor(member("post_processor"), "post_processor");
@@ -248,18 +271,7 @@ std::unique_ptr<Tokenizer> Tokenizer::parse(std::string_view tokenizerJson,
       Json config = Json::parse(configJson);
       if (!config.is_object())
         throw LoadError("$", "expected an object");
-      // The reference cleans up decoded spaces unless the config says not to.
-      t.cleanUpSpaces = true;
-      if (auto it = config.find("clean_up_tokenization_spaces");
-          it != config.end() && it->is_boolean())
-        t.cleanUpSpaces = *it;
-      if (auto it = config.find("additional_special_tokens"); it != config.end() && it->is_array())
-        for (const Json &token : *it)
-          if (token.is_string())
-            t.specialContents.insert(token.get<std::string>());
-      for (const char *key : {"remove_space", "do_lowercase_and_remove_accent"})
-        if (auto it = config.find(key); it != config.end() && it->is_boolean() && *it)
-          throw LoadError(key, "is not supported");
+      t.readConfig(config);
     } catch (const LoadError &e) {
       error = std::string("tokenizer_config.json: ") + e.what();
       return nullptr;
