@@ -210,6 +210,49 @@ LogicalResult importSoftmax(NodeImporter &node) {
   return success();
 }
 
+/// LayerNormalization's optional outputs: the mean and 1 / sqrt(variance +
+/// epsilon), with the normalized dimensions kept as size 1.
+static LogicalResult setLayerNormStatistics(NodeImporter &node, Value mean,
+                                            Value variance, float epsilon) {
+  OpBuilder &b = node.builder();
+  Location loc = node.loc();
+  Type elementType = cast<RankedTensorType>(mean.getType()).getElementType();
+  auto keptType = [&](Value reducedValue, unsigned result)
+      -> FailureOr<RankedTensorType> {
+    return node.resultType(result, [&] {
+      return SmallVector<int64_t>(
+          cast<RankedTensorType>(reducedValue.getType()).getShape());
+    });
+  };
+  if (node.numResults() > 1 && !node.node().output(1).empty()) {
+    FailureOr<RankedTensorType> type = keptType(mean, 1);
+    if (failed(type))
+      return failure();
+    node.setResult(1, mean.getType() == *type
+                          ? mean
+                          : tensor::CastOp::create(b, loc, *type, mean));
+  }
+  if (node.numResults() > 2 && !node.node().output(2).empty()) {
+    FailureOr<RankedTensorType> type = keptType(variance, 2);
+    if (failed(type))
+      return failure();
+    Value invStdDev = buildElementwise(
+        b, loc, {variance}, cast<RankedTensorType>(variance.getType()),
+        [&](OpBuilder &nb, Location l, ValueRange args) -> Value {
+          Value eps = scalarConstant(nb, l, elementType, epsilon);
+          Value one = scalarConstant(nb, l, elementType, 1);
+          return arith::DivFOp::create(
+              nb, l, one,
+              math::SqrtOp::create(nb, l,
+                                   arith::AddFOp::create(nb, l, args[0], eps)));
+        });
+    node.setResult(2, invStdDev.getType() == *type
+                          ? invStdDev
+                          : tensor::CastOp::create(b, loc, *type, invStdDev));
+  }
+  return success();
+}
+
 /// LayerNormalization(X, Scale, B): normalizes over dimensions axis..rank-1.
 LogicalResult importLayerNormalization(NodeImporter &node) {
   FailureOr<RankedTensorType> resultType = node.resultType(
@@ -255,41 +298,8 @@ LogicalResult importLayerNormalization(NodeImporter &node) {
       });
   Value variance =
       divideByCount(reduceKeepDims(b, loc, squares, reduced, Combine::Sum));
-  // Optional outputs: the mean and 1 / sqrt(variance + epsilon), with the
-  // normalized dimensions kept as size 1.
-  auto keptType = [&](Value reducedValue, unsigned result)
-      -> FailureOr<RankedTensorType> {
-    return node.resultType(result, [&] {
-      return SmallVector<int64_t>(
-          cast<RankedTensorType>(reducedValue.getType()).getShape());
-    });
-  };
-  if (node.numResults() > 1 && !node.node().output(1).empty()) {
-    FailureOr<RankedTensorType> type = keptType(mean, 1);
-    if (failed(type))
-      return failure();
-    node.setResult(1, mean.getType() == *type
-                          ? mean
-                          : tensor::CastOp::create(b, loc, *type, mean));
-  }
-  if (node.numResults() > 2 && !node.node().output(2).empty()) {
-    FailureOr<RankedTensorType> type = keptType(variance, 2);
-    if (failed(type))
-      return failure();
-    Value invStdDev = buildElementwise(
-        b, loc, {variance}, cast<RankedTensorType>(variance.getType()),
-        [&](OpBuilder &nb, Location l, ValueRange args) -> Value {
-          Value eps = scalarConstant(nb, l, elementType, epsilon);
-          Value one = scalarConstant(nb, l, elementType, 1);
-          return arith::DivFOp::create(
-              nb, l, one,
-              math::SqrtOp::create(nb, l,
-                                   arith::AddFOp::create(nb, l, args[0], eps)));
-        });
-    node.setResult(2, invStdDev.getType() == *type
-                          ? invStdDev
-                          : tensor::CastOp::create(b, loc, *type, invStdDev));
-  }
+  if (failed(setLayerNormStatistics(node, mean, variance, epsilon)))
+    return failure();
   SmallVector<Value> inputs{centered, variance, scale};
   if (bias)
     inputs.push_back(bias);

@@ -410,6 +410,77 @@ LogicalResult importConcat(NodeImporter &node) {
 
 /// Gather(data, indices, axis): result[..., i..., ...] =
 /// data[..., indices[i...], ...], negative indices counting from the end.
+/// Gather of constant positions of a 1-D tensor (the shape subgraphs'
+/// Gather): extracts, which canonicalization folds with Shape.
+static Value gatherConstantPositions(OpBuilder &b, Location loc, Value data,
+                                     DenseElementsAttr positions,
+                                     RankedTensorType resultType) {
+  SmallVector<Value> elements;
+  for (const APInt &index : positions.getValues<APInt>()) {
+    int64_t i = index.getSExtValue();
+    Value position =
+        i >= 0 ? Value(arith::ConstantIndexOp::create(b, loc, i))
+               : Value(arith::AddIOp::create(
+                     b, loc, dimSize(b, loc, data, 0),
+                     arith::ConstantIndexOp::create(b, loc, i)));
+    elements.push_back(
+        tensor::ExtractOp::create(b, loc, data, ValueRange{position}));
+  }
+  return tensor::FromElementsOp::create(b, loc, resultType, elements);
+}
+
+/// Gather as a linalg.generic over the result: data's dimensions before
+/// `axis`, the indices' (negative ones counted from the end), data's after.
+static Value gatherGeneric(OpBuilder &b, Location loc, Value data,
+                           Value indices, int64_t axis,
+                           RankedTensorType resultType) {
+  MLIRContext *context = b.getContext();
+  int64_t rank = resultType.getRank();
+  int64_t indexRank = cast<RankedTensorType>(indices.getType()).getRank();
+  SmallVector<Value> sizes;
+  for (int64_t d = 0; d < rank; ++d) {
+    if (!resultType.isDynamicDim(d))
+      continue;
+    if (d < axis)
+      sizes.push_back(dimSize(b, loc, data, d));
+    else if (d < axis + indexRank)
+      sizes.push_back(dimSize(b, loc, indices, d - axis));
+    else
+      sizes.push_back(dimSize(b, loc, data, d - indexRank + 1));
+  }
+  Value init = tensor::EmptyOp::create(b, loc, resultType.getShape(),
+                                       resultType.getElementType(), sizes);
+  SmallVector<AffineExpr> indexExprs;
+  for (int64_t d = 0; d < indexRank; ++d)
+    indexExprs.push_back(getAffineDimExpr(axis + d, context));
+  SmallVector<AffineMap> maps{
+      AffineMap::get(rank, 0, indexExprs, context),
+      AffineMap::getMultiDimIdentityMap(rank, context)};
+  SmallVector<utils::IteratorType> iterators(rank,
+                                             utils::IteratorType::parallel);
+  Value axisSize = dimSize(b, loc, data, axis);
+  auto generic = linalg::GenericOp::create(
+      b, loc, TypeRange{resultType}, ValueRange{indices}, ValueRange{init},
+      maps, iterators, [&](OpBuilder &nb, Location l, ValueRange args) {
+        Value index = toIndex(nb, l, args[0]);
+        Value zero = arith::ConstantIndexOp::create(nb, l, 0);
+        Value negative = arith::CmpIOp::create(
+            nb, l, arith::CmpIPredicate::slt, index, zero);
+        index = arith::SelectOp::create(
+            nb, l, negative, arith::AddIOp::create(nb, l, index, axisSize),
+            index);
+        SmallVector<Value> position;
+        for (int64_t d = 0; d < axis; ++d)
+          position.push_back(linalg::IndexOp::create(nb, l, d));
+        position.push_back(index);
+        for (int64_t d = axis + indexRank; d < rank; ++d)
+          position.push_back(linalg::IndexOp::create(nb, l, d));
+        linalg::YieldOp::create(
+            nb, l, tensor::ExtractOp::create(nb, l, data, position).getResult());
+      });
+  return generic.getResult(0);
+}
+
 LogicalResult importGather(NodeImporter &node) {
   if (failed(checkOperandRank(node, 0, "data", 1,
                               std::numeric_limits<int64_t>::max())))
@@ -426,73 +497,14 @@ LogicalResult importGather(NodeImporter &node) {
       normalizeAxis(node, node.intAttr("axis", 0), dataType.getRank());
   if (failed(axis))
     return failure();
-  OpBuilder &b = node.builder();
-  Location loc = node.loc();
-  MLIRContext *context = b.getContext();
-  int64_t rank = resultType->getRank(), indexRank = indicesType.getRank();
-
-  // Picking constant positions of a 1-D tensor (the shape subgraphs' Gather)
-  // becomes extracts, which canonicalization folds with Shape.
   if (DenseElementsAttr constant = node.constantOperand(1);
       constant && dataType.getRank() == 1 && resultType->hasStaticShape()) {
-    SmallVector<Value> elements;
-    for (const APInt &index : constant.getValues<APInt>()) {
-      int64_t i = index.getSExtValue();
-      Value position =
-          i >= 0 ? Value(arith::ConstantIndexOp::create(b, loc, i))
-                 : Value(arith::AddIOp::create(
-                       b, loc, dimSize(b, loc, data, 0),
-                       arith::ConstantIndexOp::create(b, loc, i)));
-      elements.push_back(
-          tensor::ExtractOp::create(b, loc, data, ValueRange{position}));
-    }
-    node.setResult(0, tensor::FromElementsOp::create(b, loc, *resultType,
-                                                     elements));
+    node.setResult(0, gatherConstantPositions(node.builder(), node.loc(), data,
+                                              constant, *resultType));
     return success();
   }
-
-  SmallVector<Value> sizes;
-  for (int64_t d = 0; d < rank; ++d) {
-    if (!resultType->isDynamicDim(d))
-      continue;
-    if (d < *axis)
-      sizes.push_back(dimSize(b, loc, data, d));
-    else if (d < *axis + indexRank)
-      sizes.push_back(dimSize(b, loc, indices, d - *axis));
-    else
-      sizes.push_back(dimSize(b, loc, data, d - indexRank + 1));
-  }
-  Value init = tensor::EmptyOp::create(b, loc, resultType->getShape(),
-                                       resultType->getElementType(), sizes);
-  SmallVector<AffineExpr> indexExprs;
-  for (int64_t d = 0; d < indexRank; ++d)
-    indexExprs.push_back(getAffineDimExpr(*axis + d, context));
-  SmallVector<AffineMap> maps{
-      AffineMap::get(rank, 0, indexExprs, context),
-      AffineMap::getMultiDimIdentityMap(rank, context)};
-  SmallVector<utils::IteratorType> iterators(rank,
-                                             utils::IteratorType::parallel);
-  Value axisSize = dimSize(b, loc, data, *axis);
-  auto generic = linalg::GenericOp::create(
-      b, loc, TypeRange{*resultType}, ValueRange{indices}, ValueRange{init},
-      maps, iterators, [&](OpBuilder &nb, Location l, ValueRange args) {
-        Value index = toIndex(nb, l, args[0]);
-        Value zero = arith::ConstantIndexOp::create(nb, l, 0);
-        Value negative = arith::CmpIOp::create(
-            nb, l, arith::CmpIPredicate::slt, index, zero);
-        index = arith::SelectOp::create(
-            nb, l, negative, arith::AddIOp::create(nb, l, index, axisSize),
-            index);
-        SmallVector<Value> position;
-        for (int64_t d = 0; d < *axis; ++d)
-          position.push_back(linalg::IndexOp::create(nb, l, d));
-        position.push_back(index);
-        for (int64_t d = *axis + indexRank; d < rank; ++d)
-          position.push_back(linalg::IndexOp::create(nb, l, d));
-        linalg::YieldOp::create(
-            nb, l, tensor::ExtractOp::create(nb, l, data, position).getResult());
-      });
-  node.setResult(0, generic.getResult(0));
+  node.setResult(0, gatherGeneric(node.builder(), node.loc(), data, indices,
+                                  *axis, *resultType));
   return success();
 }
 } // namespace
