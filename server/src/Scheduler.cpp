@@ -116,8 +116,8 @@ void Scheduler::generate(Sequence &sequence) {
       std::chrono::duration<double>(Clock::now() - sequence.arrival()).count());
   SequenceStats stats;
   if (sequence.cancelRequested()) { // its client left while it waited
-    sequence.finish(Finish::Cancelled, stats);
     metrics_.countFinished(Finish::Cancelled, stats);
+    sequence.finish(Finish::Cancelled, stats);
     return;
   }
   Generation generation{sequence, metrics_, options_.tokenDelay};
@@ -138,8 +138,8 @@ void Scheduler::generate(Sequence &sequence) {
                                          request.prompt.size(), &g, &result);
   if (status != SPECRT_OK) {
     stats.runtimeStatus = status;
-    sequence.finish(Finish::Error, stats, specrt_last_error());
     metrics_.countFinished(Finish::Error, stats);
+    sequence.finish(Finish::Error, stats, specrt_last_error());
     return;
   }
   specrt_model_info info;
@@ -152,6 +152,8 @@ void Scheduler::generate(Sequence &sequence) {
       result.accepted_per_position + result.num_positions);
   Finish finish = finishOf(result.stop_reason);
   specrt_result_free(&result);
-  sequence.finish(finish, stats);
+  // Counted before the client hears of the end, so that /metrics read after
+  // a response includes it.
   metrics_.countFinished(finish, stats);
+  sequence.finish(finish, stats);
 }
