@@ -107,7 +107,9 @@ def Spec_IOKind : I32EnumAttr<"IOKind",
       I32EnumAttrCase<"PastLength", 10, "past_length">,
       I32EnumAttrCase<"PreviousHiddenStates", 11, "previous_hidden_states">,
       I32EnumAttrCase<"AttentionMask", 12, "attention_mask">,
-      I32EnumAttrCase<"TreeMask", 13, "tree_mask">
+      I32EnumAttrCase<"TreeMask", 13, "tree_mask">,
+      I32EnumAttrCase<"FirstSlot", 14, "first_slot">,
+      I32EnumAttrCase<"PastLengths", 15, "past_lengths">
     ]> {
   let cppNamespace = "::specula::spec";
   let genSpecializedAttr = 0;

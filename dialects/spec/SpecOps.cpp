@@ -328,12 +328,24 @@ LogicalResult AcceptOp::verify() {
 // KV caches
 //===----------------------------------------------------------------------===//
 
+/// Ops on one sequence's cache refuse a cache of slots.
+static LogicalResult verifyOneSequence(Operation *op, KVCacheType cache) {
+  if (cache.hasSlots())
+    return op->emitOpError()
+           << "takes one sequence's cache, got one of " << cache.getNumSlots()
+           << " slots (read and write those with spec.cache.read_slots and "
+              "spec.cache.write_slots)";
+  return success();
+}
+
 /// Checks that `tensor` holds keys or values for `cache`: layers x kv_heads x
 /// positions x head_dim, with the cache's element type and at most its
 /// capacity of positions.
 static LogicalResult verifyCacheSlice(Operation *op, KVCacheType cache,
                                       RankedTensorType tensor,
                                       StringRef what) {
+  if (failed(verifyOneSequence(op, cache)))
+    return failure();
   if (tensor.getRank() != 4)
     return op->emitOpError()
            << what << " must be layers x kv_heads x positions x head_dim (rank "
@@ -386,7 +398,9 @@ LogicalResult CacheCommitOp::verify() {
 /// `layer` names one of its layers.
 static LogicalResult verifyLayerSlice(Operation *op, KVCacheType cache,
                                       RankedTensorType tensor, int64_t layer,
-                                      StringRef what) {
+                                      StringRef what, bool slots = false) {
+  if (!slots && failed(verifyOneSequence(op, cache)))
+    return failure();
   if (layer < 0 || layer >= cache.getNumLayers())
     return op->emitOpError() << "layer " << layer << " is out of range: the "
                              << "cache has " << cache.getNumLayers()
@@ -401,7 +415,7 @@ static LogicalResult verifyLayerSlice(Operation *op, KVCacheType cache,
                              << tensor.getElementType()
                              << " does not match the cache's "
                              << cache.getElementType();
-  if (!tensor.isDynamicDim(0) && tensor.getDimSize(0) != 1)
+  if (!slots && !tensor.isDynamicDim(0) && tensor.getDimSize(0) != 1)
     return op->emitOpError() << "caches hold batch 1; " << what
                              << " has batch " << tensor.getDimSize(0);
   if (!tensor.isDynamicDim(1) && tensor.getDimSize(1) != cache.getNumKVHeads())
@@ -427,4 +441,48 @@ LogicalResult CacheWriteOp::verify() {
 LogicalResult CacheReadOp::verify() {
   return verifyLayerSlice(getOperation(), getCache().getType(),
                           getEntries().getType(), getLayer(), "entries");
+}
+
+/// The batched ops take a cache of slots and entries of as many rows as the
+/// batch has sequences.
+static LogicalResult verifySlots(Operation *op, KVCacheType cache) {
+  if (!cache.hasSlots())
+    return op->emitOpError() << "takes a cache of slots (layers x slots x "
+                                "kv_heads x capacity x head_dim), got "
+                             << cache;
+  return success();
+}
+
+LogicalResult CacheWriteSlotsOp::verify() {
+  auto cache = getCache().getType();
+  if (failed(verifySlots(getOperation(), cache)) ||
+      failed(verifyLayerSlice(getOperation(), cache, getNewEntries().getType(),
+                              getLayer(), "new entries", /*slots=*/true)))
+    return failure();
+  int64_t rows = getNewEntries().getType().getDimSize(0);
+  int64_t lengths = getPastLengths().getType().getDimSize(0);
+  if (!ShapedType::isDynamic(rows) && !ShapedType::isDynamic(lengths) &&
+      rows != lengths)
+    return emitOpError() << "new entries have " << rows
+                         << " sequences but there are " << lengths
+                         << " past lengths";
+  if (!ShapedType::isDynamic(rows) && rows > cache.getNumSlots())
+    return emitOpError() << "new entries have " << rows
+                         << " sequences, more than the cache's "
+                         << cache.getNumSlots() << " slots";
+  return success();
+}
+
+LogicalResult CacheReadSlotsOp::verify() {
+  auto cache = getCache().getType();
+  if (failed(verifySlots(getOperation(), cache)) ||
+      failed(verifyLayerSlice(getOperation(), cache, getEntries().getType(),
+                              getLayer(), "entries", /*slots=*/true)))
+    return failure();
+  int64_t rows = getEntries().getType().getDimSize(0);
+  if (!ShapedType::isDynamic(rows) && rows > cache.getNumSlots())
+    return emitOpError() << "entries have " << rows
+                         << " sequences, more than the cache's "
+                         << cache.getNumSlots() << " slots";
+  return success();
 }

@@ -376,4 +376,64 @@ def Spec_CacheReadOp : Spec_Op<"cache.read", [Pure]> {
   let hasVerifier = 1;
 }
 
+def Spec_CacheWriteSlotsOp : Spec_Op<"cache.write_slots", [
+    Pure, AllTypesMatch<["cache", "result"]>]> {
+  let summary = "write one layer's new keys or values of a batch of slots";
+  let description = [{
+    The batched form of `spec.cache.write`, on a cache of slots: row `b` of
+    `new` (`batch x kv_heads x n x head_dim`) goes to slot `first_slot + b`
+    at positions `[past_lengths[b], past_lengths[b] + n)`, so every sequence
+    of the batch appends at its own length. Rows a sequence padded its
+    forward with land past its length, where the next write overwrites
+    them. Writing past a slot's capacity, or to a slot the cache does not
+    have, is a runtime error.
+
+    Example:
+
+    ```mlir
+    %c1 = spec.cache.write_slots %c0 keys layer 0 slots %first
+        lengths %lengths, %k
+        : !spec.kv_cache<4x8x2x512x32xf32>, tensor<?xi64>, tensor<?x2x?x32xf32>
+    ```
+  }];
+  let arguments = (ins Spec_KVCacheType:$cache, Spec_CachePart:$part,
+                       I64Attr:$layer, Index:$first_slot,
+                       1DTensorOf<[I64]>:$past_lengths,
+                       RankedTensorOf<[AnyFloat]>:$new_entries);
+  let results = (outs Spec_KVCacheType:$result);
+  let assemblyFormat = [{
+    $cache $part `layer` $layer `slots` $first_slot `lengths` $past_lengths
+    `,` $new_entries attr-dict `:` qualified(type($cache)) `,`
+    type($past_lengths) `,` type($new_entries)
+  }];
+  let hasVerifier = 1;
+}
+
+def Spec_CacheReadSlotsOp : Spec_Op<"cache.read_slots", [Pure]> {
+  let summary = "one layer's keys or values of a batch of slots";
+  let description = [{
+    Returns `count x kv_heads x length x head_dim`: the first `length`
+    positions of slots `[first_slot, first_slot + count)`, a view of the
+    cache (no copy). Each sequence's attention must mask the positions past
+    its own length (`spec-kv-cache-inplace` rewrites the causal mask so).
+
+    Example:
+
+    ```mlir
+    %keys = spec.cache.read_slots %c1 keys layer 0 slots %first count %b
+        length %total : !spec.kv_cache<4x8x2x512x32xf32> -> tensor<?x2x?x32xf32>
+    ```
+  }];
+  let arguments = (ins Spec_KVCacheType:$cache, Spec_CachePart:$part,
+                       I64Attr:$layer, Index:$first_slot, Index:$count,
+                       Index:$length);
+  let results = (outs RankedTensorOf<[AnyFloat]>:$entries);
+  let assemblyFormat = [{
+    $cache $part `layer` $layer `slots` $first_slot `count` $count
+    `length` $length attr-dict `:` qualified(type($cache)) `->`
+    type($entries)
+  }];
+  let hasVerifier = 1;
+}
+
 #endif // SPECULA_DIALECT_SPEC_SPECOPS_TD

@@ -40,13 +40,15 @@ void KVCacheType::print(AsmPrinter &printer) const {
 
 LogicalResult KVCacheType::verify(function_ref<InFlightDiagnostic()> emitError,
                                   ArrayRef<int64_t> shape, Type elementType) {
-  if (shape.size() != 4)
-    return emitError() << "kv_cache shape must be layers x kv_heads x "
-                          "capacity x head_dim (4 dimensions), got "
+  if (shape.size() != 4 && shape.size() != 5)
+    return emitError() << "kv_cache shape must be layers x [slots x] kv_heads "
+                          "x capacity x head_dim (4 or 5 dimensions), got "
                        << shape.size();
-  static constexpr const char *kDimNames[] = {"layers", "kv_heads", "capacity",
-                                              "head_dim"};
-  for (auto [dim, name] : llvm::zip(shape, kDimNames))
+  SmallVector<const char *> names{"layers", "kv_heads", "capacity",
+                                  "head_dim"};
+  if (shape.size() == 5)
+    names.insert(names.begin() + 1, "slots");
+  for (auto [dim, name] : llvm::zip(shape, names))
     if (dim <= 0)
       return emitError() << "kv_cache " << name << " must be positive, got "
                          << dim;

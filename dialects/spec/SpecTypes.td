@@ -22,6 +22,13 @@ def Spec_KVCacheType : TypeDef<Spec_Dialect, "KVCache"> {
 
     Example: `!spec.kv_cache<2x4x512x32xf32>` (2 layers, 4 KV heads, 512
     positions, head dimension 32).
+
+    A cache of several sequence slots, which batched forwards read and write
+    (`spec-kv-cache-inplace` with `slots`, `spec.cache.write_slots`,
+    `spec.cache.read_slots`), has five dimensions, `layers x slots x kv_heads
+    x capacity x head_dim`: every slot its own `capacity` positions.
+
+    Example: `!spec.kv_cache<2x8x4x512x32xf32>` (8 slots).
   }];
   let parameters = (ins ArrayRefParameter<"int64_t">:$shape,
                         "::mlir::Type":$elementType);
@@ -29,9 +36,12 @@ def Spec_KVCacheType : TypeDef<Spec_Dialect, "KVCache"> {
   let genVerifyDecl = 1;
   let extraClassDeclaration = [{
     int64_t getNumLayers() const { return getShape()[0]; }
-    int64_t getNumKVHeads() const { return getShape()[1]; }
-    int64_t getCapacity() const { return getShape()[2]; }
-    int64_t getHeadDim() const { return getShape()[3]; }
+    /// Whether the cache holds several sequences (five dimensions).
+    bool hasSlots() const { return getShape().size() == 5; }
+    int64_t getNumSlots() const { return hasSlots() ? getShape()[1] : 1; }
+    int64_t getNumKVHeads() const { return getShape().end()[-3]; }
+    int64_t getCapacity() const { return getShape().end()[-2]; }
+    int64_t getHeadDim() const { return getShape().back(); }
   }];
 }
 

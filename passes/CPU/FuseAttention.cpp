@@ -67,6 +67,7 @@ public:
                         int64_t positionsPerBlock);
   /// The fused attention's result, replacing `attention.output`'s.
   Value build(int64_t rowsPerGroup);
+  Value buildHeads(ImplicitLocOpBuilder &sb, int64_t rowsPerGroup, Value out);
 
 private:
   Value readRow(ImplicitLocOpBuilder &lb, Value source, ValueRange indices);
@@ -100,6 +101,8 @@ private:
   Type f32;
   VectorType vectorType, blockType, indexBlockType;
   Value c0, c1, positions, rows, init, zero, negInf, zeros;
+  /// The batch row (sequence) the loops being built are for.
+  Value sequence;
   Value lastPosition, blockOffsets, blockZeros, blockNegInf, positionsLanes,
       lastPositionLanes, blockCount;
   /// Whether the scores are computed kLanes positions at once (head_dim and
@@ -208,7 +211,8 @@ FusedAttentionBuilder::FusedAttentionBuilder(ImplicitLocOpBuilder &b,
   c1 = arith::ConstantIndexOp::create(b, 1);
   positions = tensor::DimOp::create(b, attention.keys.rows, 2);
 
-  emitAttentionChecks(b, attention, positions, "spec-fuse-attention");
+  emitAttentionChecks(b, attention, positions, "spec-fuse-attention",
+                      tensor::DimOp::create(b, attention.query, 0));
 
   rows = tensor::DimOp::create(b, attention.query, 2);
   auto outType =
@@ -505,7 +509,7 @@ SmallVector<Value> FusedAttentionBuilder::updateRow(ImplicitLocOpBuilder &tb,
       // stayed live across the block's exp and were spilled.
       Value weight = vector::ExtractOp::create(wb, weights, j);
       Value valueRow =
-          readRow(wb, attention.values.rows, {c0, valueHead, clamped[j], c0});
+          readRow(wb, attention.values.rows, {sequence, valueHead, clamped[j], c0});
       Value weighted = vector::FMAOp::create(
           wb, vector::BroadcastOp::create(wb, vectorType, weight), valueRow,
           sum);
@@ -548,11 +552,11 @@ SmallVector<Value> FusedAttentionBuilder::updateBlock(
         arith::AddIOp::create(tb, first, arith::ConstantIndexOp::create(tb, j));
     clamped.push_back(arith::MinUIOp::create(tb, position, lastPosition));
     keys.push_back(
-        readRow(tb, attention.keys.rows, {c0, keyHead, clamped.back(), c0}));
+        readRow(tb, attention.keys.rows, {sequence, keyHead, clamped.back(), c0}));
   }
   SmallVector<Value> next;
   for (auto [r, row] : llvm::enumerate(rowIndices)) {
-    SmallVector<Value> ivs = {c0, head, row, Value()};
+    SmallVector<Value> ivs = {sequence, head, row, Value()};
     Value xs = blockScores(tb, queries[r], keys);
     if (blockModifier) {
       xs = modifyBlock(tb, BlockContext{ivs, first, clampedLanes, clamped}, xs);
@@ -582,7 +586,7 @@ Value FusedAttentionBuilder::buildRows(ImplicitLocOpBuilder &ib, Value firstRow,
     rowIndices.push_back(arith::AddIOp::create(
         ib, firstRow, arith::ConstantIndexOp::create(ib, r)));
     queries.push_back(
-        readRow(ib, attention.query, {c0, head, rowIndices.back(), c0}));
+        readRow(ib, attention.query, {sequence, head, rowIndices.back(), c0}));
     initial.append({negInf, blockZeros, zeros});
   }
   auto blockLoop = scf::ForOp::create(
@@ -602,22 +606,37 @@ Value FusedAttentionBuilder::buildRows(ImplicitLocOpBuilder &ib, Value firstRow,
         vector::BroadcastOp::create(
             ib, vectorType, treeSum(ib, blockLoop.getResult(3 * r + 1))));
     out = vector::TransferWriteOp::create(
-              ib, result, out, ValueRange{c0, head, rowIndices[r], c0},
+              ib, result, out, ValueRange{sequence, head, rowIndices[r], c0},
               ArrayRef<bool>(kInBounds))
               .getResult();
   }
   return out;
 }
 
+/// Each sequence of the batch (its own keys and values, at its own length:
+/// one forward over a cache of slots), then each head.
+Value FusedAttentionBuilder::build(int64_t rowsPerGroup) {
+  auto batchLoop = scf::ForOp::create(
+      b, c0, tensor::DimOp::create(b, attention.query, 0), c1,
+      ValueRange{init},
+      [&](OpBuilder &sb, Location loc, Value batchRow, ValueRange iter) {
+        ImplicitLocOpBuilder lb(loc, sb);
+        sequence = batchRow;
+        scf::YieldOp::create(lb, buildHeads(lb, rowsPerGroup, iter[0]));
+      });
+  return batchLoop.getResult(0);
+}
+
 /// Rows in groups that share each key and value load, then the rest one by
 /// one: the same arithmetic per row either way.
-Value FusedAttentionBuilder::build(int64_t rowsPerGroup) {
+Value FusedAttentionBuilder::buildHeads(ImplicitLocOpBuilder &sb,
+                                        int64_t rowsPerGroup, Value out) {
   int64_t group = rowsPerGroup;
-  Value groupSize = arith::ConstantIndexOp::create(b, group);
+  Value groupSize = arith::ConstantIndexOp::create(sb, group);
   Value groupedRows = arith::MulIOp::create(
-      b, arith::DivUIOp::create(b, rows, groupSize), groupSize);
+      sb, arith::DivUIOp::create(sb, rows, groupSize), groupSize);
   auto headLoop = scf::ForOp::create(
-      b, c0, arith::ConstantIndexOp::create(b, heads), c1, ValueRange{init},
+      sb, c0, arith::ConstantIndexOp::create(sb, heads), c1, ValueRange{out},
       [&](OpBuilder &hb, Location loc, Value head, ValueRange headIter) {
         ImplicitLocOpBuilder lb(loc, hb);
         Value keyHead = arith::DivUIOp::create(

@@ -140,7 +140,7 @@ static std::optional<RowSource> traceRows(Value operand, int64_t heads,
     if (type.getDimSize(1) != heads || type.getDimSize(3) != headDim)
       return std::nullopt;
     source.rows = value;
-    source.checks.push_back({value, 0, Expect::One});
+    source.checks.push_back({value, 0, Expect::Batch});
     return source;
   }
   // [b, g, 1, t, d] -> [b, g, r, t, d], a copy (with one kv head, g is
@@ -179,14 +179,14 @@ static std::optional<RowSource> traceRows(Value operand, int64_t heads,
   source.repeat = heads / rowsType.getDimSize(1);
   // rows [1, g, t, d] -> [1, g, 1, t, d] -> [1, g, r, t, d] -> [1, g*r, t, d]
   // is the row-major identity on the rows when these sizes hold.
-  source.checks = {{rows, 0, Expect::One},
-                   {expanded, 0, Expect::One},
+  source.checks = {{rows, 0, Expect::Batch},
+                   {expanded, 0, Expect::Batch},
                    {expanded, 1, Expect::Groups},
                    {expanded, 2, Expect::One},
                    {expanded, 3, Expect::Positions},
                    {expanded, 4, Expect::HeadDim},
                    {broadcast.getResult(0), 2, Expect::Repeat},
-                   {value, 0, Expect::One},
+                   {value, 0, Expect::Batch},
                    {value, 1, Expect::Heads},
                    {value, 2, Expect::Positions},
                    {value, 3, Expect::HeadDim}};
@@ -346,7 +346,7 @@ static Value sizeOf(ImplicitLocOpBuilder &b, Value value, int64_t dim) {
 
 void specula::emitAttentionChecks(ImplicitLocOpBuilder &b,
                                   const Attention &attention, Value positions,
-                                  StringRef pass) {
+                                  StringRef pass, Value batch) {
   auto queryType = cast<RankedTensorType>(attention.query.getType());
   int64_t heads = queryType.getDimSize(1), headDim = queryType.getDimSize(3);
   Value c1 = arith::ConstantIndexOp::create(b, 1);
@@ -358,6 +358,9 @@ void specula::emitAttentionChecks(ImplicitLocOpBuilder &b,
       switch (dimCheck.expected) {
       case Expect::One:
         expected = c1;
+        break;
+      case Expect::Batch:
+        expected = batch ? batch : c1;
         break;
       case Expect::Groups:
         expected = arith::ConstantIndexOp::create(b, groups);
@@ -392,11 +395,13 @@ void specula::emitAttentionChecks(ImplicitLocOpBuilder &b,
                             tensor::DimOp::create(b, attention.values.rows, 2),
                             positions),
       (pass + ": keys and values of different lengths").str());
-  cf::AssertOp::create(
-      b,
-      arith::CmpIOp::create(b, arith::CmpIPredicate::eq,
-                            tensor::DimOp::create(b, attention.query, 0), c1),
-      (pass + ": the queries' batch is not 1").str());
+  if (!batch)
+    cf::AssertOp::create(
+        b,
+        arith::CmpIOp::create(b, arith::CmpIPredicate::eq,
+                              tensor::DimOp::create(b, attention.query, 0),
+                              c1),
+        (pass + ": the queries' batch is not 1").str());
 }
 
 /// Whether two slices of one tensor are disjoint in some dimension whose

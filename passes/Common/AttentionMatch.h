@@ -22,7 +22,7 @@
 namespace specula {
 
 /// A size the match assumed of a dynamic dimension, checked at run time.
-enum class Expect { One, Groups, Heads, Repeat, Positions, HeadDim };
+enum class Expect { One, Batch, Groups, Heads, Repeat, Positions, HeadDim };
 struct DimCheck {
   mlir::Value shaped;
   int64_t dim;
@@ -58,11 +58,12 @@ std::optional<Attention> matchAttention(mlir::linalg::GenericOp output);
 llvm::SmallVector<Attention> findAttentions(mlir::func::FuncOp func);
 
 /// Asserts at run time (cf.assert, named after `pass`) the sizes the match
-/// assumed of dimensions the graph computes: batch 1, the reshapes' kv
-/// heads, repeat and head size, and `positions` keys and values.
+/// assumed of dimensions the graph computes: the queries' batch in the keys
+/// and values (and, without `batch`, a batch of 1), the reshapes' kv heads,
+/// repeat and head size, and `positions` keys and values.
 void emitAttentionChecks(mlir::ImplicitLocOpBuilder &b,
                          const Attention &attention, mlir::Value positions,
-                         llvm::StringRef pass);
+                         llvm::StringRef pass, mlir::Value batch = {});
 
 /// A read of a cache slice that a later write into the same tensor leaves
 /// alone becomes a read of the written tensor, placed after the write, when

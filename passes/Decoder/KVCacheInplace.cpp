@@ -2,12 +2,16 @@
 
 #include "passes/Decoder/Passes.h"
 
+#include "passes/Decoder/CausalMask.h"
+
 #include "llvm/ADT/SmallPtrSet.h"
 
 #include "dialects/spec/SpecOps.h"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/Dialect/Linalg/IR/Linalg.h"
+#include "mlir/Dialect/SCF/IR/SCF.h"
 #include "mlir/Dialect/Tensor/IR/Tensor.h"
 #include "mlir/IR/Builders.h"
 #include "mlir/IR/BuiltinOps.h"
@@ -49,12 +53,22 @@ struct KVCacheInplacePass
   void runOnOperation() override;
 };
 
+/// What the rewritten function knows of the past: its length (with slots,
+/// the batch's longest) and the batch it runs; with slots, also the first
+/// slot and each row's past length.
+struct Past {
+  Value length, batch;
+  Value firstSlot, lengths;
+  /// The last op computing them, at the start of the body.
+  Operation *ready = nullptr;
+};
+
 /// The rewrite of one function's functional cache. analyze() checks
 /// everything and records what to change; apply() changes it and cannot
 /// fail, so a refusal leaves the function as it was.
 class CacheRewrite {
 public:
-  explicit CacheRewrite(func::FuncOp func) : func(func) {}
+  CacheRewrite(func::FuncOp func, int64_t slots) : func(func), slots(slots) {}
 
   /// Fails with a diagnostic if the cache cannot be rewritten; false if
   /// there is none.
@@ -66,11 +80,17 @@ private:
   LogicalResult findConcats();
   LogicalResult findPastUses();
   LogicalResult findAttentionMask();
-  void bindAttentionMask(OpBuilder &b, Value pastLength);
-  Value writeCaches(OpBuilder &b, Value cache, Value pastLength);
+  LogicalResult findCausalMasksForSlots();
+  Past addPastArguments(OpBuilder &b);
+  void bindAttentionMask(OpBuilder &b, const Past &past);
+  Value writeCaches(OpBuilder &b, Value cache, const Past &past);
+  void maskEachSlot(OpBuilder &b, const Past &past);
   void updateSignature(OpBuilder &b, Value cache);
 
   func::FuncOp func;
+  int64_t slots;
+  /// With slots: the causal masks to make one per row.
+  SmallVector<linalg::GenericOp> causalMasks;
   /// Past arguments and present results by (layer, part).
   std::map<std::pair<int64_t, int>, unsigned> pastArgs, presentResults;
   KVCacheType cacheType;
@@ -220,12 +240,21 @@ FailureOr<bool> CacheRewrite::analyze(int64_t capacity) {
     capacity = *config.getMaxContext();
   }
   int64_t layers = static_cast<int64_t>(pastArgs.size() / 2);
-  cacheType = KVCacheType::get(
-      func.getContext(),
-      {layers, pastType.getDimSize(1), capacity, pastType.getDimSize(3)},
-      pastType.getElementType());
+  SmallVector<int64_t> shape{layers, pastType.getDimSize(1), capacity,
+                             pastType.getDimSize(3)};
+  if (slots > 0) {
+    if (!pastType.isDynamicDim(0))
+      return func.emitError() << "@" << func.getSymName()
+                              << " has a fixed batch of "
+                              << pastType.getDimSize(0)
+                              << "; a cache of slots needs a dynamic batch";
+    shape.insert(shape.begin() + 1, slots);
+  }
+  cacheType = KVCacheType::get(func.getContext(), shape,
+                               pastType.getElementType());
   if (failed(findConcats()) || failed(findPastUses()) ||
-      failed(findAttentionMask()))
+      failed(findAttentionMask()) ||
+      (slots > 0 && failed(findCausalMasksForSlots())))
     return failure();
   return true;
 }
@@ -233,7 +262,7 @@ FailureOr<bool> CacheRewrite::analyze(int64_t capacity) {
 /// Each concatenation becomes a write of the new entries at the past length
 /// and a read of the first past + new positions, in program order, threading
 /// the cache through them. Returns the last cache value.
-Value CacheRewrite::writeCaches(OpBuilder &b, Value cache, Value pastLength) {
+Value CacheRewrite::writeCaches(OpBuilder &b, Value cache, const Past &past) {
   llvm::sort(concats, [](const auto &a, const auto &b) {
     return std::get<0>(a)->isBeforeInBlock(std::get<0>(b));
   });
@@ -242,19 +271,27 @@ Value CacheRewrite::writeCaches(OpBuilder &b, Value cache, Value pastLength) {
     b.setInsertionPoint(concat);
     Location l = concat.getLoc();
     Value entries = concat.getInputs()[1];
-    Value written = CacheWriteOp::create(
-        b, l, cacheType, current, slot.part,
-        static_cast<uint64_t>(slot.layer), pastLength, entries);
+    auto layer = static_cast<uint64_t>(slot.layer);
+    Value written =
+        slots > 0
+            ? Value(CacheWriteSlotsOp::create(b, l, cacheType, current,
+                                              slot.part, layer, past.firstSlot,
+                                              past.lengths, entries))
+            : Value(CacheWriteOp::create(b, l, cacheType, current, slot.part,
+                                         layer, past.length, entries));
     Value newLength = tensor::DimOp::create(b, l, entries, 2);
-    Value total = arith::AddIOp::create(b, l, pastLength, newLength);
-    auto entriesType = cast<RankedTensorType>(entries.getType());
+    Value total = arith::AddIOp::create(b, l, past.length, newLength);
     auto readType = RankedTensorType::get(
-        {1, cacheType.getNumKVHeads(), ShapedType::kDynamic,
-         cacheType.getHeadDim()},
-        entriesType.getElementType());
+        {slots > 0 ? ShapedType::kDynamic : 1, cacheType.getNumKVHeads(),
+         ShapedType::kDynamic, cacheType.getHeadDim()},
+        cacheType.getElementType());
     Value all =
-        CacheReadOp::create(b, l, readType, written, slot.part,
-                            static_cast<uint64_t>(slot.layer), total);
+        slots > 0
+            ? Value(CacheReadSlotsOp::create(b, l, readType, written, slot.part,
+                                             layer, past.firstSlot, past.batch,
+                                             total))
+            : Value(CacheReadOp::create(b, l, readType, written, slot.part,
+                                        layer, total));
     if (all.getType() != concat.getType())
       all = tensor::CastOp::create(b, l, concat.getType(), all);
     concat.replaceAllUsesWith(all);
@@ -265,23 +302,23 @@ Value CacheRewrite::writeCaches(OpBuilder &b, Value cache, Value pastLength) {
 }
 
 /// The mask becomes ones over the past and new positions.
-void CacheRewrite::bindAttentionMask(OpBuilder &b, Value pastLength) {
+void CacheRewrite::bindAttentionMask(OpBuilder &b, const Past &past) {
   if (!maskArg)
     return;
   Block &entry = func.getBody().front();
   Location loc = func.getLoc();
-  b.setInsertionPointToStart(&entry);
+  b.setInsertionPointAfter(past.ready);
   auto type = cast<RankedTensorType>(func.getArgumentTypes()[*maskArg]);
   Value tokens = entry.getArgument(*tokenArg);
   Value total = arith::AddIOp::create(
-      b, loc, pastLength, tensor::DimOp::create(b, loc, tokens, 1));
+      b, loc, past.length, tensor::DimOp::create(b, loc, tokens, 1));
   Type element = type.getElementType();
   Value one = arith::ConstantOp::create(
       b, loc, isa<FloatType>(element) ? TypedAttr(b.getFloatAttr(element, 1.0))
                                       : TypedAttr(b.getIntegerAttr(element, 1)));
   SmallVector<Value> sizes;
   if (type.isDynamicDim(0))
-    sizes.push_back(arith::ConstantIndexOp::create(b, loc, 1));
+    sizes.push_back(past.batch);
   sizes.push_back(total);
   Value ones = tensor::SplatOp::create(b, loc, one, type, sizes);
   entry.getArgument(*maskArg).replaceAllUsesWith(ones);
@@ -321,8 +358,13 @@ void CacheRewrite::updateSignature(OpBuilder &b, Value cache) {
   for (auto [i, attrs] : llvm::enumerate(argAttrs))
     if (!droppedArgs.test(i))
       keptArgAttrs.push_back(attrs);
-  for (IOKind kind : {IOKind::KVCache, IOKind::PastLength})
-    keptArgAttrs.push_back(io(kind));
+  keptArgAttrs.push_back(io(IOKind::KVCache));
+  if (slots > 0) {
+    keptArgAttrs.push_back(io(IOKind::FirstSlot));
+    keptArgAttrs.push_back(io(IOKind::PastLengths));
+  } else {
+    keptArgAttrs.push_back(io(IOKind::PastLength));
+  }
   entry.eraseArguments(droppedArgs);
   func.setFunctionType(b.getFunctionType(
       entry.getArgumentTypes(), ValueRange(results).getTypes()));
@@ -330,27 +372,137 @@ void CacheRewrite::updateSignature(OpBuilder &b, Value cache) {
   func.setAllResultAttrs(keptResultAttrs);
 }
 
+/// Appends the past's arguments and computes what the body needs of them at
+/// its start: with slots, the batch is the number of past lengths and the
+/// past is their maximum.
+Past CacheRewrite::addPastArguments(OpBuilder &b) {
+  Block &entry = func.getBody().front();
+  Location loc = func.getLoc();
+  b.setInsertionPointToStart(&entry);
+  Past past;
+  if (slots == 0) {
+    past.length = entry.addArgument(b.getIndexType(), loc);
+    past.batch = arith::ConstantIndexOp::create(b, loc, 1);
+    past.ready = past.batch.getDefiningOp();
+    return past;
+  }
+  past.firstSlot = entry.addArgument(b.getIndexType(), loc);
+  past.lengths = entry.addArgument(
+      RankedTensorType::get({ShapedType::kDynamic}, b.getI64Type()), loc);
+  Value zero = arith::ConstantIndexOp::create(b, loc, 0);
+  Value one = arith::ConstantIndexOp::create(b, loc, 1);
+  past.batch = tensor::DimOp::create(b, loc, past.lengths, 0);
+  auto longest = scf::ForOp::create(
+      b, loc, zero, past.batch, one, ValueRange{zero},
+      [&](OpBuilder &nb, Location l, Value row, ValueRange longest) {
+        Value length = arith::IndexCastOp::create(
+            nb, l, nb.getIndexType(),
+            tensor::ExtractOp::create(nb, l, past.lengths, row));
+        scf::YieldOp::create(
+            nb, l, ValueRange{arith::MaxSIOp::create(nb, l, longest[0], length)
+                                  .getResult()});
+      });
+  past.length = longest.getResult(0);
+  past.ready = longest;
+  return past;
+}
+
+/// With slots, every causal mask must feed scores of batch x heads x
+/// queries x keys whose batch (loop dimension 0) it does not vary with:
+/// those become one mask per row.
+LogicalResult CacheRewrite::findCausalMasksForSlots() {
+  causalMasks = findCausalMasks(func);
+  if (causalMasks.empty())
+    return func.emitError()
+           << "@" << func.getSymName()
+           << " has no causal attention mask of the form Where(key_pos > "
+              "query_pos, -inf, scores) to make one per sequence of a batch "
+              "of slots";
+  for (linalg::GenericOp mask : causalMasks)
+    for (OpOperand &use : mask.getResult(0).getUses()) {
+      auto scores = dyn_cast<linalg::GenericOp>(use.getOwner());
+      if (!scores)
+        continue; // its shape
+      AffineMap map = scores.getMatchingIndexingMap(&use);
+      if (scores.getNumLoops() != 4 || map.isFunctionOfDim(0))
+        return scores.emitError()
+               << "the causal mask of @" << func.getSymName()
+               << " masks scores that are not batch x heads x queries x keys "
+                  "broadcast over the batch; a cache of slots needs one mask "
+                  "per sequence";
+    }
+  return success();
+}
+
+/// Each causal mask becomes `key > past_lengths[b] + query`, batch x
+/// queries x keys, and the scores read row b's.
+void CacheRewrite::maskEachSlot(OpBuilder &b, const Past &past) {
+  for (linalg::GenericOp mask : causalMasks) {
+    Location loc = mask.getLoc();
+    b.setInsertionPoint(mask);
+    Value init = mask.getDpsInitOperand(0)->get();
+    Value queries = tensor::DimOp::create(b, loc, init, 0);
+    Value keys = tensor::DimOp::create(b, loc, init, 1);
+    Value empty = tensor::EmptyOp::create(
+        b, loc, ArrayRef<OpFoldResult>{past.batch, queries, keys},
+        b.getI1Type());
+    MLIRContext *context = b.getContext();
+    AffineMap rows = AffineMap::get(3, 0, getAffineDimExpr(0, context));
+    auto perRow = linalg::GenericOp::create(
+        b, loc, empty.getType(), ValueRange{past.lengths}, ValueRange{empty},
+        ArrayRef<AffineMap>{rows, b.getMultiDimIdentityMap(3)},
+        SmallVector<utils::IteratorType>(3, utils::IteratorType::parallel),
+        [](OpBuilder &nb, Location l, ValueRange args) {
+          Value length =
+              arith::IndexCastOp::create(nb, l, nb.getIndexType(), args[0]);
+          Value query = linalg::IndexOp::create(nb, l, 1);
+          Value key = linalg::IndexOp::create(nb, l, 2);
+          Value position = arith::AddIOp::create(nb, l, length, query);
+          linalg::YieldOp::create(
+              nb, l,
+              ValueRange{arith::CmpIOp::create(
+                  nb, l, arith::CmpIPredicate::sgt, key, position)
+                             .getResult()});
+        });
+    for (OpOperand &use :
+         llvm::make_early_inc_range(mask.getResult(0).getUses())) {
+      auto scores = dyn_cast<linalg::GenericOp>(use.getOwner());
+      if (!scores)
+        continue;
+      SmallVector<AffineMap> maps = scores.getIndexingMapsArray();
+      AffineMap &map = maps[use.getOperandNumber()];
+      SmallVector<AffineExpr> results{getAffineDimExpr(0, context)};
+      llvm::append_range(results, map.getResults());
+      map = AffineMap::get(map.getNumDims(), 0, results, context);
+      scores.setIndexingMapsAttr(b.getAffineMapArrayAttr(maps));
+      use.set(perRow.getResult(0));
+    }
+  }
+}
+
 void CacheRewrite::apply() {
   Block &entry = func.getBody().front();
   OpBuilder b(func.getContext());
   // Appended after the existing arguments: updateSignature's attributes
-  // assume they are the last two.
+  // assume they are the last ones.
   Value cache = entry.addArgument(cacheType, func.getLoc());
-  Value pastLength = entry.addArgument(b.getIndexType(), func.getLoc());
+  Past past = addPastArguments(b);
   // The past tensors' shapes become the past length and the geometry.
   for (auto [dim, index] : pastDims) {
     b.setInsertionPoint(dim);
-    Value size =
-        index == 2
-            ? pastLength
-            : Value(arith::ConstantIndexOp::create(
-                  b, dim.getLoc(),
-                  index == 0 ? 1 : cacheType.getShape()[index == 1 ? 1 : 3]));
+    Value size = index == 0   ? past.batch
+                 : index == 2 ? past.length
+                              : Value(arith::ConstantIndexOp::create(
+                                    b, dim.getLoc(),
+                                    index == 1 ? cacheType.getNumKVHeads()
+                                               : cacheType.getHeadDim()));
     dim.replaceAllUsesWith(size);
     dim.erase();
   }
-  bindAttentionMask(b, pastLength);
-  Value last = writeCaches(b, cache, pastLength);
+  bindAttentionMask(b, past);
+  if (slots > 0)
+    maskEachSlot(b, past);
+  Value last = writeCaches(b, cache, past);
   // The casts of the pasts fed only the replaced concatenations.
   for (tensor::CastOp cast : llvm::reverse(pastCasts))
     cast.erase();
@@ -358,13 +510,19 @@ void CacheRewrite::apply() {
 }
 
 void KVCacheInplacePass::runOnOperation() {
+  if (slots < 0) {
+    getOperation().emitError() << "spec-kv-cache-inplace: slots must be 0 "
+                                  "(one sequence) or positive, got "
+                               << static_cast<int64_t>(slots);
+    return signalPassFailure();
+  }
   bool failedAny = false;
   for (auto func : getOperation().getOps<func::FuncOp>()) {
     auto role = func->getAttrOfType<RoleAttr>(SpecDialect::kRoleAttrName);
     if (!role || func.isExternal() ||
         role.getKind() == FunctionRole::MedusaHead)
       continue;
-    CacheRewrite rewrite(func);
+    CacheRewrite rewrite(func, slots);
     FailureOr<bool> rewritable = rewrite.analyze(capacity);
     if (failed(rewritable))
       failedAny = true;

@@ -628,6 +628,98 @@ struct LowerRead : OpConversionPattern<CacheReadOp> {
   }
 };
 
+/// One slot's positions [start, start + length) of one layer of a cache of
+/// slots, as `1 x kv_heads x length x head_dim`; `slots` > 1 reads that many
+/// slots from `slot` as `slots x kv_heads x length x head_dim`.
+static LayerSlice slotsSlice(OpBuilder &b, KVCacheType cache, CachePart part,
+                             int64_t layer, OpFoldResult slot,
+                             OpFoldResult slots, OpFoldResult start,
+                             OpFoldResult length) {
+  LayerSlice slice;
+  slice.offsets = {b.getIndexAttr(part == CachePart::Keys ? 0 : 1),
+                   b.getIndexAttr(layer), slot, b.getIndexAttr(0), start,
+                   b.getIndexAttr(0)};
+  slice.sizes = {b.getIndexAttr(1), b.getIndexAttr(1), slots,
+                 b.getIndexAttr(cache.getNumKVHeads()), length,
+                 b.getIndexAttr(cache.getHeadDim())};
+  slice.strides.assign(6, b.getIndexAttr(1));
+  slice.rowType = RankedTensorType::get(
+      {ShapedType::kDynamic, cache.getNumKVHeads(), ShapedType::kDynamic,
+       cache.getHeadDim()},
+      cache.getElementType());
+  return slice;
+}
+
+/// A loop over the batch: row b of the entries into slot first + b at its
+/// past length.
+struct LowerWriteSlots : OpConversionPattern<CacheWriteSlotsOp> {
+  using OpConversionPattern::OpConversionPattern;
+  LogicalResult
+  matchAndRewrite(CacheWriteSlotsOp op, OpAdaptor adaptor,
+                  ConversionPatternRewriter &rewriter) const override {
+    Location loc = op.getLoc();
+    KVCacheType type = op.getCache().getType();
+    Value entries = adaptor.getNewEntries();
+    Value zero = arith::ConstantIndexOp::create(rewriter, loc, 0);
+    Value one = arith::ConstantIndexOp::create(rewriter, loc, 1);
+    Value rows = tensor::DimOp::create(rewriter, loc, entries, 0);
+    Value count = tensor::DimOp::create(rewriter, loc, entries, 2);
+    auto loop =
+        scf::ForOp::create(rewriter, loc, zero, rows, one, adaptor.getCache());
+    OpBuilder::InsertionGuard guard(rewriter);
+    rewriter.setInsertionPointToStart(loop.getBody());
+    Value row = loop.getInductionVar();
+    Value length = arith::IndexCastOp::create(
+        rewriter, loc, rewriter.getIndexType(),
+        tensor::ExtractOp::create(rewriter, loc, adaptor.getPastLengths(),
+                                  row));
+    Value slot = arith::AddIOp::create(rewriter, loc, adaptor.getFirstSlot(),
+                                       row);
+    LayerSlice target = slotsSlice(rewriter, type, op.getPart(), op.getLayer(),
+                                   slot, rewriter.getIndexAttr(1), length,
+                                   count);
+    auto rowType = RankedTensorType::get(
+        {1, type.getNumKVHeads(), ShapedType::kDynamic, type.getHeadDim()},
+        type.getElementType());
+    SmallVector<OpFoldResult> offsets{row, rewriter.getIndexAttr(0),
+                                      rewriter.getIndexAttr(0),
+                                      rewriter.getIndexAttr(0)};
+    SmallVector<OpFoldResult> sizes{rewriter.getIndexAttr(1),
+                                    rewriter.getIndexAttr(type.getNumKVHeads()),
+                                    count,
+                                    rewriter.getIndexAttr(type.getHeadDim())};
+    SmallVector<OpFoldResult> strides(4, rewriter.getIndexAttr(1));
+    Value entriesRow = tensor::ExtractSliceOp::create(
+        rewriter, loc, rowType, entries, offsets, sizes, strides);
+    Value written = tensor::InsertSliceOp::create(
+        rewriter, loc, entriesRow, loop.getRegionIterArgs()[0],
+        target.offsets, target.sizes, target.strides);
+    scf::YieldOp::create(rewriter, loc, written);
+    rewriter.replaceOp(op, loop.getResults());
+    return success();
+  }
+};
+
+struct LowerReadSlots : OpConversionPattern<CacheReadSlotsOp> {
+  using OpConversionPattern::OpConversionPattern;
+  LogicalResult
+  matchAndRewrite(CacheReadSlotsOp op, OpAdaptor adaptor,
+                  ConversionPatternRewriter &rewriter) const override {
+    Location loc = op.getLoc();
+    LayerSlice layer = slotsSlice(
+        rewriter, op.getCache().getType(), op.getPart(), op.getLayer(),
+        adaptor.getFirstSlot(), adaptor.getCount(), rewriter.getIndexAttr(0),
+        adaptor.getLength());
+    Value slice = tensor::ExtractSliceOp::create(
+        rewriter, loc, layer.rowType, adaptor.getCache(), layer.offsets,
+        layer.sizes, layer.strides);
+    if (slice.getType() != op.getType())
+      slice = tensor::CastOp::create(rewriter, loc, op.getType(), slice);
+    rewriter.replaceOp(op, slice);
+    return success();
+  }
+};
+
 /// A loop over the rows to move, each a slice of every layer's keys and
 /// values at one position.
 struct LowerMove : OpConversionPattern<CacheMoveOp> {
@@ -972,8 +1064,8 @@ struct LowerStepsPass
     target.addLegalOp<DecoderOp>();
 
     RewritePatternSet patterns(context);
-    patterns.add<LowerAlloc, LowerWrite, LowerRead, LowerMove, LowerVerify>(
-        converter, context);
+    patterns.add<LowerAlloc, LowerWrite, LowerRead, LowerWriteSlots,
+                 LowerReadSlots, LowerMove, LowerVerify>(converter, context);
     patterns.add<LowerPropose, LowerAccept>(converter, context, argmaxLanes);
     populateFunctionOpInterfaceTypeConversionPattern<func::FuncOp>(patterns,
                                                                    converter);

@@ -317,18 +317,41 @@ def SpecKVCacheInplace : Pass<"spec-kv-cache-inplace", "::mlir::ModuleOp"> {
     verification, or rolling the draft back, is only a change of that index,
     O(1) for both models. Caches hold batch 1.
 
+    With `slots=S`, the cache holds S sequences (`layers x S x kv_heads x
+    capacity x head_dim`) and one forward runs a batch of them, each row of
+    the batch a sequence at its own length: the function takes the cache,
+    the first slot of the batch (`index`, `#spec.io<first_slot>`) and the
+    batch's past lengths (`tensor<?xi64>`, `#spec.io<past_lengths>`) in
+    place of the cache and the past length; row b writes slot `first + b`
+    at `past_lengths[b]` (`spec.cache.write_slots`) and attends to that
+    slot's keys (`spec.cache.read_slots`). The reads span the batch's
+    longest past, so the model's causal mask (`Where(key_pos > query_pos,
+    -inf, scores)`, as `spec-tree-attention` finds it) becomes one per row,
+    `key > past_lengths[b] + query`: a row sees its own sequence's keys and
+    nothing of the others' or of its slot's stale positions. A sequence
+    whose proposals are fewer than the batch's rows pads them; padded rows
+    write past its length, where its next forward overwrites them.
+
     Refused with an error naming the function and tensor: a present output
     that is not `Concat(past, new)` along the sequence axis, a past tensor
     used other than by that concatenation and its shape, a cache of unknown
     heads or head dimension, an unknown capacity, or an attention mask that
-    is not batch x dynamic positions or has no `input_ids` to size it by.
+    is not batch x dynamic positions or has no `input_ids` to size it by;
+    with slots, a model with a fixed batch of 1 or with no causal mask of
+    that form to make one per row, or a negative slot count.
   }];
   let options = [
     Option<"capacity", "capacity", "int64_t", "0",
-           "Positions the cache holds (0: the model's max_context)">
+           "Positions the cache holds (0: the model's max_context); with "
+           "slots, positions of each slot">,
+    Option<"slots", "slots", "int64_t", "0",
+           "Sequences the cache holds, each forward a batch of them (0: one "
+           "sequence, batch 1)">
   ];
   let dependentDialects = ["::specula::spec::SpecDialect",
                            "::mlir::arith::ArithDialect",
+                           "::mlir::linalg::LinalgDialect",
+                           "::mlir::scf::SCFDialect",
                            "::mlir::tensor::TensorDialect"];
 }
 def SpecTreeAttention : Pass<"spec-tree-attention", "::mlir::ModuleOp"> {

@@ -126,7 +126,7 @@ spec.decoder @d target(@t) proposer(#spec.mtp<[@h1]>) verify(#spec.rejection<top
 
 // -----
 
-// expected-error @below {{kv_cache shape must be layers x kv_heads x capacity x head_dim (4 dimensions), got 3}}
+// expected-error @below {{kv_cache shape must be layers x [slots x] kv_heads x capacity x head_dim (4 or 5 dimensions), got 3}}
 func.func private @f(!spec.kv_cache<2x4x32xf32>)
 
 // -----
@@ -609,6 +609,75 @@ func.func @f(%c: !spec.kv_cache<2x4x16x32xf32>, %n: index) {
 func.func @f(%c: !spec.kv_cache<2x4x16x32xf32>, %n: index) {
   // expected-error @below {{'spec.cache.read' op entries must be batch x kv_heads x positions x head_dim (rank 4), got 'tensor<4x?x32xf32>'}}
   %r = spec.cache.read %c keys layer 1 length %n : !spec.kv_cache<2x4x16x32xf32> -> tensor<4x?x32xf32>
+  return
+}
+
+// -----
+
+// expected-error @below {{kv_cache slots must be positive, got 0}}
+func.func private @f(!spec.kv_cache<2x0x4x16x32xf32>)
+
+// -----
+
+func.func @f(%c: !spec.kv_cache<2x3x4x16x32xf32>, %p: index, %k: tensor<1x4x1x32xf32>) {
+  // expected-error @below {{'spec.cache.write' op takes one sequence's cache, got one of 3 slots (read and write those with spec.cache.read_slots and spec.cache.write_slots)}}
+  %r = spec.cache.write %c keys layer 0 at %p, %k : !spec.kv_cache<2x3x4x16x32xf32>, tensor<1x4x1x32xf32>
+  return
+}
+
+// -----
+
+func.func @f(%c: !spec.kv_cache<2x3x4x16x32xf32>, %k: tensor<1x4x?x32xf32>) {
+  // expected-error @below {{'spec.cache.append' op takes one sequence's cache, got one of 3 slots}}
+  %r = spec.cache.append %c, %k, %k : !spec.kv_cache<2x3x4x16x32xf32>, tensor<1x4x?x32xf32>
+  return
+}
+
+// -----
+
+func.func @f(%c: !spec.kv_cache<2x4x16x32xf32>, %s: index, %l: tensor<?xi64>, %k: tensor<?x4x1x32xf32>) {
+  // expected-error @below {{'spec.cache.write_slots' op takes a cache of slots (layers x slots x kv_heads x capacity x head_dim), got '!spec.kv_cache<2x4x16x32xf32>'}}
+  %r = spec.cache.write_slots %c keys layer 0 slots %s lengths %l, %k : !spec.kv_cache<2x4x16x32xf32>, tensor<?xi64>, tensor<?x4x1x32xf32>
+  return
+}
+
+// -----
+
+func.func @f(%c: !spec.kv_cache<2x3x4x16x32xf32>, %s: index, %l: tensor<2xi64>, %k: tensor<3x4x1x32xf32>) {
+  // expected-error @below {{'spec.cache.write_slots' op new entries have 3 sequences but there are 2 past lengths}}
+  %r = spec.cache.write_slots %c keys layer 0 slots %s lengths %l, %k : !spec.kv_cache<2x3x4x16x32xf32>, tensor<2xi64>, tensor<3x4x1x32xf32>
+  return
+}
+
+// -----
+
+func.func @f(%c: !spec.kv_cache<2x3x4x16x32xf32>, %s: index, %l: tensor<?xi64>, %k: tensor<4x4x1x32xf32>) {
+  // expected-error @below {{'spec.cache.write_slots' op new entries have 4 sequences, more than the cache's 3 slots}}
+  %r = spec.cache.write_slots %c keys layer 0 slots %s lengths %l, %k : !spec.kv_cache<2x3x4x16x32xf32>, tensor<?xi64>, tensor<4x4x1x32xf32>
+  return
+}
+
+// -----
+
+func.func @f(%c: !spec.kv_cache<2x3x4x16x32xf32>, %s: index, %l: tensor<?xi64>, %k: tensor<?x2x1x32xf32>) {
+  // expected-error @below {{'spec.cache.write_slots' op new entries has 2 KV heads but the cache has 4}}
+  %r = spec.cache.write_slots %c values layer 1 slots %s lengths %l, %k : !spec.kv_cache<2x3x4x16x32xf32>, tensor<?xi64>, tensor<?x2x1x32xf32>
+  return
+}
+
+// -----
+
+func.func @f(%c: !spec.kv_cache<2x3x4x16x32xf32>, %s: index, %n: index) {
+  // expected-error @below {{'spec.cache.read_slots' op entries have 5 sequences, more than the cache's 3 slots}}
+  %r = spec.cache.read_slots %c keys layer 0 slots %s count %n length %n : !spec.kv_cache<2x3x4x16x32xf32> -> tensor<5x4x?x32xf32>
+  return
+}
+
+// -----
+
+func.func @f(%c: !spec.kv_cache<2x3x4x16x32xf32>, %s: index, %n: index) {
+  // expected-error @below {{'spec.cache.read_slots' op layer 2 is out of range: the cache has 2 layers}}
+  %r = spec.cache.read_slots %c keys layer 2 slots %s count %n length %n : !spec.kv_cache<2x3x4x16x32xf32> -> tensor<?x4x?x32xf32>
   return
 }
 

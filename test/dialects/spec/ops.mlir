@@ -184,3 +184,17 @@ func.func @layer_access(%c0: !spec.kv_cache<4x2x512x32xf32>, %pos: index,
       : !spec.kv_cache<4x2x512x32xf32> -> tensor<1x2x?x32xf32>
   return %keys : tensor<1x2x?x32xf32>
 }
+
+// A cache of 8 slots, written and read a batch of sequences at a time.
+// CHECK-LABEL: func.func @slot_access
+func.func @slot_access(%c0: !spec.kv_cache<4x8x2x512x32xf32>, %first: index,
+                       %lengths: tensor<?xi64>, %k: tensor<?x2x?x32xf32>,
+                       %count: index, %n: index) -> tensor<?x2x?x32xf32> {
+  // CHECK: %[[K:.*]] = spec.cache.write_slots %{{.*}} keys layer 1 slots %{{.*}} lengths %{{.*}}, %{{.*}} : !spec.kv_cache<4x8x2x512x32xf32>, tensor<?xi64>, tensor<?x2x?x32xf32>
+  %c1 = spec.cache.write_slots %c0 keys layer 1 slots %first lengths %lengths, %k
+      : !spec.kv_cache<4x8x2x512x32xf32>, tensor<?xi64>, tensor<?x2x?x32xf32>
+  // CHECK: spec.cache.read_slots %[[K]] keys layer 1 slots %{{.*}} count %{{.*}} length %{{.*}} : !spec.kv_cache<4x8x2x512x32xf32> -> tensor<?x2x?x32xf32>
+  %keys = spec.cache.read_slots %c1 keys layer 1 slots %first count %count length %n
+      : !spec.kv_cache<4x8x2x512x32xf32> -> tensor<?x2x?x32xf32>
+  return %keys : tensor<?x2x?x32xf32>
+}

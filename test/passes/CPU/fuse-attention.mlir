@@ -102,15 +102,16 @@ func.func @gqa(%q: tensor<?x4x?x8xf32>, %keys: tensor<1x2x?x8xf32>, %values: ten
 // CHECK: %[[T:.*]] = tensor.dim %[[K]], %c2
 // CHECK: cf.assert %{{.*}}, "spec-fuse-attention: the keys do not have the sizes the attention was fused for"
 // CHECK: cf.assert %{{.*}}, "spec-fuse-attention: the values do not have the sizes the attention was fused for"
-// CHECK: cf.assert %{{.*}}, "spec-fuse-attention: the queries' batch is not 1"
+// Each sequence of the batch reads its own keys and values.
 // CHECK: %[[BLOCKS:.*]] = arith.ceildivui %[[T]], %c2 : index
-// CHECK: scf.for %[[H:.*]] = %c0 to %c4 step %c1
+// CHECK: scf.for %[[B:.*]] = %c0 to %{{.*}} step %c1
+// CHECK-NEXT: scf.for %[[H:.*]] = %c0 to %c4 step %c1
 // Query head h reads kv head h / 2.
 // CHECK-NEXT: %[[KVH:.*]] = arith.divui %[[H]], %c2 : index
 // CHECK-NEXT: scf.for %[[ROW:.*]] = %c0 to %{{.*}} step %c1
-// CHECK-NEXT: %[[QROW:.*]] = vector.transfer_read %[[Q]][%c0, %[[H]], %[[ROW]], %c0]
+// CHECK-NEXT: %[[QROW:.*]] = vector.transfer_read %[[Q]][%[[B]], %[[H]], %[[ROW]], %c0]
 // CHECK-NEXT: %[[STATE:.*]]:3 = scf.for %{{.*}} = %c0 to %[[BLOCKS]] step %c1 iter_args(%[[M:.*]] = %cst{{.*}}, %[[L:.*]] = %cst{{.*}}, %[[ACC:.*]] = %cst{{.*}}) -> (f32, vector<2xf32>, vector<8xf32>)
-// CHECK: vector.transfer_read %[[K]][%c0, %[[KVH]], %{{.*}}, %c0]
+// CHECK: vector.transfer_read %[[K]][%[[B]], %[[KVH]], %{{.*}}, %c0]
 // CHECK-NOT: vector.transfer_read %[[V]]
 // The scores (blocks narrower than a register): q . k summed by halves per
 // position, then the modifier's body on the block's scores at once, the mask
@@ -137,10 +138,10 @@ func.func @gqa(%q: tensor<?x4x?x8xf32>, %keys: tensor<1x2x?x8xf32>, %values: ten
 // rows stayed live across the block's exp and were spilled).
 // CHECK: scf.if %[[ALL]] -> (vector<8xf32>)
 // CHECK-NOT: arith.select
-// CHECK: %[[V0:.*]] = vector.transfer_read %[[V]][%c0, %[[KVH]], %{{.*}}, %c0]
+// CHECK: %[[V0:.*]] = vector.transfer_read %[[V]][%[[B]], %[[KVH]], %{{.*}}, %c0]
 // CHECK: vector.fma %{{.*}}, %[[V0]], %{{.*}} : vector<8xf32>
 // CHECK-NOT: arith.select
-// CHECK: %[[V1:.*]] = vector.transfer_read %[[V]][%c0, %[[KVH]], %{{.*}}, %c0]
+// CHECK: %[[V1:.*]] = vector.transfer_read %[[V]][%[[B]], %[[KVH]], %{{.*}}, %c0]
 // CHECK: vector.fma %{{.*}}, %[[V1]], %{{.*}} : vector<8xf32>
 // CHECK: } else {
 // CHECK: vector.transfer_read %[[V]]
@@ -153,7 +154,7 @@ func.func @gqa(%q: tensor<?x4x?x8xf32>, %keys: tensor<1x2x?x8xf32>, %values: ten
 // CHECK: vector.extract_strided_slice %[[STATE]]#1 {offsets = [1], sizes = [1], strides = [1]}
 // CHECK: %[[SUM:.*]] = vector.broadcast %{{.*}} : f32 to vector<8xf32>
 // CHECK-NEXT: %[[OUT:.*]] = arith.divf %[[STATE]]#2, %[[SUM]] : vector<8xf32>
-// CHECK-NEXT: vector.transfer_write %[[OUT]], %{{.*}}[%c0, %[[H]], %[[ROW]], %c0]
+// CHECK-NEXT: vector.transfer_write %[[OUT]], %{{.*}}[%[[B]], %[[H]], %[[ROW]], %c0]
 
 // By default each row makes its own pass (a group of rows would keep every
 // key row of a block live between them, more than the registers hold), and

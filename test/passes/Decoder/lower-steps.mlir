@@ -33,6 +33,33 @@ func.func @cache(%cache: !spec.kv_cache<2x2x16x4xf32>, %pos: index,
 
 // -----
 
+// A cache of slots: a write is a loop over the batch, row b into slot
+// first + b at its past length; a read is one view of the batch's slots.
+// CHECK-LABEL: func.func @slots(
+// CHECK-SAME: %[[CACHE:[^:]*]]: tensor<2x2x3x2x16x4xf32>, %[[FIRST:[^:]*]]: index, %[[LENGTHS:[^:]*]]: tensor<?xi64>, %[[NEW:[^:]*]]: tensor<?x2x?x4xf32>, %[[COUNT:[^:]*]]: index, %[[LEN:[^:]*]]: index
+func.func @slots(%cache: !spec.kv_cache<2x3x2x16x4xf32>, %first: index,
+                 %lengths: tensor<?xi64>, %new: tensor<?x2x?x4xf32>,
+                 %count: index, %len: index) -> tensor<?x2x?x4xf32> {
+  // CHECK: %[[ROWS:.*]] = tensor.dim %[[NEW]], %{{.*}} : tensor<?x2x?x4xf32>
+  // CHECK: %[[N:.*]] = tensor.dim %[[NEW]], %{{.*}} : tensor<?x2x?x4xf32>
+  // CHECK: %[[W:.*]] = scf.for %[[B:.*]] = %{{.*}} to %[[ROWS]] step %{{.*}} iter_args(%[[C:.*]] = %[[CACHE]]) -> (tensor<2x2x3x2x16x4xf32>) {
+  // CHECK-NEXT: %[[L:.*]] = tensor.extract %[[LENGTHS]][%[[B]]] : tensor<?xi64>
+  // CHECK-NEXT: %[[AT:.*]] = arith.index_cast %[[L]] : i64 to index
+  // CHECK-NEXT: %[[SLOT:.*]] = arith.addi %[[FIRST]], %[[B]] : index
+  // CHECK-NEXT: %[[ROW:.*]] = tensor.extract_slice %[[NEW]][%[[B]], 0, 0, 0] [1, 2, %[[N]], 4] [1, 1, 1, 1] : tensor<?x2x?x4xf32> to tensor<1x2x?x4xf32>
+  // CHECK-NEXT: %[[NEXT:.*]] = tensor.insert_slice %[[ROW]] into %[[C]][0, 1, %[[SLOT]], 0, %[[AT]], 0] [1, 1, 1, 2, %[[N]], 4] [1, 1, 1, 1, 1, 1] : tensor<1x2x?x4xf32> into tensor<2x2x3x2x16x4xf32>
+  // CHECK-NEXT: scf.yield %[[NEXT]]
+  %w = spec.cache.write_slots %cache keys layer 1 slots %first lengths %lengths, %new
+      : !spec.kv_cache<2x3x2x16x4xf32>, tensor<?xi64>, tensor<?x2x?x4xf32>
+  // CHECK: %[[R:.*]] = tensor.extract_slice %[[W]][0, 1, %[[FIRST]], 0, 0, 0] [1, 1, %[[COUNT]], 2, %[[LEN]], 4] [1, 1, 1, 1, 1, 1] : tensor<2x2x3x2x16x4xf32> to tensor<?x2x?x4xf32>
+  %r = spec.cache.read_slots %w keys layer 1 slots %first count %count length %len
+      : !spec.kv_cache<2x3x2x16x4xf32> -> tensor<?x2x?x4xf32>
+  // CHECK-NEXT: return %[[R]]
+  return %r : tensor<?x2x?x4xf32>
+}
+
+// -----
+
 // A move is a loop over the rows to move: every layer's keys and values at
 // position from[i] are copied to position to + i.
 // CHECK-LABEL: func.func @move(

@@ -35,11 +35,13 @@ inline void loadDialects(mlir::MLIRContext &context) {
 /// Imports models/`file` into `module` as function `name` and gives it a
 /// cache of `capacity` positions written in place: the function then takes
 /// (token ids, positions, cache, past length) and returns its outputs and
-/// the cache, ready for GraphExecutor::compile.
+/// the cache, ready for GraphExecutor::compile. With `slots`, a cache of
+/// that many sequences, and (first slot, past lengths) for the past length.
 inline mlir::LogicalResult importInplaceModel(mlir::ModuleOp module,
                                               llvm::StringRef file,
                                               llvm::StringRef name,
-                                              int64_t capacity) {
+                                              int64_t capacity,
+                                              int64_t slots = 0) {
   std::string path = std::string(SPECULA_MODELS_DIR) + "/" + file.str();
   auto buffer = llvm::MemoryBuffer::getFile(path, /*IsText=*/false);
   if (!buffer)
@@ -51,6 +53,7 @@ inline mlir::LogicalResult importInplaceModel(mlir::ModuleOp module,
   mlir::PassManager pm(module.getContext());
   SpecKVCacheInplaceOptions cache;
   cache.capacity = capacity;
+  cache.slots = slots;
   pm.addPass(createSpecKVCacheInplace(cache));
   pm.addPass(createSpecLowerSteps());
   return pm.run(module);
