@@ -70,6 +70,14 @@ def Spec_Dialect : Dialect {
     /// row count, not work per row (spec-parallelize-columns).
     static constexpr ::llvm::StringLiteral kRowTilesAttrName =
         "spec.row_tiles";
+    /// Discardable attribute of a model function: the sequence slots its
+    /// cache holds (spec-slot-target sets it on a decoder's batched target,
+    /// spec-kv-cache-inplace gives the function a cache of that many).
+    static constexpr ::llvm::StringLiteral kSlotsAttrName = "spec.slots";
+    /// Discardable attribute of a spec.decoder: its target's batched twin
+    /// (spec-slot-target), which spec-lower-rounds builds rounds on.
+    static constexpr ::llvm::StringLiteral kSlotTargetAttrName =
+        "spec.slot_target";
     /// Argument and result attribute of a model function: what the value is
     /// (#spec.io), the contract between the importer and the passes.
     static constexpr ::llvm::StringLiteral kIOAttrName = "spec.io";

@@ -31,13 +31,22 @@ LogicalResult SpecDialect::verifyOperationAttribute(Operation *op,
       return op->emitError() << "'" << name << "' is a unit attribute of loops";
     return success();
   }
+  if (name == kSlotTargetAttrName) {
+    if (!isa<FlatSymbolRefAttr>(attr.getValue()) || !isa<DecoderOp>(op))
+      return op->emitError() << "'" << name
+                             << "' names a function (@symbol) on a "
+                                "spec.decoder";
+    return success();
+  }
   if (name != kRoleAttrName && name != kConfigAttrName &&
-      name != kFusedFromAttrName && name != kContextCapacityAttrName)
+      name != kFusedFromAttrName && name != kContextCapacityAttrName &&
+      name != kSlotsAttrName)
     return op->emitError() << "unknown spec dialect attribute '" << name
                            << "'; expected '" << kRoleAttrName << "', '"
                            << kConfigAttrName << "', '" << kFusedFromAttrName
                            << "', '" << kContextCapacityAttrName << "', '"
-                           << kColumnTilesAttrName << "' or '"
+                           << kSlotsAttrName << "', '" << kSlotTargetAttrName
+                           << "', '" << kColumnTilesAttrName << "' or '"
                            << kRowTilesAttrName << "'";
   if (!isa<FunctionOpInterface>(op))
     return op->emitError() << "'" << name
@@ -50,7 +59,7 @@ LogicalResult SpecDialect::verifyOperationAttribute(Operation *op,
     return op->emitError() << "'" << name
                            << "' must be a #spec.model_config attribute, got "
                            << attr.getValue();
-  if (name == kContextCapacityAttrName) {
+  if (name == kContextCapacityAttrName || name == kSlotsAttrName) {
     auto capacity = dyn_cast<IntegerAttr>(attr.getValue());
     if (!capacity || capacity.getInt() <= 0)
       return op->emitError() << "'" << name

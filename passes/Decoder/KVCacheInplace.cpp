@@ -522,7 +522,8 @@ void KVCacheInplacePass::runOnOperation() {
     if (!role || func.isExternal() ||
         role.getKind() == FunctionRole::MedusaHead)
       continue;
-    CacheRewrite rewrite(func, slots);
+    auto slotsAttr = func->getAttrOfType<IntegerAttr>(SpecDialect::kSlotsAttrName);
+    CacheRewrite rewrite(func, slotsAttr ? slotsAttr.getInt() : slots);
     FailureOr<bool> rewritable = rewrite.analyze(capacity);
     if (failed(rewritable))
       failedAny = true;

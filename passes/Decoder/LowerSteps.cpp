@@ -192,6 +192,9 @@ static Value argmaxRows(OpBuilder &b, Location loc, Value rows, int64_t lanes) {
   auto type = cast<RankedTensorType>(rows.getType());
   Type elementType = type.getElementType();
   int64_t numRows = type.getDimSize(0);
+  SmallVector<Value> dynamicRows;
+  if (type.isDynamicDim(0))
+    dynamicRows.push_back(tensor::DimOp::create(b, loc, rows, 0));
   auto floatType = cast<FloatType>(elementType);
   Value lowest = arith::ConstantOp::create(
       b, loc, b.getFloatAttr(floatType,
@@ -200,13 +203,13 @@ static Value argmaxRows(OpBuilder &b, Location loc, Value rows, int64_t lanes) {
   Value zero = arith::ConstantOp::create(b, loc, b.getI64IntegerAttr(0));
   Value best = linalg::FillOp::create(
                    b, loc, ValueRange{lowest},
-                   ValueRange{tensor::EmptyOp::create(b, loc, {numRows},
-                                                      elementType)})
+                   ValueRange{tensor::EmptyOp::create(
+                       b, loc, {numRows}, elementType, dynamicRows)})
                    .getResult(0);
   Value index = linalg::FillOp::create(
                     b, loc, ValueRange{zero},
-                    ValueRange{tensor::EmptyOp::create(b, loc, {numRows},
-                                                       b.getI64Type())})
+                    ValueRange{tensor::EmptyOp::create(
+                        b, loc, {numRows}, b.getI64Type(), dynamicRows)})
                     .getResult(0);
   auto rowMap = AffineMap::get(2, 0, {getAffineDimExpr(0, context)}, context);
   auto generic = linalg::GenericOp::create(
@@ -824,8 +827,12 @@ struct LowerPropose : OpConversionPattern<ProposeOp> {
       tokens = tensor::CastOp::create(rewriter, loc, op.getTokens().getType(),
                                       tokens);
     // Greedy proposals are certain: q is one-hot.
+    SmallVector<Value> dynamicRows;
+    if (logitsType.isDynamicDim(0))
+      dynamicRows.push_back(
+          tensor::DimOp::create(rewriter, loc, adaptor.getLogits(), 0));
     Value probs = tensor::GenerateOp::create(
-        rewriter, loc, logitsType, ValueRange{},
+        rewriter, loc, logitsType, dynamicRows,
         [&](OpBuilder &b, Location l, ValueRange indices) {
           Value token = tensor::ExtractOp::create(b, l, tokens,
                                                   ValueRange{indices[0]});
@@ -1010,8 +1017,11 @@ static LogicalResult checkSupported(ModuleOp module) {
   module.walk([&](Operation *op) {
     if (auto propose = dyn_cast<ProposeOp>(op)) {
       auto logits = cast<RankedTensorType>(propose.getLogits().getType());
-      if (logits.getRank() != 2 || !logits.hasStaticShape())
-        refuse(op, "expects rows x vocabulary logits of static shape");
+      // Greedy picks take any number of rows (a batch's).
+      if (logits.getRank() != 2 || logits.isDynamicDim(1) ||
+          (logits.isDynamicDim(0) && propose.getRule().isSampling()))
+        refuse(op, "expects rows x vocabulary logits of static shape (greedy: "
+                   "a static vocabulary)");
     } else if (auto accept = dyn_cast<AcceptOp>(op)) {
       if (!accept.getProposals().getType().hasStaticShape() ||
           !cast<RankedTensorType>(accept.getTargetLogits().getType())

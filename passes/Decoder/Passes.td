@@ -331,6 +331,8 @@ def SpecKVCacheInplace : Pass<"spec-kv-cache-inplace", "::mlir::ModuleOp"> {
     nothing of the others' or of its slot's stale positions. A sequence
     whose proposals are fewer than the batch's rows pads them; padded rows
     write past its length, where its next forward overwrites them.
+    A function with `spec.slots = S` (`spec-slot-target`'s batched target)
+    gets a cache of S slots whatever the option says.
 
     Refused with an error naming the function and tensor: a present output
     that is not `Concat(past, new)` along the sequence axis, a past tensor
@@ -396,6 +398,64 @@ def SpecTreeAttention : Pass<"spec-tree-attention", "::mlir::ModuleOp"> {
   ];
   let dependentDialects = ["::mlir::arith::ArithDialect",
                            "::mlir::cf::ControlFlowDialect",
+                           "::mlir::linalg::LinalgDialect",
+                           "::mlir::tensor::TensorDialect"];
+}
+def SpecSlotTarget : Pass<"spec-slot-target", "::mlir::ModuleOp"> {
+  let summary = "Give each decoder's target a batched twin over a cache of "
+                "sequence slots";
+  let description = [{
+    Batched rounds run many sequences' rows through one target forward. For
+    each `spec.decoder`, this pass clones its target as `@<target>_slots`
+    with `spec.slots = <slots>` (which `spec-kv-cache-inplace` turns into a
+    cache of that many slots, the batch's rows each at their own length)
+    and names the clone on the decoder (`spec.slot_target`), for
+    `spec-lower-rounds` to build the rounds on. The decoder's own loops keep
+    the target they had.
+
+    Refused: `slots` below 1, and a decoder that already has a batched
+    target.
+  }];
+  let options = [
+    Option<"slots", "slots", "int64_t", "8",
+           "Sequences the batched target's cache holds (the largest batch)">
+  ];
+  let dependentDialects = ["::specula::spec::SpecDialect"];
+}
+def SpecLowerRounds : Pass<"spec-lower-rounds", "::mlir::ModuleOp"> {
+  let summary = "Build a decoder's batched rounds: a prefill of one slot and "
+                "a round over a batch of slots";
+  let description = [{
+    For each `spec.decoder` with a batched target (`spec.slot_target`, from
+    `spec-slot-target`, in the in-place cache form of
+    `spec-kv-cache-inplace`), builds the functions a runtime drives a batch
+    of sequences with, sharing one cache of slots that the caller keeps
+    between calls:
+
+    ```mlir
+    // The prompt into slot %slot; returns the first generated token.
+    func.func @<decoder>_prefill(%cache: !spec.kv_cache<...>, %slot: index,
+        %prompt: tensor<?xi64>) -> (i64, !spec.kv_cache<...>)
+    // One token for each sequence of slots [%first, %first + n): its last
+    // token at its length; returns the next ones.
+    func.func @<decoder>_round(%cache: !spec.kv_cache<...>, %first: index,
+        %lengths: tensor<?xi64>, %tokens: tensor<?xi64>)
+        -> (tensor<?xi64>, !spec.kv_cache<...>)
+    ```
+
+    Both run the batched target (`spec.verify`) and pick tokens with the
+    decoder's greedy rule (`spec.propose`, the argmax the decode loops
+    use), so each sequence's tokens are its target-only greedy tokens,
+    whatever else shares its rounds. This is the speculation length 0 of
+    batched rounds; proposing for a batch comes next.
+
+    Refused: a decoder whose rule samples (rounds are greedy so far), and a
+    batched target that does not take token ids, positions, a cache of
+    slots, a first slot and past lengths (and nothing else) or does not
+    return logits and the cache.
+  }];
+  let dependentDialects = ["::specula::spec::SpecDialect",
+                           "::mlir::arith::ArithDialect",
                            "::mlir::linalg::LinalgDialect",
                            "::mlir::tensor::TensorDialect"];
 }

@@ -165,7 +165,7 @@ func.func private @f() attributes {spec.config = 259}
 
 // -----
 
-// expected-error @below {{unknown spec dialect attribute 'spec.vocab'; expected 'spec.role', 'spec.config', 'spec.fused_from', 'spec.context_capacity', 'spec.column_tiles' or 'spec.row_tiles'}}
+// expected-error @below {{unknown spec dialect attribute 'spec.vocab'; expected 'spec.role', 'spec.config', 'spec.fused_from', 'spec.context_capacity', 'spec.slots', 'spec.slot_target', 'spec.column_tiles' or 'spec.row_tiles'}}
 func.func private @f() attributes {spec.vocab = 259}
 
 // -----
@@ -680,6 +680,16 @@ func.func @f(%c: !spec.kv_cache<2x3x4x16x32xf32>, %s: index, %n: index) {
   %r = spec.cache.read_slots %c keys layer 2 slots %s count %n length %n : !spec.kv_cache<2x3x4x16x32xf32> -> tensor<?x4x?x32xf32>
   return
 }
+
+// -----
+
+// expected-error @below {{'spec.slots' must be a positive integer, got 0 : i64}}
+func.func private @f() attributes {spec.slots = 0 : i64}
+
+// -----
+
+// expected-error @below {{'spec.slot_target' names a function (@symbol) on a spec.decoder}}
+func.func private @f() attributes {spec.slot_target = @f}
 
 // -----
 

@@ -5,9 +5,19 @@
 // LANES: spec-lower-steps: argmax-lanes must be 0 (a linalg reduction) or a power of two up to 64, got 12
 // NEGATIVE: spec-lower-steps: argmax-lanes must be 0 (a linalg reduction) or a power of two up to 64, got -1
 
-func.func @f(%logits: tensor<?x8xf32>) -> tensor<?xi64> {
-  // expected-error @below {{expects rows x vocabulary logits of static shape}}
+func.func @f(%logits: tensor<2x?xf32>) -> tensor<2xi64> {
+  // expected-error @below {{expects rows x vocabulary logits of static shape (greedy: a static vocabulary)}}
   %t, %q = spec.propose %logits rule(#spec.greedy)
+      : tensor<2x?xf32> -> tensor<2xi64>, tensor<2x?xf32>
+  return %t : tensor<2xi64>
+}
+
+// -----
+
+// Sampling draws per row from a static number of rows.
+func.func @f(%logits: tensor<?x8xf32>, %key: i64) -> tensor<?xi64> {
+  // expected-error @below {{expects rows x vocabulary logits of static shape (greedy: a static vocabulary)}}
+  %t, %q = spec.propose %logits key(%key) rule(#spec.rejection<temperature = 1.0, top_k = 0, top_p = 1.0>)
       : tensor<?x8xf32> -> tensor<?xi64>, tensor<?x8xf32>
   return %t : tensor<?xi64>
 }

@@ -152,6 +152,26 @@ func.func @greedy_propose(%logits: tensor<2x8xf32>)
 
 // -----
 
+// Greedy picks of a batch: any number of rows (the sizes read off the
+// logits).
+// CHECK-LABEL: func.func @greedy_batch(
+// CHECK-SAME: %[[LOGITS:[^:]*]]: tensor<?x8xf32>
+// CHECK: %[[ROWS:.*]] = tensor.dim %[[LOGITS]], %{{.*}} : tensor<?x8xf32>
+// CHECK: tensor.empty(%[[ROWS]]) : tensor<?xf32>
+// CHECK: %[[ARG:.*]]:2 = linalg.generic {{.*}} ins(%[[LOGITS]] : tensor<?x8xf32>)
+// CHECK: %[[N:.*]] = tensor.dim %[[LOGITS]], %{{.*}} : tensor<?x8xf32>
+// CHECK: tensor.generate %[[N]]
+// CHECK: return %[[ARG]]#1
+// LANES-LABEL: func.func @greedy_batch(
+// LANES: scf.for %{{.*}} iter_args(%{{.*}} = %{{.*}}) -> (tensor<?xi64>)
+func.func @greedy_batch(%logits: tensor<?x8xf32>) -> tensor<?xi64> {
+  %t, %q = spec.propose %logits rule(#spec.greedy)
+      : tensor<?x8xf32> -> tensor<?xi64>, tensor<?x8xf32>
+  return %t : tensor<?xi64>
+}
+
+// -----
+
 // An allocated cache starts as zeros; the decoder description is dropped.
 func.func private @target(tensor<?x?xi64>, !spec.kv_cache<2x2x16x4xf32>, index)
     -> (tensor<1x?x8xf32>, !spec.kv_cache<2x2x16x4xf32>)

@@ -1,0 +1,65 @@
+//===- SlotTarget.cpp - a decoder's target over a cache of slots ----------===//
+//
+// Batched rounds need the target twice: as the decoder's loops call it (one
+// sequence) and over a cache of sequence slots (a batch of sequences per
+// forward). The clone carries the slot count until spec-kv-cache-inplace
+// gives it its cache.
+//
+//===----------------------------------------------------------------------===//
+
+#include "passes/Decoder/Passes.h"
+
+#include "dialects/spec/SpecOps.h"
+
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/IR/BuiltinOps.h"
+#include "mlir/IR/SymbolTable.h"
+
+namespace specula {
+#define GEN_PASS_DEF_SPECSLOTTARGET
+#include "passes/Decoder/Passes.h.inc"
+} // namespace specula
+
+using namespace mlir;
+using namespace specula;
+using namespace specula::spec;
+
+namespace {
+struct SlotTargetPass
+    : public specula::impl::SpecSlotTargetBase<SlotTargetPass> {
+  using Base::Base;
+  void runOnOperation() override;
+};
+} // namespace
+
+void SlotTargetPass::runOnOperation() {
+  ModuleOp module = getOperation();
+  if (slots < 1) {
+    module.emitError() << "spec-slot-target: slots must be at least 1, got "
+                       << static_cast<int64_t>(slots);
+    return signalPassFailure();
+  }
+  SymbolTable symbols(module);
+  for (auto decoder : llvm::to_vector(module.getOps<DecoderOp>())) {
+    if (decoder->hasAttr(SpecDialect::kSlotTargetAttrName)) {
+      decoder.emitError() << "decoder @" << decoder.getSymName()
+                          << " already has a batched target";
+      return signalPassFailure();
+    }
+    auto target = symbols.lookup<func::FuncOp>(decoder.getTarget());
+    if (!target) {
+      decoder.emitError() << "decoder @" << decoder.getSymName()
+                          << ": no target function @" << decoder.getTarget();
+      return signalPassFailure();
+    }
+    func::FuncOp clone = target.clone();
+    clone.setSymName((target.getSymName() + "_slots").str());
+    clone->setAttr(SpecDialect::kSlotsAttrName,
+                   IntegerAttr::get(IntegerType::get(&getContext(), 64),
+                                    static_cast<int64_t>(slots)));
+    // Inserted after the target; renamed if the name is taken.
+    symbols.insert(clone, std::next(Block::iterator(target)));
+    decoder->setAttr(SpecDialect::kSlotTargetAttrName,
+                     FlatSymbolRefAttr::get(clone.getSymNameAttr()));
+  }
+}
