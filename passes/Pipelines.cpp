@@ -88,8 +88,14 @@ static void buildBufferizationPipeline(OpPassManager &pm,
   // Decode loops carry tensors built anew each iteration (the proposals).
   bufferize.allowReturnAllocsFromLoops = true;
   pm.addPass(bufferization::createOneShotBufferizePass(bufferize));
+  // A loop that writes into a buffer it carries (a cache of slots, one
+  // sequence per iteration) returns the buffer it was given.
+  pm.addPass(createCanonicalizerPass());
   // A model function returns the KV cache it updated in place: without
-  // this, every forward would return (copy) the whole cache.
+  // this, every forward would return (copy) the whole cache. Twice: a
+  // function that returns what its callee updated in place (the batched
+  // rounds) drops it once the callee has.
+  pm.addPass(bufferization::createDropEquivalentBufferResultsPass());
   pm.addPass(bufferization::createDropEquivalentBufferResultsPass());
   pm.addPass(createSpecOrderGlobals());
   bufferization::buildBufferDeallocationPipeline(pm);
@@ -122,11 +128,20 @@ static void buildHostToLLVMPipeline(OpPassManager &pm, bool runtimeAllocator) {
 /// The decoder composition to model functions and decode loops on tensors.
 /// `argmaxLanes`: the CPU's vector argmax (spec-lower-steps); 0 on devices
 /// that schedule the linalg reduction.
+/// `maxBatch` > 1: also the batched rounds over that many slots.
 static void buildDecoderToTensorsPipeline(OpPassManager &pm, int64_t capacity,
-                                          int64_t argmaxLanes) {
+                                          int64_t argmaxLanes,
+                                          int64_t maxBatch = 1) {
+  if (maxBatch > 1) {
+    SpecSlotTargetOptions slots;
+    slots.slots = maxBatch;
+    pm.addPass(createSpecSlotTarget(slots));
+  }
   SpecKVCacheInplaceOptions cache;
   cache.capacity = capacity;
   pm.addPass(createSpecKVCacheInplace(cache));
+  if (maxBatch > 1)
+    pm.addPass(createSpecLowerRounds());
   pm.addPass(createSpecTreeAttention());
   pm.addPass(createSpecLowerGenerate());
   SpecLowerStepsOptions steps;
@@ -280,7 +295,8 @@ void specula::buildGraphToLLVMPipeline(OpPassManager &pm,
 void specula::buildSpecToCPUPipeline(OpPassManager &pm,
                                      const SpecToCPUOptions &options) {
   // 16 lanes: one AVX-512 register, or two AVX2 ones.
-  buildDecoderToTensorsPipeline(pm, options.capacity, /*argmaxLanes=*/16);
+  buildDecoderToTensorsPipeline(pm, options.capacity, /*argmaxLanes=*/16,
+                                options.maxBatch);
   GraphToLLVMOptions lowering;
   lowering.runtimeAllocator = options.runtimeAllocator;
   lowering.gpuScheduleThreads = options.gpuScheduleThreads;

@@ -197,6 +197,13 @@ struct SpecToCPUOptions : public mlir::PassPipelineOptions<SpecToCPUOptions> {
       llvm::cl::desc("Positions each KV cache holds (0: the model's "
                      "max_context)"),
       llvm::cl::init(0)};
+  Option<int64_t> maxBatch{
+      *this, "max-batch",
+      llvm::cl::desc("Sequences one forward of the batched rounds runs (1: "
+                     "none, the decode loops only; more: spec-slot-target "
+                     "and spec-lower-rounds add @<decoder>_prefill and "
+                     "@<decoder>_round over a cache of that many slots)"),
+      llvm::cl::init(1)};
   Option<std::string> weightsFile{
       *this, "weights-file",
       llvm::cl::desc("Write constants of at least min-weight-bytes into this "

@@ -347,12 +347,25 @@ describeCompiledCode(ModuleOp module, const ArtifactOptions &options,
     target["chip"] = options.cudaPipeline.chip.getValue();
     target["ptx_isa"] = *ptx;
   }
+  llvm::json::Object entryPoints{
+      {"generate", "_mlir_ciface_" + entryNames[0]},
+      {"target_only", "_mlir_ciface_" + entryNames[1]}};
+  if (options.cpuPipeline.maxBatch > 1 && !cuda) {
+    // Batched rounds (spec-lower-rounds) over a cache of max_batch slots.
+    for (StringRef entry : {"prefill", "round"}) {
+      std::string name = options.decoder + "_" + entry.str();
+      if (!module.lookupSymbol<LLVM::LLVMFuncOp>(name))
+        return module.emitError() << "the pipeline produced no batched "
+                                  << entry << " @" << name;
+      entryPoints[entry] = "_mlir_ciface_" + name;
+    }
+    (*description["decoder"].getAsObject())["max_batch"] =
+        static_cast<int64_t>(options.cpuPipeline.maxBatch);
+  }
   llvm::json::Object facts{
       {"abi", SPECRT_ARTIFACT_ABI},
       {"target", std::move(target)},
-      {"entry_points",
-       llvm::json::Object{{"generate", "_mlir_ciface_" + entryNames[0]},
-                          {"target_only", "_mlir_ciface_" + entryNames[1]}}},
+      {"entry_points", std::move(entryPoints)},
       {"files", llvm::json::Object{{"weights", std::move(*weights)}}}};
   for (auto &entry : description)
     facts[entry.first] = std::move(entry.second);

@@ -2,9 +2,11 @@
 
 #include "passes/Common/AttentionMatch.h"
 
+
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/ControlFlow/IR/ControlFlowOps.h"
 #include "mlir/Dialect/Math/IR/Math.h"
+#include "mlir/Dialect/SCF/IR/SCF.h"
 #include "mlir/Dialect/Tensor/IR/Tensor.h"
 #include "mlir/Dialect/Utils/StaticValueUtils.h"
 #include "mlir/IR/Matchers.h"
@@ -422,6 +424,31 @@ static bool disjointSlices(OffsetSizeAndStrideOpInterface a,
   return false;
 }
 
+/// The tensor `user` writes into `read`'s source when every element it
+/// writes lies outside `read`'s slice: an insert_slice, or a loop over a
+/// batch that carries the source and inserts one slice per iteration (a
+/// cache of slots, spec.cache.write_slots).
+static Value disjointWrite(Operation *user, tensor::ExtractSliceOp read) {
+  if (auto write = dyn_cast<tensor::InsertSliceOp>(user))
+    return write.getDest() == read.getSource() && disjointSlices(read, write)
+               ? write.getResult()
+               : Value();
+  auto loop = dyn_cast<scf::ForOp>(user);
+  if (!loop || loop.getNumRegionIterArgs() != 1 ||
+      loop.getInitArgs()[0] != read.getSource())
+    return {};
+  Value carried = loop.getRegionIterArgs()[0];
+  auto insert = carried.hasOneUse()
+                    ? dyn_cast<tensor::InsertSliceOp>(*carried.user_begin())
+                    : tensor::InsertSliceOp();
+  auto yield = cast<scf::YieldOp>(loop.getBody()->getTerminator());
+  if (!insert || insert.getDest() != carried ||
+      yield.getOperand(0) != insert.getResult() ||
+      !disjointSlices(read, insert))
+    return {};
+  return loop.getResult(0);
+}
+
 /// The fused loops read a layer's keys after its values were written into
 /// the cache: without this, bufferization would copy the keys' whole prefix
 /// to keep the slice from before the write.
@@ -431,11 +458,10 @@ void specula::readPastDisjointWrites(func::FuncOp func) {
     changed = false;
     func.walk([&](tensor::ExtractSliceOp read) {
       Block *block = read->getBlock();
-      for (Operation *user : read.getSource().getUsers()) {
-        auto write = dyn_cast<tensor::InsertSliceOp>(user);
-        if (!write || write.getDest() != read.getSource() ||
-            write->getBlock() != block || !read->isBeforeInBlock(write) ||
-            !disjointSlices(read, write) ||
+      for (Operation *write : read.getSource().getUsers()) {
+        Value written = disjointWrite(write, read);
+        if (!written || write->getBlock() != block ||
+            !read->isBeforeInBlock(write) ||
             !llvm::all_of(read->getUsers(), [&](Operation *use) {
               Operation *at = block->findAncestorOpInBlock(*use);
               return at && write->isBeforeInBlock(at);
@@ -444,7 +470,7 @@ void specula::readPastDisjointWrites(func::FuncOp func) {
         OpBuilder b(write->getContext());
         b.setInsertionPointAfter(write);
         Value moved = tensor::ExtractSliceOp::create(
-            b, read.getLoc(), read.getType(), write.getResult(),
+            b, read.getLoc(), read.getType(), written,
             read.getMixedOffsets(), read.getMixedSizes(),
             read.getMixedStrides());
         read.getResult().replaceAllUsesWith(moved);

@@ -15,6 +15,7 @@
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/Dialect/LLVMIR/LLVMDialect.h"
 #include "mlir/Dialect/Linalg/IR/Linalg.h"
 #include "mlir/Dialect/Tensor/IR/Tensor.h"
 #include "mlir/IR/BuiltinOps.h"
@@ -213,6 +214,25 @@ void RoundBuilder::buildRound(ImplicitLocOpBuilder &b, func::FuncOp func) {
                  lengths, batch, c0, /*oneToken=*/false);
 }
 
+/// The entry the runtime calls: `step` without the cache among its
+/// results. The caller's cache buffer is updated in place (bufferized,
+/// `step` writes into its argument), so a round copies no cache; a public
+/// function would have to return the whole cache.
+static void exportUpdatingInPlace(ImplicitLocOpBuilder &b, func::FuncOp step,
+                                  StringRef name) {
+  FunctionType type = step.getFunctionType();
+  b.setInsertionPointToEnd(step->getBlock());
+  auto entry = func::FuncOp::create(
+      b, name, b.getFunctionType(type.getInputs(), type.getResult(0)));
+  Block *body = entry.addEntryBlock();
+  b.setInsertionPointToStart(body);
+  auto call = func::CallOp::create(b, step, body->getArguments());
+  func::ReturnOp::create(b, call.getResult(0));
+  // The runtime calls it from C, as it calls the decode loops.
+  entry->setAttr(LLVM::LLVMDialect::getEmitCWrapperAttrName(),
+                 b.getUnitAttr());
+}
+
 namespace {
 struct LowerRoundsPass
     : public specula::impl::SpecLowerRoundsBase<LowerRoundsPass> {
@@ -248,14 +268,20 @@ void LowerRoundsPass::runOnOperation() {
     ImplicitLocOpBuilder b(loc, module.getBody(), module.getBody()->end());
     Type cache = target->cacheType, index = b.getIndexType();
     auto tokens = RankedTensorType::get({ShapedType::kDynamic}, b.getI64Type());
+    std::string prefix = decoder.getSymName().str();
     auto prefill = func::FuncOp::create(
-        b, (decoder.getSymName() + "_prefill").str(),
+        b, prefix + "_prefill_step",
         b.getFunctionType({cache, index, tokens}, {b.getI64Type(), cache}));
     auto round = func::FuncOp::create(
-        b, (decoder.getSymName() + "_round").str(),
+        b, prefix + "_round_step",
         b.getFunctionType({cache, index, tokens, tokens}, {tokens, cache}));
     RoundBuilder builder(*target, loc);
     builder.buildPrefill(b, prefill);
     builder.buildRound(b, round);
+    for (func::FuncOp step : {prefill, round}) {
+      step.setPrivate();
+      exportUpdatingInPlace(b, step, prefix + (step == prefill ? "_prefill"
+                                                               : "_round"));
+    }
   }
 }

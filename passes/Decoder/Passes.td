@@ -434,14 +434,20 @@ def SpecLowerRounds : Pass<"spec-lower-rounds", "::mlir::ModuleOp"> {
 
     ```mlir
     // The prompt into slot %slot; returns the first generated token.
-    func.func @<decoder>_prefill(%cache: !spec.kv_cache<...>, %slot: index,
-        %prompt: tensor<?xi64>) -> (i64, !spec.kv_cache<...>)
+    func.func private @<decoder>_prefill_step(%cache: !spec.kv_cache<...>,
+        %slot: index, %prompt: tensor<?xi64>) -> (i64, !spec.kv_cache<...>)
     // One token for each sequence of slots [%first, %first + n): its last
     // token at its length; returns the next ones.
-    func.func @<decoder>_round(%cache: !spec.kv_cache<...>, %first: index,
-        %lengths: tensor<?xi64>, %tokens: tensor<?xi64>)
+    func.func private @<decoder>_round_step(%cache: !spec.kv_cache<...>,
+        %first: index, %lengths: tensor<?xi64>, %tokens: tensor<?xi64>)
         -> (tensor<?xi64>, !spec.kv_cache<...>)
     ```
+
+    and the entries a runtime calls through MLIR's C interface,
+    `@<decoder>_prefill` and `@<decoder>_round`: each calls its step and
+    returns its result but not the cache, which bufferized steps write in
+    place into the caller's buffer (a public function returning the cache
+    would return a copy of it every round).
 
     Both run the batched target (`spec.verify`) and pick tokens with the
     decoder's greedy rule (`spec.propose`, the argmax the decode loops

@@ -150,6 +150,12 @@ static cl::opt<int64_t> capacity(
     cl::desc("Positions each KV cache and the sequence hold, prompt "
              "included (0: the models' max_context)"),
     cl::init(0), cl::cat(category));
+static cl::opt<int64_t> maxBatch(
+    "max-batch",
+    cl::desc("Also compile batched rounds of the target alone over a cache "
+             "of this many sequence slots (@<decoder>_prefill, "
+             "@<decoder>_round; greedy, CPU); 1: the decode loops only"),
+    cl::init(1), cl::cat(category));
 enum class Emit { Artifact, ModelsMLIR, SpecMLIR, LLVMMLIR };
 static cl::opt<Emit> emit(
     "emit",
@@ -725,6 +731,15 @@ static LogicalResult checkFlags() {
                 llvm::Twine(gpuSplitMinBytes));
   if (profilePath.getNumOccurrences() && acceptanceRate.getNumOccurrences())
     return fail("give --acceptance-rate or --profile, not both");
+  if (maxBatch < 1)
+    return fail("--max-batch must be at least 1 (one sequence: the decode "
+                "loops only), got " + llvm::Twine(maxBatch));
+  if (maxBatch > 1 && device == ArtifactDevice::CUDA)
+    return fail("--max-batch: batched rounds run on the CPU so far (the "
+                "CUDA attention kernels take one sequence)");
+  if (maxBatch > 1 && sampling)
+    return fail("--max-batch: batched rounds are greedy so far; drop "
+                "--sampling");
   return success();
 }
 
@@ -820,6 +835,7 @@ static void fillArtifactOptions(std::string tokenizer, ArtifactOptions &options)
   cuda.attention = gpuAttention;
   SpecToCPUOptions &cpuPipeline = options.cpuPipeline;
   cpuPipeline.capacity = capacity;
+  cpuPipeline.maxBatch = maxBatch;
   cpuPipeline.gpuScheduleThreads = gpuScheduleOnCPU;
   cpuPipeline.gpuSplitMinBytes = gpuSplitMinBytes;
   cpuPipeline.parallelColumns = parallelColumns;

@@ -22,6 +22,21 @@
  * The loop ends after a round that commits EOS or one of `stop_tokens`, or
  * in which the runtime's token hook asked it to stop.
  *
+ * An artifact compiled with batched rounds (`specc --max-batch B`; the
+ * manifest's decoder.max_batch = B and entry_points.prefill/round) also
+ * exports, over one cache of B sequence slots that the caller allocates
+ * (float32, 2 x layers x B x kv_heads x capacity x head_dim, zeroed) and
+ * the entries update in place:
+ *
+ *   int64_t prefill(memref6 *cache, int64_t slot, specrt_memref_i64 *prompt);
+ *   void round(specrt_memref_i64 *next, memref6 *cache, int64_t first_slot,
+ *              specrt_memref_i64 *lengths, specrt_memref_i64 *tokens);
+ *
+ * prefill returns the prompt's first generated token (greedy); round takes
+ * each sequence of slots [first_slot, first_slot + n) at its length with
+ * its last token and writes their next tokens into `next` (allocated by the
+ * compiled code). The runtime does not call them yet.
+ *
  * Compiled code calls back into the runtime for its buffers
  * (_mlir_memref_to_llvm_alloc / _free), strided copies (memrefCopy), the
  * time (int64_t specrt_clock_ns(void), a monotonic clock), each committed

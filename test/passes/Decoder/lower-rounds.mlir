@@ -20,7 +20,7 @@ spec.decoder @decoder target(@target) proposer(#spec.none) verify(#spec.greedy) 
 
 // The prefill: the prompt as one row at positions 0.., into slot %slot at
 // past length 0; the greedy pick at its last row.
-// CHECK-LABEL: func.func @decoder_prefill(
+// CHECK-LABEL: func.func private @decoder_prefill_step(
 // CHECK-SAME: %[[CACHE:[^:]*]]: !spec.kv_cache<2x4x2x64x8xf32>, %[[SLOT:[^:]*]]: index, %[[PROMPT:[^:]*]]: tensor<?xi64>) -> (i64, !spec.kv_cache<2x4x2x64x8xf32>)
 // CHECK: %[[N:.*]] = tensor.dim %[[PROMPT]]
 // CHECK: %[[ZERO:.*]] = tensor.from_elements %{{.*}} : tensor<1xi64>
@@ -36,7 +36,7 @@ spec.decoder @decoder target(@target) proposer(#spec.none) verify(#spec.greedy) 
 // CHECK: return %[[FIRST]], %[[FWD]]#1
 
 // The round: sequence b of slot %first + b, its last token at its length.
-// CHECK-LABEL: func.func @decoder_round(
+// CHECK-LABEL: func.func private @decoder_round_step(
 // CHECK-SAME: %[[CACHE:[^:]*]]: !spec.kv_cache<2x4x2x64x8xf32>, %[[FIRST:[^:]*]]: index, %[[LENGTHS:[^:]*]]: tensor<?xi64>, %[[TOKENS:[^:]*]]: tensor<?xi64>) -> (tensor<?xi64>, !spec.kv_cache<2x4x2x64x8xf32>)
 // CHECK: %[[B:.*]] = tensor.dim %[[TOKENS]]
 // CHECK: %[[POSITIONS:.*]] = tensor.reshape %[[LENGTHS]]
@@ -45,3 +45,15 @@ spec.decoder @decoder target(@target) proposer(#spec.none) verify(#spec.greedy) 
 // CHECK: %[[ROWS:.*]] = tensor.extract_slice %[[FWD]]#0[0, %{{.*}}, 0] [%[[B]], 1, 16]
 // CHECK: %[[NEXT:.*]], %{{.*}} = spec.propose %[[ROWS]] rule(#spec.greedy)
 // CHECK: return %[[NEXT]], %[[FWD]]#1
+
+// The entries the runtime calls (C interface): the steps without the cache
+// among their results; bufferized, the steps write the caller's cache in
+// place.
+// CHECK-LABEL: func.func @decoder_prefill(
+// CHECK-SAME: %[[CACHE:[^:]*]]: !spec.kv_cache<2x4x2x64x8xf32>, %[[SLOT:[^:]*]]: index, %[[PROMPT:[^:]*]]: tensor<?xi64>) -> i64 attributes {llvm.emit_c_interface}
+// CHECK-NEXT: %[[STEP:.*]]:2 = call @decoder_prefill_step(%[[CACHE]], %[[SLOT]], %[[PROMPT]])
+// CHECK-NEXT: return %[[STEP]]#0 : i64
+// CHECK-LABEL: func.func @decoder_round(
+// CHECK-SAME: -> tensor<?xi64> attributes {llvm.emit_c_interface}
+// CHECK-NEXT: %[[STEP:.*]]:2 = call @decoder_round_step(
+// CHECK-NEXT: return %[[STEP]]#0 : tensor<?xi64>
