@@ -78,6 +78,12 @@ def Spec_Dialect : Dialect {
     /// (spec-slot-target), which spec-lower-rounds builds rounds on.
     static constexpr ::llvm::StringLiteral kSlotTargetAttrName =
         "spec.slot_target";
+    /// Discardable attribute of a batched round's entry points: the shape of
+    /// the cache of slots the caller passes (2 x layers x slots x kv_heads x
+    /// capacity x head_dim). It survives the lowering to LLVM, where the
+    /// artifact writer reads it for the manifest.
+    static constexpr ::llvm::StringLiteral kSlotCacheShapeAttrName =
+        "spec.slot_cache_shape";
     /// Argument and result attribute of a model function: what the value is
     /// (#spec.io), the contract between the importer and the passes.
     static constexpr ::llvm::StringLiteral kIOAttrName = "spec.io";

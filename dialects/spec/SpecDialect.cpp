@@ -31,6 +31,15 @@ LogicalResult SpecDialect::verifyOperationAttribute(Operation *op,
       return op->emitError() << "'" << name << "' is a unit attribute of loops";
     return success();
   }
+  if (name == kSlotCacheShapeAttrName) {
+    auto shape = dyn_cast<DenseI64ArrayAttr>(attr.getValue());
+    if (!shape || shape.size() != 6 ||
+        llvm::any_of(shape.asArrayRef(), [](int64_t d) { return d <= 0; }) ||
+        !isa<FunctionOpInterface>(op))
+      return op->emitError() << "'" << name
+                             << "' is six positive sizes on a function";
+    return success();
+  }
   if (name == kSlotTargetAttrName) {
     if (!isa<FlatSymbolRefAttr>(attr.getValue()) || !isa<DecoderOp>(op))
       return op->emitError() << "'" << name
@@ -46,7 +55,8 @@ LogicalResult SpecDialect::verifyOperationAttribute(Operation *op,
                            << kConfigAttrName << "', '" << kFusedFromAttrName
                            << "', '" << kContextCapacityAttrName << "', '"
                            << kSlotsAttrName << "', '" << kSlotTargetAttrName
-                           << "', '" << kColumnTilesAttrName << "' or '"
+                           << "', '" << kSlotCacheShapeAttrName << "', '"
+                           << kColumnTilesAttrName << "' or '"
                            << kRowTilesAttrName << "'";
   if (!isa<FunctionOpInterface>(op))
     return op->emitError() << "'" << name

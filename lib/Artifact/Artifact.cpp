@@ -359,8 +359,18 @@ describeCompiledCode(ModuleOp module, const ArtifactOptions &options,
                                   << entry << " @" << name;
       entryPoints[entry] = "_mlir_ciface_" + name;
     }
-    (*description["decoder"].getAsObject())["max_batch"] =
-        static_cast<int64_t>(options.cpuPipeline.maxBatch);
+    auto shape = module
+                     .lookupSymbol<LLVM::LLVMFuncOp>(options.decoder +
+                                                     "_round")
+                     ->getAttrOfType<DenseI64ArrayAttr>(
+                         SpecDialect::kSlotCacheShapeAttrName);
+    if (!shape)
+      return module.emitError() << "@" << options.decoder << "_round has no "
+                                << SpecDialect::kSlotCacheShapeAttrName;
+    llvm::json::Object &decoder = *description["decoder"].getAsObject();
+    decoder["max_batch"] = static_cast<int64_t>(options.cpuPipeline.maxBatch);
+    decoder["batch_cache_shape"] =
+        llvm::json::Array(llvm::to_vector(shape.asArrayRef()));
   }
   llvm::json::Object facts{
       {"abi", SPECRT_ARTIFACT_ABI},

@@ -228,9 +228,15 @@ static void exportUpdatingInPlace(ImplicitLocOpBuilder &b, func::FuncOp step,
   b.setInsertionPointToStart(body);
   auto call = func::CallOp::create(b, step, body->getArguments());
   func::ReturnOp::create(b, call.getResult(0));
-  // The runtime calls it from C, as it calls the decode loops.
+  // The runtime calls it from C, as it calls the decode loops, with a cache
+  // buffer of this shape.
   entry->setAttr(LLVM::LLVMDialect::getEmitCWrapperAttrName(),
                  b.getUnitAttr());
+  auto cache = cast<KVCacheType>(type.getInput(0));
+  SmallVector<int64_t> shape{2};
+  llvm::append_range(shape, cache.getShape());
+  entry->setAttr(SpecDialect::kSlotCacheShapeAttrName,
+                 b.getDenseI64ArrayAttr(shape));
 }
 
 namespace {

@@ -75,6 +75,17 @@ public:
   // thread-safe) and the OpenMP thread count is set per calling thread.
   bool runsConcurrently() const override { return true; }
 
+  specrt_status prefill(float *cache, int64_t slot, const int64_t *prompt,
+                        size_t length, int64_t &token,
+                        std::string &error) override {
+    return library.prefill(cache, slot, prompt, length, token, error);
+  }
+  specrt_status round(float *cache, int64_t first, size_t count,
+                      const int64_t *lengths, const int64_t *tokens,
+                      int64_t *next, std::string &error) override {
+    return library.round(cache, first, count, lengths, tokens, next, error);
+  }
+
 private:
   MappedFile weights;
   HostLibrary library;
@@ -166,6 +177,14 @@ specrt_status HostLibrary::open(const std::string &directory,
       reinterpret_cast<specrt_entry_fn>(symbol(manifest.targetOnlyEntry));
   if (!base || !generate || !targetOnly)
     return SPECRT_ERROR_FORMAT;
+  if (manifest.maxBatch > 0) {
+    prefillEntry =
+        reinterpret_cast<specrt_prefill_fn>(symbol(manifest.prefillEntry));
+    roundEntry = reinterpret_cast<specrt_round_fn>(symbol(manifest.roundEntry));
+    if (!prefillEntry || !roundEntry)
+      return SPECRT_ERROR_FORMAT;
+    cacheShape = manifest.batchCacheShape;
+  }
   // Found through the library's dependencies, if it has parallel loops.
   setOpenMPThreads = reinterpret_cast<void (*)(int)>(
       dlsym(handle, "omp_set_num_threads"));
@@ -192,11 +211,7 @@ specrt_status HostLibrary::run(bool speculative, int64_t *prompt,
   specrt_memref_i64 stop{stopTokens, stopTokens, 0,
                          static_cast<int64_t>(numStopTokens), 1};
   specrt_entry_result result{};
-  if (threads > 0 && setOpenMPThreads)
-    setOpenMPThreads(threads);
-  if (passiveWait && setOpenMPBlocktime)
-    setOpenMPBlocktime(0);
-  takeCheckFailure();
+  beforeRun();
   (speculative ? generate : targetOnly)(&result, &input, maxNewTokens, seed,
                                         &stop);
   const char *failedCheck = takeCheckFailure();
@@ -229,6 +244,93 @@ specrt_status HostLibrary::run(bool speculative, int64_t *prompt,
     return SPECRT_ERROR_FORMAT;
   }
   return SPECRT_OK;
+}
+
+/// The thread settings of this thread's run, and no failed check yet.
+void HostLibrary::beforeRun() {
+  if (threads > 0 && setOpenMPThreads)
+    setOpenMPThreads(threads);
+  if (passiveWait && setOpenMPBlocktime)
+    setOpenMPBlocktime(0);
+  takeCheckFailure();
+}
+
+specrt_memref_f32_6d HostLibrary::cacheDescriptor(float *cache) const {
+  specrt_memref_f32_6d descriptor{cache, cache, 0, {}, {}};
+  int64_t stride = 1;
+  for (int d = 5; d >= 0; --d) {
+    descriptor.sizes[d] = cacheShape[d];
+    descriptor.strides[d] = stride;
+    stride *= cacheShape[d];
+  }
+  return descriptor;
+}
+
+/// A failed run-time check of the code becomes the call's error.
+static specrt_status checkedRun(std::string &error) {
+  if (const char *failedCheck = takeCheckFailure()) {
+    error = std::string("a run-time check of the model failed: ") +
+            failedCheck;
+    return SPECRT_ERROR_INVALID_ARGUMENT;
+  }
+  return SPECRT_OK;
+}
+
+specrt_status HostLibrary::prefill(float *cache, int64_t slot,
+                                   const int64_t *prompt, size_t length,
+                                   int64_t &token, std::string &error) {
+  if (!prefillEntry) {
+    error = "the artifact has no batched rounds (specc --max-batch)";
+    return SPECRT_ERROR_UNSUPPORTED;
+  }
+  specrt_memref_f32_6d descriptor = cacheDescriptor(cache);
+  // The compiled code only reads the prompt.
+  auto *ids = const_cast<int64_t *>(prompt);
+  specrt_memref_i64 input{ids, ids, 0, static_cast<int64_t>(length), 1};
+  beforeRun();
+  token = prefillEntry(&descriptor, slot, &input);
+  return checkedRun(error);
+}
+
+specrt_status HostLibrary::round(float *cache, int64_t first, size_t count,
+                                 const int64_t *lengths,
+                                 const int64_t *tokens, int64_t *next,
+                                 std::string &error) {
+  if (!roundEntry) {
+    error = "the artifact has no batched rounds (specc --max-batch)";
+    return SPECRT_ERROR_UNSUPPORTED;
+  }
+  specrt_memref_f32_6d descriptor = cacheDescriptor(cache);
+  auto *pasts = const_cast<int64_t *>(lengths);
+  auto *lasts = const_cast<int64_t *>(tokens);
+  auto n = static_cast<int64_t>(count);
+  specrt_memref_i64 lengthsIn{pasts, pasts, 0, n, 1};
+  specrt_memref_i64 tokensIn{lasts, lasts, 0, n, 1};
+  specrt_memref_i64 result{};
+  beforeRun();
+  roundEntry(&result, &descriptor, first, &lengthsIn, &tokensIn);
+  specrt_status status = checkedRun(error);
+  if (status == SPECRT_OK && (!result.aligned || result.size != n)) {
+    error = "the round returned " + std::to_string(result.size) +
+            " tokens for " + std::to_string(n) + " sequences";
+    status = SPECRT_ERROR_FORMAT;
+  }
+  for (int64_t i = 0; status == SPECRT_OK && i < n; ++i)
+    next[i] = result.aligned[result.offset + i * result.stride];
+  _mlir_memref_to_llvm_free(result.allocated);
+  return status;
+}
+
+specrt_status Device::prefill(float *, int64_t, const int64_t *, size_t,
+                              int64_t &, std::string &error) {
+  error = "batched rounds run on the CPU so far";
+  return SPECRT_ERROR_UNSUPPORTED;
+}
+
+specrt_status Device::round(float *, int64_t, size_t, const int64_t *,
+                            const int64_t *, int64_t *, std::string &error) {
+  error = "batched rounds run on the CPU so far";
+  return SPECRT_ERROR_UNSUPPORTED;
 }
 
 specrt_status CPUDevice::open(const std::string &directory,

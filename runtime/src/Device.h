@@ -54,6 +54,18 @@ public:
   /// loops are reentrant; a device with one stream and per-model scratch
   /// state serializes them).
   virtual bool runsConcurrently() const { return false; }
+
+  /// Batched rounds (artifacts with decoder.max_batch) over `cache`, a
+  /// cache of slots of the manifest's batch_cache_shape in host memory:
+  /// `prompt` into `slot`, its first token into `token`; one round over
+  /// slots [first, first + count), each at lengths[i] with tokens[i], their
+  /// next tokens into `next`.
+  virtual specrt_status prefill(float *cache, int64_t slot,
+                                const int64_t *prompt, size_t length,
+                                int64_t &token, std::string &error);
+  virtual specrt_status round(float *cache, int64_t first, size_t count,
+                              const int64_t *lengths, const int64_t *tokens,
+                              int64_t *next, std::string &error);
 };
 
 /// The message of the first run-time check (specrt_check) that failed on
@@ -116,6 +128,13 @@ public:
   /// parallel loops ignores it.
   void setThreads(int count) { threads = count; }
 
+  /// The batched rounds' entries (see Device::prefill, Device::round).
+  specrt_status prefill(float *cache, int64_t slot, const int64_t *prompt,
+                        size_t length, int64_t &token, std::string &error);
+  specrt_status round(float *cache, int64_t first, size_t count,
+                      const int64_t *lengths, const int64_t *tokens,
+                      int64_t *next, std::string &error);
+
 private:
   void *handle = nullptr;
   /// libomp's omp_set_num_threads and kmp_set_blocktime, when the code
@@ -127,6 +146,13 @@ private:
   /// spinning: unless OMP_WAIT_POLICY or KMP_BLOCKTIME say otherwise.
   bool passiveWait = true;
   specrt_entry_fn generate = nullptr, targetOnly = nullptr;
+  specrt_prefill_fn prefillEntry = nullptr;
+  specrt_round_fn roundEntry = nullptr;
+  /// The cache of slots' shape, from the manifest.
+  std::vector<int64_t> cacheShape;
+
+  void beforeRun();
+  specrt_memref_f32_6d cacheDescriptor(float *cache) const;
 };
 
 /// Loads the artifact in `directory` for the CPU.

@@ -4,6 +4,7 @@
 
 #include "specrt/artifact_format.h"
 
+#include <algorithm>
 #include <cerrno>
 #include <cinttypes>
 #include <cmath>
@@ -414,6 +415,32 @@ static void readFiles(FieldReader &fields, Manifest &m) {
 
 /// model and decoder: the vocabulary, special tokens, the proposer and
 /// the verification rule, and their consistency.
+/// decoder.max_batch, when the artifact has batched rounds: their entry
+/// points and a cache shape of 2 x layers x max_batch x kv_heads x capacity
+/// x head_dim floats that fits in memory.
+static void readBatchedRounds(FieldReader &fields, Manifest &m) {
+  if (!fields.find("decoder.max_batch", /*required=*/false))
+    return;
+  m.maxBatch = fields.integer("decoder.max_batch");
+  m.prefillEntry = fields.string("entry_points.prefill");
+  m.roundEntry = fields.string("entry_points.round");
+  m.batchCacheShape = fields.integers("decoder.batch_cache_shape");
+  if (!fields.error.empty())
+    return;
+  const std::vector<int64_t> &shape = m.batchCacheShape;
+  double elements = 1;
+  for (int64_t size : shape)
+    elements *= static_cast<double>(size);
+  if (m.maxBatch < 2)
+    fields.problem("decoder.max_batch", "must be at least 2");
+  else if (shape.size() != 6 || shape[0] != 2 || shape[2] != m.maxBatch ||
+           *std::min_element(shape.begin(), shape.end()) < 1 ||
+           elements * sizeof(float) > 1e12)
+    fields.problem("decoder.batch_cache_shape",
+                   "must be 2 x layers x max_batch x kv_heads x capacity x "
+                   "head_dim, positive and under 1 TB");
+}
+
 static void readDecoder(FieldReader &fields, Manifest &m) {
   m.vocabSize = fields.integer("model.vocab_size");
   m.bosTokenId = fields.integer("model.bos_token_id", /*nullable=*/true);
@@ -458,6 +485,8 @@ static void readDecoder(FieldReader &fields, Manifest &m) {
   else if (m.tokenizer != "bytes" && m.tokenizer != "tokenizer.json")
     fields.problem("model.tokenizer.kind",
                    "is '" + m.tokenizer + "'; expected 'bytes' or 'tokenizer.json'");
+  else
+    readBatchedRounds(fields, m);
 }
 
 specrt_status specrt::parseManifest(const std::string &text,

@@ -27,6 +27,11 @@ struct Manifest {
   /// version (target.ptx_isa, "7.8").
   std::string chip, ptxIsa;
   std::string generateEntry, targetOnlyEntry;
+  /// Batched rounds (decoder.max_batch, 0 without): their entry points and
+  /// the shape of the cache of slots they update.
+  int64_t maxBatch = 0;
+  std::string prefillEntry, roundEntry;
+  std::vector<int64_t> batchCacheShape;
   ArtifactFile library, weights;
   int64_t vocabSize = 0, bosTokenId = -1, eosTokenId = -1, padTokenId = -1;
   /// model.tokenizer.kind: "bytes" (ids 0-255 are bytes) or "tokenizer.json"

@@ -1,8 +1,7 @@
 //===- Runtime.cpp - the specrt_* C API -----------------------------------===//
 
-#include "Device.h"
-#include "Manifest.h"
 #include "MappedFile.h"
+#include "Model.h"
 
 #include "specrt/Tokenizer.h"
 #include "specrt/artifact_format.h"
@@ -16,19 +15,9 @@
 
 using namespace specrt;
 
-struct specrt_model {
-  Manifest manifest;
-  std::unique_ptr<Device> device;
-  /// The artifact's tokenizer.json, when model.tokenizer.kind says so.
-  std::unique_ptr<specrt::Tokenizer> tokenizer;
-  // The compiled loops are reentrant, but one model's runs are serialized
-  // where the device keeps per-model state (Device::runsConcurrently).
-  std::mutex mutex;
-};
-
 static thread_local std::string lastError;
 
-static specrt_status fail(specrt_status status, std::string message) {
+specrt_status specrt::fail(specrt_status status, std::string message) {
   lastError = std::move(message);
   return status;
 }

@@ -28,14 +28,17 @@
  * (float32, 2 x layers x B x kv_heads x capacity x head_dim, zeroed) and
  * the entries update in place:
  *
- *   int64_t prefill(memref6 *cache, int64_t slot, specrt_memref_i64 *prompt);
- *   void round(specrt_memref_i64 *next, memref6 *cache, int64_t first_slot,
- *              specrt_memref_i64 *lengths, specrt_memref_i64 *tokens);
+ *   int64_t prefill(specrt_memref_f32_6d *cache, int64_t slot,
+ *                   specrt_memref_i64 *prompt);
+ *   void round(specrt_memref_i64 *next, specrt_memref_f32_6d *cache,
+ *              int64_t first_slot, specrt_memref_i64 *lengths,
+ *              specrt_memref_i64 *tokens);
  *
  * prefill returns the prompt's first generated token (greedy); round takes
  * each sequence of slots [first_slot, first_slot + n) at its length with
  * its last token and writes their next tokens into `next` (allocated by the
- * compiled code). The runtime does not call them yet.
+ * compiled code, freed by the caller). The cache's shape is the manifest's
+ * decoder.batch_cache_shape.
  *
  * Compiled code calls back into the runtime for its buffers
  * (_mlir_memref_to_llvm_alloc / _free), strided copies (memrefCopy), the
@@ -90,6 +93,22 @@ typedef struct {
   int64_t size;
   int64_t stride;
 } specrt_memref_i64;
+
+/* A rank-6 float memref descriptor: a cache of sequence slots. */
+typedef struct {
+  float *allocated;
+  float *aligned;
+  int64_t offset;
+  int64_t sizes[6];
+  int64_t strides[6];
+} specrt_memref_f32_6d;
+
+typedef int64_t (*specrt_prefill_fn)(specrt_memref_f32_6d *cache,
+                                     int64_t slot, specrt_memref_i64 *prompt);
+typedef void (*specrt_round_fn)(specrt_memref_i64 *next,
+                                specrt_memref_f32_6d *cache,
+                                int64_t first_slot, specrt_memref_i64 *lengths,
+                                specrt_memref_i64 *tokens);
 
 /* What an entry point returns: the sequence buffer (prompt, then generated
  * tokens), the sequence's length, how many target forwards ran, how many

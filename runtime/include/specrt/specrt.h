@@ -204,6 +204,53 @@ SPECRT_API specrt_status specrt_detokenize(const specrt_model *model,
                                            char *text, size_t capacity,
                                            size_t *length);
 
+/* Batched rounds: many sequences share each target forward (an artifact
+ * compiled with `specc --max-batch B`; greedy, the target alone, CPU). A
+ * batch holds B slots in one cache; a sequence joins a free slot with its
+ * prompt's prefill, and each step gives every active sequence its next
+ * token in one forward per run of consecutive active slots. A sequence's
+ * tokens are its greedy tokens alone, whatever else is in the batch. One
+ * thread drives a batch (add, step, remove); different batches may run on
+ * different threads.
+ *
+ *   specrt_batch *batch;
+ *   specrt_batch_open(model, &batch);
+ *   specrt_batch_add(batch, prompt, prompt_length, &slot, &first_token);
+ *   specrt_batch_step(batch, slots, tokens, &count); // slots[i]: tokens[i]
+ *   specrt_batch_remove(batch, slot);
+ *   specrt_batch_close(batch);
+ */
+typedef struct specrt_batch specrt_batch;
+
+/* SPECRT_ERROR_UNSUPPORTED for an artifact without batched rounds. */
+SPECRT_API specrt_status specrt_batch_open(specrt_model *model,
+                                           specrt_batch **batch);
+SPECRT_API void specrt_batch_close(specrt_batch *batch);
+/* The slots (the artifact's max_batch) and how many hold a sequence. */
+SPECRT_API size_t specrt_batch_slots(const specrt_batch *batch);
+SPECRT_API size_t specrt_batch_active(const specrt_batch *batch);
+
+/* Starts a sequence in a free slot: prefills `prompt` and returns the slot
+ * and the first generated token. SPECRT_ERROR_INVALID_ARGUMENT when no slot
+ * is free, or the prompt is empty, does not fit the context or holds an id
+ * outside the vocabulary. */
+SPECRT_API specrt_status specrt_batch_add(specrt_batch *batch,
+                                          const int64_t *prompt,
+                                          size_t length, int64_t *slot,
+                                          int64_t *first_token);
+
+/* One round: each active sequence whose context has room for its last
+ * token gets its next one: slots[i] got tokens[i] for i < *count (both
+ * arrays hold specrt_batch_slots entries), in slot order. A sequence whose
+ * context is full is not advanced; remove it. */
+SPECRT_API specrt_status specrt_batch_step(specrt_batch *batch,
+                                           int64_t *slots, int64_t *tokens,
+                                           size_t *count);
+
+/* Ends the sequence in `slot`, which becomes free. */
+SPECRT_API specrt_status specrt_batch_remove(specrt_batch *batch,
+                                             int64_t slot);
+
 #ifdef __cplusplus
 }
 #endif

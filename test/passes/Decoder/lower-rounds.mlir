@@ -50,10 +50,10 @@ spec.decoder @decoder target(@target) proposer(#spec.none) verify(#spec.greedy) 
 // among their results; bufferized, the steps write the caller's cache in
 // place.
 // CHECK-LABEL: func.func @decoder_prefill(
-// CHECK-SAME: %[[CACHE:[^:]*]]: !spec.kv_cache<2x4x2x64x8xf32>, %[[SLOT:[^:]*]]: index, %[[PROMPT:[^:]*]]: tensor<?xi64>) -> i64 attributes {llvm.emit_c_interface}
+// CHECK-SAME: %[[CACHE:[^:]*]]: !spec.kv_cache<2x4x2x64x8xf32>, %[[SLOT:[^:]*]]: index, %[[PROMPT:[^:]*]]: tensor<?xi64>) -> i64 attributes {llvm.emit_c_interface, spec.slot_cache_shape = array<i64: 2, 2, 4, 2, 64, 8>}
 // CHECK-NEXT: %[[STEP:.*]]:2 = call @decoder_prefill_step(%[[CACHE]], %[[SLOT]], %[[PROMPT]])
 // CHECK-NEXT: return %[[STEP]]#0 : i64
 // CHECK-LABEL: func.func @decoder_round(
-// CHECK-SAME: -> tensor<?xi64> attributes {llvm.emit_c_interface}
+// CHECK-SAME: -> tensor<?xi64> attributes {llvm.emit_c_interface, spec.slot_cache_shape = array<i64: 2, 2, 4, 2, 64, 8>}
 // CHECK-NEXT: %[[STEP:.*]]:2 = call @decoder_round_step(
 // CHECK-NEXT: return %[[STEP]]#0 : tensor<?xi64>

@@ -1,0 +1,127 @@
+//===- batch_rounds.cpp - tokens/s of batched rounds against one sequence -===//
+//
+// An artifact compiled with `specc --max-batch B`, run through the runtime:
+// for batches of 1, 2, 4, ... B sequences (each added with the same short
+// prompt), `--steps` rounds of specrt_batch_step, and the aggregate tokens
+// per second, next to specrt_generate's single-sequence target-only
+// decoding of as many tokens. Each configuration runs `--repeats` times in
+// turn and keeps its fastest run (this machine is shared and noisy).
+//
+// Usage: bench-batch-rounds model.spec [--steps 64] [--repeats 5] [--threads 1]
+//
+//===----------------------------------------------------------------------===//
+
+#include "specrt/specrt.h"
+
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <string>
+#include <vector>
+
+namespace {
+using Clock = std::chrono::steady_clock;
+
+double seconds(Clock::time_point start) {
+  return std::chrono::duration<double>(Clock::now() - start).count();
+}
+
+const std::vector<int64_t> kPrompt = {256, 'd', 'e', 'f', ' ', 'f', '('};
+
+/// Seconds for `steps` rounds of `count` sequences.
+double timeBatch(specrt_model *model, size_t count, int64_t steps) {
+  specrt_batch *batch = nullptr;
+  if (specrt_batch_open(model, &batch) != SPECRT_OK) {
+    std::fprintf(stderr, "%s\n", specrt_last_error());
+    std::exit(1);
+  }
+  for (size_t i = 0; i < count; ++i) {
+    int64_t slot, first;
+    specrt_batch_add(batch, kPrompt.data(), kPrompt.size(), &slot, &first);
+  }
+  std::vector<int64_t> slots(specrt_batch_slots(batch)), tokens(slots.size());
+  size_t stepped = 0;
+  auto start = Clock::now();
+  for (int64_t s = 0; s < steps; ++s)
+    specrt_batch_step(batch, slots.data(), tokens.data(), &stepped);
+  double elapsed = seconds(start);
+  specrt_batch_close(batch);
+  return elapsed;
+}
+
+/// Seconds for specrt_generate to decode `steps` tokens of one sequence
+/// (the prefill excluded: its time is measured alone and subtracted).
+double timeAlone(specrt_model *model, int64_t steps) {
+  auto run = [&](int64_t tokens) {
+    specrt_generate_options options;
+    specrt_generate_options_init(&options);
+    options.max_new_tokens = tokens;
+    options.stop_tokens = nullptr;
+    specrt_result result;
+    auto start = Clock::now();
+    specrt_generate(model, kPrompt.data(), kPrompt.size(), &options, &result);
+    double elapsed = seconds(start);
+    specrt_result_free(&result);
+    return elapsed;
+  };
+  return run(steps + 1) - run(1);
+}
+} // namespace
+
+int main(int argc, char **argv) {
+  if (argc < 2) {
+    std::fprintf(stderr,
+                 "usage: %s model.spec [--steps N] [--repeats N] [--threads N]\n",
+                 argv[0]);
+    return 2;
+  }
+  int64_t steps = 64, repeats = 5;
+  int threads = 1;
+  for (int i = 2; i + 1 < argc; i += 2) {
+    if (!std::strcmp(argv[i], "--steps"))
+      steps = std::atoll(argv[i + 1]);
+    else if (!std::strcmp(argv[i], "--repeats"))
+      repeats = std::atoll(argv[i + 1]);
+    else if (!std::strcmp(argv[i], "--threads"))
+      threads = std::atoi(argv[i + 1]);
+  }
+  specrt_open_options options;
+  specrt_open_options_init(&options);
+  options.threads = threads;
+  specrt_model *model = nullptr;
+  if (specrt_open(argv[1], &options, &model) != SPECRT_OK) {
+    std::fprintf(stderr, "%s\n", specrt_last_error());
+    return 1;
+  }
+  specrt_batch *probe = nullptr;
+  if (specrt_batch_open(model, &probe) != SPECRT_OK) {
+    std::fprintf(stderr, "%s\n", specrt_last_error());
+    return 1;
+  }
+  size_t slots = specrt_batch_slots(probe);
+  specrt_batch_close(probe);
+  std::vector<size_t> counts;
+  for (size_t n = 1; n <= slots; n *= 2)
+    counts.push_back(n);
+  std::vector<double> best(counts.size(), 1e30);
+  double alone = 1e30;
+  for (int64_t r = 0; r < repeats; ++r) {
+    alone = std::min(alone, timeAlone(model, steps));
+    for (size_t i = 0; i < counts.size(); ++i)
+      best[i] = std::min(best[i], timeBatch(model, counts[i], steps));
+  }
+  double aloneRate = steps / alone;
+  std::printf("%s: %lld steps, fastest of %lld, %d thread(s)\n", argv[1],
+              static_cast<long long>(steps), static_cast<long long>(repeats),
+              threads);
+  std::printf("one sequence, specrt_generate: %.0f tokens/s\n", aloneRate);
+  std::printf("%9s %12s %10s\n", "sequences", "tokens/s", "vs alone");
+  for (size_t i = 0; i < counts.size(); ++i) {
+    double rate = counts[i] * steps / best[i];
+    std::printf("%9zu %12.0f %9.2fx\n", counts[i], rate, rate / aloneRate);
+  }
+  specrt_close(model);
+  return 0;
+}
