@@ -6,13 +6,15 @@
                               [--json out.json] [--plot out.png]
 
 For each mode (off: spec-serve --no-speculation; fixed: the artifact's own
-speculation length) it starts spec-serve on a free port and, for each
+speculation length; batched: spec-serve --batch, the artifact's batched
+rounds of the target alone) it starts spec-serve on a free port and, for each
 concurrency C, runs C clients that each send streamed completions one after
 another (a closed loop) for --seconds, then waits for the ones in flight.
 It reports aggregate tokens/s, time to first token and time per output
 token after the first (p50/p99 over requests), the gaps between streamed
 chunks (p99), and tokens per target forward (from /metrics). Without
---artifact it compiles the example draft decoder (specc's gamma).
+--artifact it compiles the example draft decoder (specc's gamma) with
+batched rounds over 8 slots (specc --max-batch 8).
 """
 
 import argparse
@@ -161,12 +163,13 @@ def plot(results, path):
 
 
 def example_artifact(build):
-    """The example draft decoder (gamma from the cost model), compiled."""
+    """The example draft decoder (gamma from the cost model) with batched
+    rounds over 8 slots, compiled."""
     artifact = os.path.join(build, "bench", "serve-draft.spec")
     os.makedirs(os.path.dirname(artifact), exist_ok=True)
     subprocess.run([os.path.join(BIN, "specc"), os.path.join(ROOT, "models", "target.onnx"),
                     "--draft", os.path.join(ROOT, "models", "draft.onnx"),
-                    "--acceptance-rate", "0.8", "-o", artifact],
+                    "--acceptance-rate", "0.8", "--max-batch", "8", "-o", artifact],
                    check=True, stderr=subprocess.DEVNULL)
     return artifact
 
@@ -187,7 +190,7 @@ def main():
     artifact = args.artifact or example_artifact(args.build)
     results = {}
     for mode in args.modes.split(","):
-        extra = {"off": ["--no-speculation"], "fixed": []}[mode]
+        extra = {"off": ["--no-speculation"], "fixed": [], "batched": ["--batch"]}[mode]
         server = Server(artifact, extra)
         results[mode] = []
         for concurrency in [int(c) for c in args.concurrency.split(",")]:
@@ -200,10 +203,12 @@ def main():
                       point["tpot_p50"] * 1e3, point["tpot_p99"] * 1e3,
                       point["tokens_per_target_forward"], point["requests"]), flush=True)
         server.stop()
-    if len(results) == 2 and "off" in results and "fixed" in results:
-        for off, fixed in zip(results["off"], results["fixed"]):
-            print("c=%-3d speculation/off throughput %.2fx" % (
-                off["concurrency"], fixed["tokens_per_second"] / off["tokens_per_second"]))
+    for mode, label in (("fixed", "speculation"), ("batched", "batched")):
+        if "off" in results and mode in results:
+            for off, other in zip(results["off"], results[mode]):
+                print("c=%-3d %s/off throughput %.2fx" % (
+                    off["concurrency"], label,
+                    other["tokens_per_second"] / off["tokens_per_second"]))
     if args.json:
         with open(args.json, "w") as f:
             json.dump(results, f, indent=2)

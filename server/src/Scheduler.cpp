@@ -9,6 +9,10 @@ using namespace specserve;
 Scheduler::Scheduler(specrt_model *model, SchedulerOptions options,
                      Metrics &metrics)
     : model_(model), options_(options), metrics_(metrics) {
+  if (options_.batched) {
+    slots_.emplace_back([this] { runBatch(); });
+    return;
+  }
   for (size_t i = 0; i < std::max<size_t>(1, options_.slots); ++i)
     slots_.emplace_back([this] { runSlot(); });
 }
@@ -56,7 +60,8 @@ bool Scheduler::drain(Clock::time_point deadline) {
 
 SchedulerGauges Scheduler::gauges() const {
   std::lock_guard<std::mutex> lock(mutex_);
-  return {queue_.size(), active_.size(), slots_.size(),
+  return {queue_.size(), active_.size(),
+          options_.batched ? options_.slots : slots_.size(),
           options_.queueCapacity};
 }
 

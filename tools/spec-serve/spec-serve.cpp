@@ -48,6 +48,10 @@ const char *kUsage =
     "  --model-name NAME      the model's name in the API (default: the\n"
     "                         artifact's folder name without .spec)\n"
     "  --no-speculation       decode with the target alone\n"
+    "  --batch                batched rounds (an artifact compiled with specc\n"
+    "                         --max-batch B): one thread gives every active\n"
+    "                         sequence its next token in one forward, B at\n"
+    "                         once; greedy, the target alone\n"
     "  --threads N            CPU threads for the compiled code's parallel\n"
     "                         loops (default 1: a server shares its cores)\n"
     "  --device cpu|cuda      the device (default: the artifact's)\n"
@@ -62,6 +66,7 @@ struct Options {
   size_t slots = 0; // 0: by device
   int threads = 1;
   bool speculative = true;
+  bool batched = false;
   specrt_device_kind device = SPECRT_DEVICE_ARTIFACT;
   double shutdownSeconds = 30;
   int64_t tokenDelayUs = 0; // --debug-token-delay-us, for tests
@@ -146,6 +151,8 @@ int parseOptions(int argc, char **argv, Options &o) {
       o.modelName = text;
     } else if (arg == "--no-speculation") {
       o.speculative = false;
+    } else if (arg == "--batch") {
+      o.batched = true;
     } else if (arg == "--device") {
       if (!value(text))
         return usageError("--device needs cpu or cuda");
@@ -167,6 +174,9 @@ int parseOptions(int argc, char **argv, Options &o) {
   }
   if (o.model.empty())
     return usageError("give the artifact to serve (specc -o MODEL.spec)");
+  if (o.batched && o.slots)
+    return usageError("--batch serves the artifact's batch of slots "
+                      "(specc --max-batch); drop --slots");
   if (o.modelName.empty())
     o.modelName = defaultModelName(o.model);
   return -1;
@@ -181,8 +191,9 @@ SchedulerOptions schedulingOf(const Options &o, specrt_model *model) {
                          ? 1 // runs take turns on the GPU
                          : std::max(1u, std::thread::hardware_concurrency());
   scheduling.queueCapacity = o.queue;
-  scheduling.speculative = o.speculative;
+  scheduling.speculative = o.speculative && !o.batched;
   scheduling.tokenDelay = std::chrono::microseconds(o.tokenDelayUs);
+  scheduling.batched = o.batched;
   return scheduling;
 }
 
@@ -212,6 +223,18 @@ specrt_model *openArtifact(const Options &o, HttpServer &server) {
     return nullptr;
   }
   SchedulerOptions scheduling = schedulingOf(o, model);
+  if (o.batched) {
+    specrt_batch *batch = nullptr;
+    if (specrt_batch_open(model, &batch) != SPECRT_OK) {
+      std::fprintf(stderr, "spec-serve: error: --batch: %s\n",
+                   specrt_last_error());
+      specrt_close(model);
+      server.stop();
+      return nullptr;
+    }
+    scheduling.slots = specrt_batch_slots(batch);
+    specrt_batch_close(batch);
+  }
   server.setReady(model, limitsOf(model, o.modelName), scheduling);
   std::printf("spec-serve: serving %s as '%s' (%zu slots)\n", o.model.c_str(),
               o.modelName.c_str(), scheduling.slots);

@@ -1,12 +1,13 @@
 //===- Scheduler.h - the thread that runs the decode loops -------*- C++ -*-===//
 //
 // Part of spec-serve. Connection threads submit sequences to a bounded
-// queue; slot threads take them in arrival order and drive the runtime. A
-// slot is one specrt_generate call on its own thread: the compiled loop
-// decodes one sequence at a time, so sequences run side by side, each
-// reading the weights itself, rather than in batched rounds (docs/serving.md
-// says what batched rounds would change); the queue, admission, streaming
-// and cancellation stay as they are.
+// queue; the scheduler takes them in arrival order and drives the runtime,
+// in one of two ways. Slots: each sequence is one specrt_generate call on a
+// slot thread of its own (the speculative decode loop; sequences run side
+// by side, each reading the weights itself). Batched: one thread runs
+// rounds of the artifact's batched target (specrt_batch_*), every active
+// sequence's next token in one forward; sequences join and leave between
+// rounds. The queue, admission, streaming and cancellation are the same.
 //
 //===----------------------------------------------------------------------===//
 
@@ -38,6 +39,9 @@ struct SchedulerOptions {
   /// For tests: sleep this long after each committed token, so that a
   /// generation of the small example models lasts long enough to cancel.
   std::chrono::microseconds tokenDelay{0};
+  /// Batched rounds (the artifact's, specc --max-batch): one thread, `slots`
+  /// the batch's slots; greedy, the target alone.
+  bool batched = false;
 };
 
 class Scheduler {
@@ -60,6 +64,12 @@ public:
 private:
   void runSlot();
   void generate(Sequence &sequence);
+  void runBatch();
+  /// The batch thread's admissions: up to `free` sequences from the queue,
+  /// now active (under the lock).
+  std::vector<std::shared_ptr<Sequence>> admit(size_t free);
+  /// Ends what finished in a round (under the lock).
+  void retire(const std::vector<std::shared_ptr<Sequence>> &finished);
 
   specrt_model *model_;
   const SchedulerOptions options_;

@@ -294,6 +294,13 @@ def run(server, args):
     elif args.check == "cancel":
         check_cancel(server)
         check_queue(server)
+    elif args.check == "batched":
+        check_api(server, json.load(open(args.reference)))
+        check_concurrent(server)
+        status, text = server.get("/metrics")
+        print("slots: %s" % re.search(r"^specula_slots (\S+)", text, re.M).group(1))
+    elif args.check == "batched-cancel":
+        check_cancel(server)
     if args.check == "sigterm":
         sys.stderr.write(check_sigterm(server))
     else:
