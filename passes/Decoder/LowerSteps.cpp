@@ -573,6 +573,21 @@ static LayerSlice layerSlice(OpBuilder &b, KVCacheType cache, CachePart part,
   return slice;
 }
 
+/// Replaces a cache read by the view `slice` of the lowered `cache`, cast to
+/// the read's type.
+static void replaceWithSlice(ConversionPatternRewriter &rewriter,
+                             Operation *read, Value cache,
+                             const LayerSlice &slice) {
+  Location loc = read->getLoc();
+  Value view = tensor::ExtractSliceOp::create(rewriter, loc, slice.rowType,
+                                              cache, slice.offsets,
+                                              slice.sizes, slice.strides);
+  Type type = read->getResult(0).getType();
+  if (view.getType() != type)
+    view = tensor::CastOp::create(rewriter, loc, type, view);
+  rewriter.replaceOp(read, view);
+}
+
 namespace {
 struct LowerAlloc : OpConversionPattern<CacheAllocOp> {
   using OpConversionPattern::OpConversionPattern;
@@ -617,16 +632,11 @@ struct LowerRead : OpConversionPattern<CacheReadOp> {
   LogicalResult
   matchAndRewrite(CacheReadOp op, OpAdaptor adaptor,
                   ConversionPatternRewriter &rewriter) const override {
-    Location loc = op.getLoc();
-    LayerSlice layer = layerSlice(rewriter, op.getCache().getType(),
-                                  op.getPart(), op.getLayer(),
-                                  rewriter.getIndexAttr(0), adaptor.getLength());
-    Value slice = tensor::ExtractSliceOp::create(
-        rewriter, loc, layer.rowType, adaptor.getCache(), layer.offsets,
-        layer.sizes, layer.strides);
-    if (slice.getType() != op.getType())
-      slice = tensor::CastOp::create(rewriter, loc, op.getType(), slice);
-    rewriter.replaceOp(op, slice);
+    replaceWithSlice(rewriter, op, adaptor.getCache(),
+                     layerSlice(rewriter, op.getCache().getType(),
+                                op.getPart(), op.getLayer(),
+                                rewriter.getIndexAttr(0),
+                                adaptor.getLength()));
     return success();
   }
 };
@@ -708,17 +718,11 @@ struct LowerReadSlots : OpConversionPattern<CacheReadSlotsOp> {
   LogicalResult
   matchAndRewrite(CacheReadSlotsOp op, OpAdaptor adaptor,
                   ConversionPatternRewriter &rewriter) const override {
-    Location loc = op.getLoc();
-    LayerSlice layer = slotsSlice(
-        rewriter, op.getCache().getType(), op.getPart(), op.getLayer(),
-        adaptor.getFirstSlot(), adaptor.getCount(), rewriter.getIndexAttr(0),
-        adaptor.getLength());
-    Value slice = tensor::ExtractSliceOp::create(
-        rewriter, loc, layer.rowType, adaptor.getCache(), layer.offsets,
-        layer.sizes, layer.strides);
-    if (slice.getType() != op.getType())
-      slice = tensor::CastOp::create(rewriter, loc, op.getType(), slice);
-    rewriter.replaceOp(op, slice);
+    replaceWithSlice(rewriter, op, adaptor.getCache(),
+                     slotsSlice(rewriter, op.getCache().getType(),
+                                op.getPart(), op.getLayer(),
+                                adaptor.getFirstSlot(), adaptor.getCount(),
+                                rewriter.getIndexAttr(0), adaptor.getLength()));
     return success();
   }
 };
