@@ -2,10 +2,11 @@
 //
 // An artifact compiled with `specc --max-batch B`, run through the runtime:
 // for batches of 1, 2, 4, ... B sequences (each added with the same short
-// prompt), `--steps` rounds of specrt_batch_step, and the aggregate tokens
+// prompt), `--steps` rounds of specrt_batch_step that never speculate and,
+// with a draft, that always do and that adapt, and the aggregate tokens
 // per second, next to specrt_generate's single-sequence target-only
-// decoding of as many tokens. Each configuration runs `--repeats` times in
-// turn and keeps its fastest run (this machine is shared and noisy).
+// decoding. Each configuration runs `--repeats` times in turn and keeps
+// its fastest run (this machine is shared and noisy).
 //
 // Usage: bench-batch-rounds model.spec [--steps 64] [--repeats 5] [--threads 1]
 //
@@ -30,25 +31,30 @@ double seconds(Clock::time_point start) {
 
 const std::vector<int64_t> kPrompt = {256, 'd', 'e', 'f', ' ', 'f', '('};
 
-/// Seconds for `steps` rounds of `count` sequences.
-double timeBatch(specrt_model *model, size_t count, int64_t steps) {
+/// Tokens per second of `steps` rounds of `count` sequences.
+double batchRate(specrt_model *model, size_t count, int64_t steps,
+                 specrt_speculation speculation) {
   specrt_batch *batch = nullptr;
   if (specrt_batch_open(model, &batch) != SPECRT_OK) {
     std::fprintf(stderr, "%s\n", specrt_last_error());
     std::exit(1);
   }
+  specrt_batch_set_speculation(batch, speculation);
   for (size_t i = 0; i < count; ++i) {
     int64_t slot, first;
     specrt_batch_add(batch, kPrompt.data(), kPrompt.size(), &slot, &first);
   }
-  std::vector<int64_t> slots(specrt_batch_slots(batch)), tokens(slots.size());
-  size_t stepped = 0;
+  std::vector<int64_t> slots(specrt_batch_step_capacity(batch)),
+      tokens(slots.size());
+  size_t stepped = 0, total = 0;
   auto start = Clock::now();
-  for (int64_t s = 0; s < steps; ++s)
+  for (int64_t s = 0; s < steps; ++s) {
     specrt_batch_step(batch, slots.data(), tokens.data(), &stepped);
+    total += stepped;
+  }
   double elapsed = seconds(start);
   specrt_batch_close(batch);
-  return elapsed;
+  return total / elapsed;
 }
 
 /// Seconds for specrt_generate to decode `steps` tokens of one sequence
@@ -101,26 +107,41 @@ int main(int argc, char **argv) {
     return 1;
   }
   size_t slots = specrt_batch_slots(probe);
+  bool drafts = specrt_batch_step_capacity(probe) > slots;
   specrt_batch_close(probe);
   std::vector<size_t> counts;
   for (size_t n = 1; n <= slots; n *= 2)
     counts.push_back(n);
-  std::vector<double> best(counts.size(), 1e30);
+  std::vector<specrt_speculation> modes{SPECRT_SPECULATE_NEVER};
+  if (drafts)
+    modes.insert(modes.end(),
+                 {SPECRT_SPECULATE_ALWAYS, SPECRT_SPECULATE_ADAPTIVE});
+  std::vector<std::vector<double>> best(
+      counts.size(), std::vector<double>(modes.size(), 0));
   double alone = 1e30;
   for (int64_t r = 0; r < repeats; ++r) {
     alone = std::min(alone, timeAlone(model, steps));
     for (size_t i = 0; i < counts.size(); ++i)
-      best[i] = std::min(best[i], timeBatch(model, counts[i], steps));
+      for (size_t m = 0; m < modes.size(); ++m)
+        best[i][m] = std::max(best[i][m],
+                              batchRate(model, counts[i], steps, modes[m]));
   }
   double aloneRate = steps / alone;
   std::printf("%s: %lld steps, fastest of %lld, %d thread(s)\n", argv[1],
               static_cast<long long>(steps), static_cast<long long>(repeats),
               threads);
-  std::printf("one sequence, specrt_generate: %.0f tokens/s\n", aloneRate);
-  std::printf("%9s %12s %10s\n", "sequences", "tokens/s", "vs alone");
+  std::printf("one sequence, specrt_generate, target alone: %.0f tokens/s\n",
+              aloneRate);
+  const char *names[] = {"adaptive", "never", "always"};
+  std::printf("%9s", "sequences");
+  for (specrt_speculation mode : modes)
+    std::printf(" %10s %6s", names[mode], "x");
+  std::printf("\n");
   for (size_t i = 0; i < counts.size(); ++i) {
-    double rate = counts[i] * steps / best[i];
-    std::printf("%9zu %12.0f %9.2fx\n", counts[i], rate, rate / aloneRate);
+    std::printf("%9zu", counts[i]);
+    for (double rate : best[i])
+      std::printf(" %10.0f %5.2fx", rate, rate / aloneRate);
+    std::printf("\n");
   }
   specrt_close(model);
   return 0;

@@ -78,6 +78,10 @@ def Spec_Dialect : Dialect {
     /// (spec-slot-target), which spec-lower-rounds builds rounds on.
     static constexpr ::llvm::StringLiteral kSlotTargetAttrName =
         "spec.slot_target";
+    /// Discardable attribute of a spec.decoder with a draft: the draft's
+    /// batched twin (spec-slot-target), which proposes in batched rounds.
+    static constexpr ::llvm::StringLiteral kSlotDraftAttrName =
+        "spec.slot_draft";
     /// Discardable attribute of a batched round's entry points: the shape of
     /// the cache of slots the caller passes (2 x layers x slots x kv_heads x
     /// capacity x head_dim). It survives the lowering to LLVM, where the

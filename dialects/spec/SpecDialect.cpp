@@ -40,7 +40,7 @@ LogicalResult SpecDialect::verifyOperationAttribute(Operation *op,
                              << "' is six positive sizes on a function";
     return success();
   }
-  if (name == kSlotTargetAttrName) {
+  if (name == kSlotTargetAttrName || name == kSlotDraftAttrName) {
     if (!isa<FlatSymbolRefAttr>(attr.getValue()) || !isa<DecoderOp>(op))
       return op->emitError() << "'" << name
                              << "' names a function (@symbol) on a "
@@ -55,7 +55,8 @@ LogicalResult SpecDialect::verifyOperationAttribute(Operation *op,
                            << kConfigAttrName << "', '" << kFusedFromAttrName
                            << "', '" << kContextCapacityAttrName << "', '"
                            << kSlotsAttrName << "', '" << kSlotTargetAttrName
-                           << "', '" << kSlotCacheShapeAttrName << "', '"
+                           << "', '" << kSlotDraftAttrName << "', '"
+                           << kSlotCacheShapeAttrName << "', '"
                            << kColumnTilesAttrName << "' or '"
                            << kRowTilesAttrName << "'";
   if (!isa<FunctionOpInterface>(op))

@@ -309,6 +309,53 @@ LogicalResult specula::compileToLLVM(ModuleOp module,
   return success(!cuda || succeeded(checkKernelsLinked(module)));
 }
 
+/// The shape of the cache of slots whose entry @`name` takes first.
+static FailureOr<llvm::json::Array> slotCacheShape(ModuleOp module,
+                                                   StringRef name) {
+  auto shape = module.lookupSymbol<LLVM::LLVMFuncOp>(name)
+                   ->getAttrOfType<DenseI64ArrayAttr>(
+                       SpecDialect::kSlotCacheShapeAttrName);
+  if (!shape)
+    return module.emitError() << "@" << name << " has no "
+                              << SpecDialect::kSlotCacheShapeAttrName;
+  return llvm::json::Array(llvm::to_vector(shape.asArrayRef()));
+}
+
+/// Batched rounds (spec-lower-rounds) over a cache of max_batch slots: the
+/// entries, and their caches' shapes in the manifest's decoder section.
+/// The draft's entries are there when the decoder has a draft.
+static LogicalResult describeRounds(ModuleOp module,
+                                    const ArtifactOptions &options,
+                                    llvm::json::Object &entryPoints,
+                                    llvm::json::Object &decoder) {
+  auto entry = [&](StringRef kind) {
+    return options.decoder + "_" + kind.str();
+  };
+  bool drafts = module.lookupSymbol<LLVM::LLVMFuncOp>(entry("spec_round"));
+  SmallVector<StringRef> kinds{"prefill", "round"};
+  if (drafts)
+    kinds.append({"draft_prefill", "spec_round"});
+  for (StringRef kind : kinds) {
+    if (!module.lookupSymbol<LLVM::LLVMFuncOp>(entry(kind)))
+      return module.emitError() << "the pipeline produced no batched "
+                                << kind << " @" << entry(kind);
+    entryPoints[kind] = "_mlir_ciface_" + entry(kind);
+  }
+  FailureOr<llvm::json::Array> shape = slotCacheShape(module, entry("round"));
+  if (failed(shape))
+    return failure();
+  decoder["max_batch"] = static_cast<int64_t>(options.cpuPipeline.maxBatch);
+  decoder["batch_cache_shape"] = std::move(*shape);
+  if (!drafts)
+    return success();
+  FailureOr<llvm::json::Array> draftShape =
+      slotCacheShape(module, entry("draft_prefill"));
+  if (failed(draftShape))
+    return failure();
+  decoder["batch_draft_cache_shape"] = std::move(*draftShape);
+  return success();
+}
+
 /// What the compiled code is (SPECRT_FACTS_SYMBOL; the manifest repeats it,
 /// and the runtime refuses a manifest that disagrees): `description`, the
 /// target, the decode loops' entry points and the weights file. The decode
@@ -350,28 +397,10 @@ describeCompiledCode(ModuleOp module, const ArtifactOptions &options,
   llvm::json::Object entryPoints{
       {"generate", "_mlir_ciface_" + entryNames[0]},
       {"target_only", "_mlir_ciface_" + entryNames[1]}};
-  if (options.cpuPipeline.maxBatch > 1 && !cuda) {
-    // Batched rounds (spec-lower-rounds) over a cache of max_batch slots.
-    for (StringRef entry : {"prefill", "round"}) {
-      std::string name = options.decoder + "_" + entry.str();
-      if (!module.lookupSymbol<LLVM::LLVMFuncOp>(name))
-        return module.emitError() << "the pipeline produced no batched "
-                                  << entry << " @" << name;
-      entryPoints[entry] = "_mlir_ciface_" + name;
-    }
-    auto shape = module
-                     .lookupSymbol<LLVM::LLVMFuncOp>(options.decoder +
-                                                     "_round")
-                     ->getAttrOfType<DenseI64ArrayAttr>(
-                         SpecDialect::kSlotCacheShapeAttrName);
-    if (!shape)
-      return module.emitError() << "@" << options.decoder << "_round has no "
-                                << SpecDialect::kSlotCacheShapeAttrName;
-    llvm::json::Object &decoder = *description["decoder"].getAsObject();
-    decoder["max_batch"] = static_cast<int64_t>(options.cpuPipeline.maxBatch);
-    decoder["batch_cache_shape"] =
-        llvm::json::Array(llvm::to_vector(shape.asArrayRef()));
-  }
+  if (options.cpuPipeline.maxBatch > 1 && !cuda &&
+      failed(describeRounds(module, options, entryPoints,
+                            *description["decoder"].getAsObject())))
+    return failure();
   llvm::json::Object facts{
       {"abi", SPECRT_ARTIFACT_ABI},
       {"target", std::move(target)},

@@ -17,6 +17,7 @@
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/Dialect/LLVMIR/LLVMDialect.h"
 #include "mlir/Dialect/Linalg/IR/Linalg.h"
+#include "mlir/Dialect/SCF/IR/SCF.h"
 #include "mlir/Dialect/Tensor/IR/Tensor.h"
 #include "mlir/IR/BuiltinOps.h"
 #include "mlir/IR/ImplicitLocOpBuilder.h"
@@ -32,50 +33,71 @@ using namespace specula;
 using namespace specula::spec;
 
 namespace {
-/// Where the batched target takes and returns what a round passes.
-struct SlotTarget {
-  func::FuncOp func;
+/// Where a batched model (the target's or the draft's twin) takes and
+/// returns what a round passes.
+struct SlotModel {
+  /// Mutable: FuncOp's accessors are not const.
+  mutable func::FuncOp func;
   unsigned tokens, positions, cache, firstSlot, lengths;
   unsigned logits, cacheResult;
   KVCacheType cacheType;
   int64_t vocab;
+  bool isTarget;
 };
 
-/// Builds one decoder's prefill and round.
+/// A batched model's logits and updated cache.
+struct Forward {
+  Value logits, cache;
+};
+
+/// Builds one decoder's prefills and rounds.
 class RoundBuilder {
 public:
-  RoundBuilder(SlotTarget target, Location loc)
-      : target(target), loc(loc), context(loc.getContext()) {}
-  void buildPrefill(ImplicitLocOpBuilder &b, func::FuncOp func);
+  RoundBuilder(SlotModel target, std::optional<SlotModel> draft, Location loc)
+      : target(target), draft(draft), loc(loc), context(loc.getContext()) {}
+  void buildPrefill(ImplicitLocOpBuilder &b, func::FuncOp func,
+                    const SlotModel &model);
   void buildRound(ImplicitLocOpBuilder &b, func::FuncOp func);
+  void buildSpecRound(ImplicitLocOpBuilder &b, func::FuncOp func,
+                      int64_t gamma);
 
 private:
   Value toRows(ImplicitLocOpBuilder &b, Value values, Value rows,
                Value columns, Type type);
-  Value positions(ImplicitLocOpBuilder &b, Value count, Type type);
-  func::ReturnOp forwardAndPick(ImplicitLocOpBuilder &b, Value ids,
-                                Value rowPositions, Value cache, Value first,
-                                Value lengths, Value rows, Value row,
-                                bool oneToken);
+  Value span(ImplicitLocOpBuilder &b, Value start, Value count, Type type);
+  Value positions(ImplicitLocOpBuilder &b, Value past, int64_t offset,
+                  int64_t count, Type type);
+  Value pastLengths(ImplicitLocOpBuilder &b, Value lengths, int64_t offset);
+  Value columns(ImplicitLocOpBuilder &b, ValueRange tokens, Type type);
+  Forward forward(ImplicitLocOpBuilder &b, const SlotModel &model, Value ids,
+                  Value rowPositions, Value cache, Value first, Value lengths);
+  Value pick(ImplicitLocOpBuilder &b, const SlotModel &model, Value logits,
+             Value rows, OpFoldResult row);
+  Value pickAll(ImplicitLocOpBuilder &b, Value logits, Value rows,
+                int64_t columns);
+  Value acceptedCounts(ImplicitLocOpBuilder &b, ArrayRef<Value> proposals,
+                       Value picks, Value rows);
 
-  SlotTarget target;
+  SlotModel target;
+  std::optional<SlotModel> draft;
   Location loc;
   MLIRContext *context;
 };
 } // namespace
 
-static FailureOr<SlotTarget> analyzeSlotTarget(func::FuncOp func,
-                                               DecoderOp decoder) {
-  auto refuse = [&](const Twine &what) {
+static FailureOr<SlotModel> analyzeSlotModel(func::FuncOp func,
+                                             DecoderOp decoder,
+                                             StringRef what) {
+  auto refuse = [&](const Twine &problem) {
     return decoder.emitError() << "decoder @" << decoder.getSymName()
-                               << ": its batched target @"
-                               << func.getSymName() << " " << what;
+                               << ": its batched " << what << " @"
+                               << func.getSymName() << " " << problem;
   };
-  SlotTarget target;
-  target.func = func;
-  unsigned *argumentSlots[] = {&target.tokens, &target.positions,
-                               &target.cache, &target.firstSlot,
-                               &target.lengths};
+  SlotModel model;
+  model.func = func;
+  model.isTarget = what == "target";
+  unsigned *argumentSlots[] = {&model.tokens, &model.positions, &model.cache,
+                               &model.firstSlot, &model.lengths};
   IOKind argumentKinds[] = {IOKind::TokenIds, IOKind::PositionIds,
                             IOKind::KVCache, IOKind::FirstSlot,
                             IOKind::PastLengths};
@@ -93,16 +115,16 @@ static FailureOr<SlotTarget> analyzeSlotTarget(func::FuncOp func,
   std::optional<unsigned> cache = findResult(func, IOKind::KVCache);
   if (!logits || !cache)
     return refuse("does not return logits and its cache");
-  target.logits = *logits;
-  target.cacheResult = *cache;
-  target.cacheType = dyn_cast<KVCacheType>(func.getArgumentTypes()[target.cache]);
+  model.logits = *logits;
+  model.cacheResult = *cache;
+  model.cacheType = dyn_cast<KVCacheType>(func.getArgumentTypes()[model.cache]);
   auto logitsType = dyn_cast<RankedTensorType>(func.getResultTypes()[*logits]);
-  if (!target.cacheType || !target.cacheType.hasSlots() || !logitsType ||
+  if (!model.cacheType || !model.cacheType.hasSlots() || !logitsType ||
       logitsType.getRank() != 3 || logitsType.isDynamicDim(2))
     return refuse("has no cache of slots or no batch x rows x vocabulary "
                   "logits");
-  target.vocab = logitsType.getDimSize(2);
-  return target;
+  model.vocab = logitsType.getDimSize(2);
+  return model;
 }
 
 /// `values` (rows * columns of them) as a rows x columns tensor of `type`.
@@ -121,17 +143,44 @@ Value RoundBuilder::toRows(ImplicitLocOpBuilder &b, Value values, Value rows,
              : Value(tensor::CastOp::create(b, type, reshaped));
 }
 
-/// 0, 1, ..., count - 1 as 1 x count positions of `type`.
-Value RoundBuilder::positions(ImplicitLocOpBuilder &b, Value count,
-                              Type type) {
+/// Row b: past[b] + offset, ..., past[b] + offset + count - 1 (`past` has
+/// one entry per row), as a tensor of `type`.
+Value RoundBuilder::positions(ImplicitLocOpBuilder &b, Value past,
+                              int64_t offset, int64_t count, Type type) {
+  Value rows = tensor::DimOp::create(b, past, 0);
+  Value empty = tensor::EmptyOp::create(
+      b, ArrayRef<OpFoldResult>{rows, b.getIndexAttr(count)}, b.getI64Type());
+  MLIRContext *ctx = b.getContext();
+  AffineMap row = AffineMap::get(2, 0, {getAffineDimExpr(0, ctx)}, ctx);
+  auto generic = linalg::GenericOp::create(
+      b, empty.getType(), ValueRange{past}, ValueRange{empty},
+      ArrayRef<AffineMap>{row, b.getMultiDimIdentityMap(2)},
+      SmallVector<utils::IteratorType>(2, utils::IteratorType::parallel),
+      [&](OpBuilder &nb, Location l, ValueRange args) {
+        Value column = arith::IndexCastOp::create(
+            nb, l, nb.getI64Type(), linalg::IndexOp::create(nb, l, 1));
+        Value shift = arith::AddIOp::create(
+            nb, l, column,
+            arith::ConstantOp::create(nb, l, nb.getI64IntegerAttr(offset)));
+        linalg::YieldOp::create(
+            nb, l, ValueRange{arith::AddIOp::create(nb, l, args[0], shift)
+                                  .getResult()});
+      });
+  return tensor::CastOp::create(b, type, generic.getResult(0));
+}
+
+/// start, ..., start + count - 1 as 1 x count positions of `type`.
+Value RoundBuilder::span(ImplicitLocOpBuilder &b, Value start, Value count,
+                         Type type) {
   Value empty = tensor::EmptyOp::create(
       b, ArrayRef<OpFoldResult>{b.getIndexAttr(1), count}, b.getI64Type());
   auto generic = linalg::GenericOp::create(
       b, empty.getType(), ValueRange{}, ValueRange{empty},
       ArrayRef<AffineMap>{b.getMultiDimIdentityMap(2)},
       SmallVector<utils::IteratorType>(2, utils::IteratorType::parallel),
-      [](OpBuilder &nb, Location l, ValueRange) {
-        Value column = linalg::IndexOp::create(nb, l, 1);
+      [&](OpBuilder &nb, Location l, ValueRange) {
+        Value column = arith::AddIOp::create(
+            nb, l, start, linalg::IndexOp::create(nb, l, 1));
         linalg::YieldOp::create(
             nb, l,
             ValueRange{arith::IndexCastOp::create(nb, l, nb.getI64Type(),
@@ -141,95 +190,233 @@ Value RoundBuilder::positions(ImplicitLocOpBuilder &b, Value count,
   return tensor::CastOp::create(b, type, generic.getResult(0));
 }
 
-/// The batched target on `ids`, then the greedy pick at row `row` of each
-/// sequence: one token (`oneToken`, a prefill) or one per sequence.
-func::ReturnOp RoundBuilder::forwardAndPick(ImplicitLocOpBuilder &b, Value ids,
-                                            Value rowPositions, Value cache,
-                                            Value first, Value lengths,
-                                            Value rows, Value row,
-                                            bool oneToken) {
-  SmallVector<Value> operands(5);
-  operands[target.tokens] = ids;
-  operands[target.positions] = rowPositions;
-  operands[target.cache] = cache;
-  operands[target.firstSlot] = first;
-  operands[target.lengths] = lengths;
-  auto verify = VerifyOp::create(
-      b, target.func.getResultTypes(),
-      FlatSymbolRefAttr::get(target.func.getSymNameAttr()), operands,
-      /*arg_attrs=*/nullptr, /*res_attrs=*/nullptr);
-  Type f = cast<RankedTensorType>(verify.getResult(target.logits).getType())
-               .getElementType();
-  auto pickedType =
-      RankedTensorType::get({ShapedType::kDynamic, target.vocab}, f);
-  OpFoldResult one = b.getIndexAttr(1), zero = b.getIndexAttr(0);
-  Value picked = tensor::ExtractSliceOp::create(
-      b, pickedType, verify.getResult(target.logits), {zero, row, zero},
-      {rows, one, b.getIndexAttr(target.vocab)}, {one, one, one});
-  auto tokensType = RankedTensorType::get({ShapedType::kDynamic}, b.getI64Type());
-  Value tokens = ProposeOp::create(b, tokensType, pickedType, picked, Value(),
-                                   GreedyAttr::get(context))
-                     .getTokens();
-  Value result =
-      oneToken ? Value(tensor::ExtractOp::create(
-                     b, tokens, ValueRange{arith::ConstantIndexOp::create(b, 0)}))
-               : tokens;
-  return func::ReturnOp::create(
-      b, ValueRange{result, verify.getResult(target.cacheResult)});
+/// `lengths` + offset, the past lengths of a forward that writes there.
+Value RoundBuilder::pastLengths(ImplicitLocOpBuilder &b, Value lengths,
+                                int64_t offset) {
+  if (offset == 0)
+    return lengths;
+  auto table = RankedTensorType::get({ShapedType::kDynamic, 1},
+                                     b.getI64Type());
+  Value column = positions(b, lengths, offset, 1, table);
+  return tensor::CollapseShapeOp::create(
+      b, column, ArrayRef<ReassociationIndices>{{0, 1}});
 }
 
-/// @<decoder>_prefill(cache, slot, prompt) -> (first token, cache).
-void RoundBuilder::buildPrefill(ImplicitLocOpBuilder &b, func::FuncOp func) {
+/// The 1-D `tokens` (one per row each) side by side: rows x tokens.size().
+Value RoundBuilder::columns(ImplicitLocOpBuilder &b, ValueRange tokens,
+                            Type type) {
+  Value rows = tensor::DimOp::create(b, tokens.front(), 0);
+  int64_t count = static_cast<int64_t>(tokens.size());
+  Value table = tensor::EmptyOp::create(
+      b, ArrayRef<OpFoldResult>{rows, b.getIndexAttr(count)}, b.getI64Type());
+  OpFoldResult zero = b.getIndexAttr(0), one = b.getIndexAttr(1);
+  for (auto [column, values] : llvm::enumerate(tokens))
+    table = tensor::InsertSliceOp::create(
+        b, values, table, {zero, b.getIndexAttr(column)}, {rows, one},
+        {one, one});
+  return tensor::CastOp::create(b, type, table);
+}
+
+/// `model` on `ids` at `rowPositions`, row b in slot `first` + b.
+Forward RoundBuilder::forward(ImplicitLocOpBuilder &b, const SlotModel &model,
+                              Value ids, Value rowPositions, Value cache,
+                              Value first, Value lengths) {
+  SmallVector<Value> operands(5);
+  operands[model.tokens] = ids;
+  operands[model.positions] = rowPositions;
+  operands[model.cache] = cache;
+  operands[model.firstSlot] = first;
+  operands[model.lengths] = lengths;
+  auto symbol = FlatSymbolRefAttr::get(model.func.getSymNameAttr());
+  Operation *call =
+      model.isTarget
+          ? VerifyOp::create(b, model.func.getResultTypes(), symbol, operands,
+                             /*arg_attrs=*/nullptr, /*res_attrs=*/nullptr)
+                .getOperation()
+          : func::CallOp::create(b, model.func, operands).getOperation();
+  return {call->getResult(model.logits), call->getResult(model.cacheResult)};
+}
+
+/// The greedy pick at row `row` of each of `rows` sequences.
+Value RoundBuilder::pick(ImplicitLocOpBuilder &b, const SlotModel &model,
+                         Value logits, Value rows, OpFoldResult row) {
+  Type f = cast<RankedTensorType>(logits.getType()).getElementType();
+  auto pickedType =
+      RankedTensorType::get({ShapedType::kDynamic, model.vocab}, f);
+  OpFoldResult one = b.getIndexAttr(1), zero = b.getIndexAttr(0);
+  Value picked = tensor::ExtractSliceOp::create(
+      b, pickedType, logits, {zero, row, zero},
+      {rows, one, b.getIndexAttr(model.vocab)}, {one, one, one});
+  auto tokensType = RankedTensorType::get({ShapedType::kDynamic}, b.getI64Type());
+  return ProposeOp::create(b, tokensType, pickedType, picked, Value(),
+                           GreedyAttr::get(context))
+      .getTokens();
+}
+
+/// The target's greedy picks at every row: rows x columns.
+Value RoundBuilder::pickAll(ImplicitLocOpBuilder &b, Value logits, Value rows,
+                            int64_t columns) {
+  Type f = cast<RankedTensorType>(logits.getType()).getElementType();
+  auto flatType =
+      RankedTensorType::get({ShapedType::kDynamic, target.vocab}, f);
+  Value flat = tensor::CollapseShapeOp::create(
+      b, flatType, logits, ArrayRef<ReassociationIndices>{{0, 1}, {2}});
+  auto tokensType = RankedTensorType::get({ShapedType::kDynamic}, b.getI64Type());
+  Value picks = ProposeOp::create(b, tokensType, flatType, flat, Value(),
+                                  GreedyAttr::get(context))
+                    .getTokens();
+  auto table = RankedTensorType::get({ShapedType::kDynamic, columns},
+                                     b.getI64Type());
+  return toRows(b, picks, rows, arith::ConstantIndexOp::create(b, columns),
+                table);
+}
+
+/// Per row, 1 + how many leading proposals equal the target's picks there:
+/// the tokens the round commits (picks[b, 0 .. count)), since an accepted
+/// proposal is the target's pick.
+Value RoundBuilder::acceptedCounts(ImplicitLocOpBuilder &b,
+                                   ArrayRef<Value> proposals, Value picks,
+                                   Value rows) {
+  Type i64 = b.getI64Type();
+  Value c0 = arith::ConstantIndexOp::create(b, 0);
+  Value c1 = arith::ConstantIndexOp::create(b, 1);
+  Value init = tensor::EmptyOp::create(b, ArrayRef<OpFoldResult>{rows}, i64);
+  auto loop = scf::ForOp::create(
+      b, c0, rows, c1, ValueRange{init},
+      [&](OpBuilder &nested, Location l, Value row, ValueRange args) {
+        ImplicitLocOpBuilder nb(l, nested);
+        Value count = arith::ConstantOp::create(nb, nb.getI64IntegerAttr(1));
+        Value alive = arith::ConstantIntOp::create(nb, 1, 1);
+        for (auto [column, proposal] : llvm::enumerate(proposals)) {
+          Value proposed = tensor::ExtractOp::create(nb, proposal, row);
+          Value picked = tensor::ExtractOp::create(
+              nb, picks,
+              ValueRange{row, arith::ConstantIndexOp::create(nb, column)});
+          alive = arith::AndIOp::create(
+              nb, alive,
+              arith::CmpIOp::create(nb, arith::CmpIPredicate::eq, proposed,
+                                    picked));
+          count = arith::AddIOp::create(
+              nb, count, arith::ExtUIOp::create(nb, i64, alive));
+        }
+        scf::YieldOp::create(
+            nb, ValueRange{tensor::InsertOp::create(nb, count, args[0], row)
+                               .getResult()});
+      });
+  return loop.getResult(0);
+}
+
+/// @<decoder>_prefill(cache, slot, start, tokens) -> (next token, cache):
+/// tokens at positions start.. of slot `slot` (a prompt, or a chunk of one
+/// after `start` positions already cached).
+void RoundBuilder::buildPrefill(ImplicitLocOpBuilder &b, func::FuncOp func,
+                                const SlotModel &model) {
   Block *entry = func.addEntryBlock();
   b.setInsertionPointToStart(entry);
   Value cache = entry->getArgument(0), slot = entry->getArgument(1),
-        prompt = entry->getArgument(2);
+        start = entry->getArgument(2), tokens = entry->getArgument(3);
   Value c1 = arith::ConstantIndexOp::create(b, 1);
-  Value count = tensor::DimOp::create(b, prompt, 0);
-  Type idsType = target.func.getArgumentTypes()[target.tokens];
-  Type positionsType = target.func.getArgumentTypes()[target.positions];
-  Value zeroLength = tensor::CastOp::create(
-      b, target.func.getArgumentTypes()[target.lengths],
+  Value count = tensor::DimOp::create(b, tokens, 0);
+  Type idsType = model.func.getArgumentTypes()[model.tokens];
+  Type positionsType = model.func.getArgumentTypes()[model.positions];
+  Value past = tensor::CastOp::create(
+      b, model.func.getArgumentTypes()[model.lengths],
       tensor::FromElementsOp::create(
           b, RankedTensorType::get({1}, b.getI64Type()),
-          ValueRange{arith::ConstantOp::create(b, b.getI64IntegerAttr(0))}));
-  forwardAndPick(b, toRows(b, prompt, c1, count, idsType),
-                 positions(b, count, positionsType), cache, slot, zeroLength,
-                 c1, arith::SubIOp::create(b, count, c1), /*oneToken=*/true);
+          ValueRange{arith::IndexCastOp::create(b, b.getI64Type(), start)}));
+  Value rowPositions = span(b, start, count, positionsType);
+  Forward result = forward(b, model, toRows(b, tokens, c1, count, idsType),
+                           rowPositions, cache, slot, past);
+  Value next = tensor::ExtractOp::create(
+      b, pick(b, model, result.logits, c1, arith::SubIOp::create(b, count, c1)
+                                               .getResult()),
+      ValueRange{arith::ConstantIndexOp::create(b, 0)});
+  func::ReturnOp::create(b, ValueRange{next, result.cache});
 }
-
 /// @<decoder>_round(cache, first, lengths, tokens) -> (next tokens, cache).
 void RoundBuilder::buildRound(ImplicitLocOpBuilder &b, func::FuncOp func) {
   Block *entry = func.addEntryBlock();
   b.setInsertionPointToStart(entry);
   Value cache = entry->getArgument(0), first = entry->getArgument(1),
         lengths = entry->getArgument(2), tokens = entry->getArgument(3);
-  Value c0 = arith::ConstantIndexOp::create(b, 0);
-  Value c1 = arith::ConstantIndexOp::create(b, 1);
   Value batch = tensor::DimOp::create(b, tokens, 0);
   Type idsType = target.func.getArgumentTypes()[target.tokens];
   Type positionsType = target.func.getArgumentTypes()[target.positions];
-  forwardAndPick(b, toRows(b, tokens, batch, c1, idsType),
-                 toRows(b, lengths, batch, c1, positionsType), cache, first,
-                 lengths, batch, c0, /*oneToken=*/false);
+  Value rowPositions = positions(b, lengths, 0, 1, positionsType);
+  Value ids = columns(b, tokens, idsType);
+  Forward result =
+      forward(b, target, ids, rowPositions, cache, first, lengths);
+  Value next = pick(b, target, result.logits, batch, b.getIndexAttr(0));
+  func::ReturnOp::create(b, ValueRange{next, result.cache});
 }
 
-/// The entry the runtime calls: `step` without the cache among its
-/// results. The caller's cache buffer is updated in place (bufferized,
-/// `step` writes into its argument), so a round copies no cache; a public
-/// function would have to return the whole cache.
+/// @<decoder>_spec_round(cache, draft cache, first, lengths, previous,
+/// tokens) -> (picks, counts, cache, draft cache). Row b's sequence holds
+/// lengths[b] positions in the target's cache and at least lengths[b] - 1
+/// in the draft's; `previous` and `tokens` are its tokens at lengths[b] - 1
+/// and lengths[b]. The draft proposes gamma tokens (its first forward
+/// feeds both, so a draft one position behind catches up), the target
+/// verifies them in one forward of gamma + 1 rows per sequence, and
+/// sequence b commits picks[b, 0 .. counts[b]).
+void RoundBuilder::buildSpecRound(ImplicitLocOpBuilder &b, func::FuncOp func,
+                                  int64_t gamma) {
+  Block *entry = func.addEntryBlock();
+  b.setInsertionPointToStart(entry);
+  Value cache = entry->getArgument(0), draftCache = entry->getArgument(1),
+        first = entry->getArgument(2), lengths = entry->getArgument(3),
+        previous = entry->getArgument(4), tokens = entry->getArgument(5);
+  Value batch = tensor::DimOp::create(b, tokens, 0);
+  auto argumentType = [](const SlotModel &model, unsigned index) {
+    return model.func.getArgumentTypes()[index];
+  };
+  SmallVector<Value> proposals;
+  for (int64_t step = 0; step < gamma; ++step) {
+    // Step 0 feeds positions length - 1 and length, step k > 0 length + k.
+    int64_t offset = step == 0 ? -1 : step;
+    SmallVector<Value> fed = step == 0 ? SmallVector<Value>{previous, tokens}
+                                       : SmallVector<Value>{proposals.back()};
+    // Built in order, not as call arguments (evaluated in any order).
+    Value rowPositions = positions(b, lengths, offset, fed.size(),
+                                   argumentType(*draft, draft->positions));
+    Value past = pastLengths(b, lengths, offset);
+    Value ids = columns(b, fed, argumentType(*draft, draft->tokens));
+    Forward drafted =
+        forward(b, *draft, ids, rowPositions, draftCache, first, past);
+    draftCache = drafted.cache;
+    proposals.push_back(pick(b, *draft, drafted.logits, batch,
+                             b.getIndexAttr(fed.size() - 1)));
+  }
+  SmallVector<Value> verified{tokens};
+  llvm::append_range(verified, proposals);
+  Value rowPositions = positions(b, lengths, 0, gamma + 1,
+                                 argumentType(target, target.positions));
+  Value ids = columns(b, verified, argumentType(target, target.tokens));
+  Forward result =
+      forward(b, target, ids, rowPositions, cache, first, lengths);
+  Value picks = pickAll(b, result.logits, batch, gamma + 1);
+  Value counts = acceptedCounts(b, proposals, picks, batch);
+  func::ReturnOp::create(b, ValueRange{picks, counts, result.cache, draftCache});
+}
+
+/// The entry the runtime calls: `step` without the caches among its
+/// results (its last ones, one per cache argument). The caller's cache
+/// buffers are updated in place (bufferized, `step` writes into its
+/// arguments), so a round copies no cache; a public function would have
+/// to return the whole cache.
 static void exportUpdatingInPlace(ImplicitLocOpBuilder &b, func::FuncOp step,
                                   StringRef name) {
   FunctionType type = step.getFunctionType();
+  unsigned caches = llvm::count_if(type.getInputs(), llvm::IsaPred<KVCacheType>);
+  TypeRange results = type.getResults().drop_back(caches);
   b.setInsertionPointToEnd(step->getBlock());
   auto entry = func::FuncOp::create(
-      b, name, b.getFunctionType(type.getInputs(), type.getResult(0)));
+      b, name, b.getFunctionType(type.getInputs(), results));
   Block *body = entry.addEntryBlock();
   b.setInsertionPointToStart(body);
   auto call = func::CallOp::create(b, step, body->getArguments());
-  func::ReturnOp::create(b, call.getResult(0));
-  // The runtime calls it from C, as it calls the decode loops, with a cache
-  // buffer of this shape.
+  func::ReturnOp::create(b, call.getResults().drop_back(caches));
+  // The runtime calls it from C, as it calls the decode loops, with a
+  // buffer of this shape for the first cache.
   entry->setAttr(LLVM::LLVMDialect::getEmitCWrapperAttrName(),
                  b.getUnitAttr());
   auto cache = cast<KVCacheType>(type.getInput(0));
@@ -244,50 +431,85 @@ struct LowerRoundsPass
     : public specula::impl::SpecLowerRoundsBase<LowerRoundsPass> {
   using Base::Base;
   void runOnOperation() override;
+
+private:
+  LogicalResult lower(DecoderOp decoder, SymbolTable &symbols);
 };
 } // namespace
 
-void LowerRoundsPass::runOnOperation() {
-  ModuleOp module = getOperation();
-  SymbolTable symbols(module);
-  for (auto decoder : llvm::to_vector(module.getOps<DecoderOp>())) {
-    auto name =
-        decoder->getAttrOfType<FlatSymbolRefAttr>(SpecDialect::kSlotTargetAttrName);
-    if (!name)
-      continue;
-    if (decoder.getRule().isSampling()) {
-      decoder.emitError() << "decoder @" << decoder.getSymName()
-                          << ": batched rounds are greedy so far; its rule "
-                             "samples";
-      return signalPassFailure();
-    }
-    auto func = symbols.lookup<func::FuncOp>(name.getValue());
-    if (!func) {
-      decoder.emitError() << "decoder @" << decoder.getSymName()
-                          << ": no batched target @" << name.getValue();
-      return signalPassFailure();
-    }
-    FailureOr<SlotTarget> target = analyzeSlotTarget(func, decoder);
-    if (failed(target))
-      return signalPassFailure();
-    Location loc = decoder.getLoc();
-    ImplicitLocOpBuilder b(loc, module.getBody(), module.getBody()->end());
-    Type cache = target->cacheType, index = b.getIndexType();
-    auto tokens = RankedTensorType::get({ShapedType::kDynamic}, b.getI64Type());
-    std::string prefix = decoder.getSymName().str();
-    auto prefill = func::FuncOp::create(
-        b, prefix + "_prefill_step",
-        b.getFunctionType({cache, index, tokens}, {b.getI64Type(), cache}));
-    auto round = func::FuncOp::create(
-        b, prefix + "_round_step",
-        b.getFunctionType({cache, index, tokens, tokens}, {tokens, cache}));
-    RoundBuilder builder(*target, loc);
-    builder.buildPrefill(b, prefill);
-    builder.buildRound(b, round);
-    for (func::FuncOp step : {prefill, round}) {
-      step.setPrivate();
-      exportUpdatingInPlace(b, step, prefix + (step == prefill ? "_prefill"
-                                                               : "_round"));
-    }
+/// The batched model `attrName` names on `decoder`, analyzed.
+static FailureOr<SlotModel> lookupSlotModel(DecoderOp decoder,
+                                            SymbolTable &symbols,
+                                            StringRef attrName,
+                                            StringRef what) {
+  auto name = decoder->getAttrOfType<FlatSymbolRefAttr>(attrName);
+  auto func = symbols.lookup<func::FuncOp>(name.getValue());
+  if (!func)
+    return decoder.emitError() << "decoder @" << decoder.getSymName()
+                               << ": no batched " << what << " @"
+                               << name.getValue();
+  return analyzeSlotModel(func, decoder, what);
+}
+
+LogicalResult LowerRoundsPass::lower(DecoderOp decoder, SymbolTable &symbols) {
+  if (decoder.getRule().isSampling())
+    return decoder.emitError() << "decoder @" << decoder.getSymName()
+                               << ": batched rounds are greedy so far; its "
+                                  "rule samples";
+  FailureOr<SlotModel> target = lookupSlotModel(
+      decoder, symbols, SpecDialect::kSlotTargetAttrName, "target");
+  if (failed(target))
+    return failure();
+  std::optional<SlotModel> draft;
+  if (decoder->hasAttr(SpecDialect::kSlotDraftAttrName)) {
+    FailureOr<SlotModel> found = lookupSlotModel(
+        decoder, symbols, SpecDialect::kSlotDraftAttrName, "draft");
+    if (failed(found))
+      return failure();
+    draft = *found;
   }
+  ModuleOp module = getOperation();
+  ImplicitLocOpBuilder b(decoder.getLoc(), module.getBody(),
+                         module.getBody()->end());
+  Type cache = target->cacheType, index = b.getIndexType();
+  auto tokens = RankedTensorType::get({ShapedType::kDynamic}, b.getI64Type());
+  std::string prefix = decoder.getSymName().str();
+  RoundBuilder builder(*target, draft, decoder.getLoc());
+  auto addStep = [&](StringRef entry, TypeRange inputs, TypeRange results) {
+    b.setInsertionPointToEnd(module.getBody());
+    auto step = func::FuncOp::create(b, prefix + "_" + entry.str() + "_step",
+                                     b.getFunctionType(inputs, results));
+    step.setPrivate();
+    return std::make_pair(step, prefix + "_" + entry.str());
+  };
+  SmallVector<std::pair<func::FuncOp, std::string>> steps{
+      addStep("prefill", {cache, index, index, tokens},
+              {b.getI64Type(), cache}),
+      addStep("round", {cache, index, tokens, tokens}, {tokens, cache})};
+  builder.buildPrefill(b, steps[0].first, *target);
+  builder.buildRound(b, steps[1].first);
+  if (draft) {
+    Type draftCache = draft->cacheType;
+    int64_t gamma = cast<DraftProposerAttr>(decoder.getProposer()).getGamma();
+    auto picks = RankedTensorType::get({ShapedType::kDynamic, gamma + 1},
+                                       b.getI64Type());
+    steps.push_back(addStep("draft_prefill", {draftCache, index, index, tokens},
+                            {b.getI64Type(), draftCache}));
+    steps.push_back(addStep(
+        "spec_round", {cache, draftCache, index, tokens, tokens, tokens},
+        {picks, tokens, cache, draftCache}));
+    builder.buildPrefill(b, steps[2].first, *draft);
+    builder.buildSpecRound(b, steps[3].first, gamma);
+  }
+  for (auto &[step, name] : steps)
+    exportUpdatingInPlace(b, step, name);
+  return success();
+}
+
+void LowerRoundsPass::runOnOperation() {
+  SymbolTable symbols(getOperation());
+  for (auto decoder : llvm::to_vector(getOperation().getOps<DecoderOp>()))
+    if (decoder->hasAttr(SpecDialect::kSlotTargetAttrName) &&
+        failed(lower(decoder, symbols)))
+      return signalPassFailure();
 }

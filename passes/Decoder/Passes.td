@@ -423,8 +423,8 @@ def SpecSlotTarget : Pass<"spec-slot-target", "::mlir::ModuleOp"> {
   let dependentDialects = ["::specula::spec::SpecDialect"];
 }
 def SpecLowerRounds : Pass<"spec-lower-rounds", "::mlir::ModuleOp"> {
-  let summary = "Build a decoder's batched rounds: a prefill of one slot and "
-                "a round over a batch of slots";
+  let summary = "Build a decoder's batched rounds: prefills of one slot and "
+                "rounds over a batch of slots, with and without a draft";
   let description = [{
     For each `spec.decoder` with a batched target (`spec.slot_target`, from
     `spec-slot-target`, in the in-place cache form of
@@ -433,9 +433,11 @@ def SpecLowerRounds : Pass<"spec-lower-rounds", "::mlir::ModuleOp"> {
     between calls:
 
     ```mlir
-    // The prompt into slot %slot; returns the first generated token.
+    // %tokens into slot %slot at positions %start..: the prompt, or a chunk
+    // of it after %start cached positions; returns the next token.
     func.func private @<decoder>_prefill_step(%cache: !spec.kv_cache<...>,
-        %slot: index, %prompt: tensor<?xi64>) -> (i64, !spec.kv_cache<...>)
+        %slot: index, %start: index, %tokens: tensor<?xi64>)
+        -> (i64, !spec.kv_cache<...>)
     // One token for each sequence of slots [%first, %first + n): its last
     // token at its length; returns the next ones.
     func.func private @<decoder>_round_step(%cache: !spec.kv_cache<...>,
@@ -443,26 +445,47 @@ def SpecLowerRounds : Pass<"spec-lower-rounds", "::mlir::ModuleOp"> {
         -> (tensor<?xi64>, !spec.kv_cache<...>)
     ```
 
-    and the entries a runtime calls through MLIR's C interface,
-    `@<decoder>_prefill` and `@<decoder>_round`: each calls its step and
-    returns its result but not the cache, which bufferized steps write in
-    place into the caller's buffer (a public function returning the cache
-    would return a copy of it every round).
+    A decoder with a draft (and its batched twin, `spec.slot_draft`) also
+    gets a prefill of the draft's cache and a speculative round:
 
-    Both run the batched target (`spec.verify`) and pick tokens with the
+    ```mlir
+    func.func private @<decoder>_draft_prefill_step(
+        %draft_cache: !spec.kv_cache<...>, %slot: index, %start: index,
+        %tokens: tensor<?xi64>) -> (i64, !spec.kv_cache<...>)
+    // The draft proposes gamma tokens per sequence (its first forward feeds
+    // the tokens at lengths - 1 and lengths, %previous and %tokens), the
+    // target verifies every sequence's in one forward; sequence b commits
+    // %picks[b, 0 .. %counts[b]).
+    func.func private @<decoder>_spec_round_step(%cache, %draft_cache,
+        %first: index, %lengths: tensor<?xi64>, %previous: tensor<?xi64>,
+        %tokens: tensor<?xi64>) -> (tensor<?x(gamma+1)xi64>,
+        tensor<?xi64>, !spec.kv_cache<...>, !spec.kv_cache<...>)
+    ```
+
+    and the entries a runtime calls through MLIR's C interface, named as
+    the steps without `_step`: each calls its step and returns its results
+    but not the caches, which bufferized steps write in place into the
+    caller's buffers (a public function returning a cache would return a
+    copy of it every round). Each entry's `spec.slot_cache_shape` is the
+    shape of its first cache.
+
+    All run the batched target (`spec.verify`) and pick tokens with the
     decoder's greedy rule (`spec.propose`, the argmax the decode loops
-    use), so each sequence's tokens are its target-only greedy tokens,
-    whatever else shares its rounds. This is the speculation length 0 of
-    batched rounds; proposing for a batch comes next.
+    use); a speculative round commits the target's picks up to its first
+    disagreement with the draft, so each sequence's tokens are its
+    target-only greedy tokens, whatever else shares its rounds and however
+    the runtime mixes plain and speculative rounds (the speculation length
+    per round, 0 or gamma, is the runtime's choice).
 
     Refused: a decoder whose rule samples (rounds are greedy so far), and a
-    batched target that does not take token ids, positions, a cache of
-    slots, a first slot and past lengths (and nothing else) or does not
-    return logits and the cache.
+    batched target or draft that does not take token ids, positions, a
+    cache of slots, a first slot and past lengths (and nothing else) or
+    does not return logits and the cache.
   }];
   let dependentDialects = ["::specula::spec::SpecDialect",
                            "::mlir::arith::ArithDialect",
                            "::mlir::linalg::LinalgDialect",
+                           "::mlir::scf::SCFDialect",
                            "::mlir::tensor::TensorDialect"];
 }
 def SpecLowerGenerate : Pass<"spec-lower-generate", "::mlir::ModuleOp"> {

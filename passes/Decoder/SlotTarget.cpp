@@ -3,7 +3,8 @@
 // Batched rounds need the target twice: as the decoder's loops call it (one
 // sequence) and over a cache of sequence slots (a batch of sequences per
 // forward). The clone carries the slot count until spec-kv-cache-inplace
-// gives it its cache.
+// gives it its cache. A draft proposes in batched rounds too: it gets a
+// twin of its own.
 //
 //===----------------------------------------------------------------------===//
 
@@ -32,6 +33,20 @@ struct SlotTargetPass
 };
 } // namespace
 
+/// Clones `model` beside it as `@<model>_slots` with a cache of `slots`
+/// slots to come, and names the clone on `decoder` as `attrName`.
+static void addSlotTwin(SymbolTable &symbols, func::FuncOp model,
+                        DecoderOp decoder, StringRef attrName, int64_t slots) {
+  func::FuncOp clone = model.clone();
+  clone.setSymName((model.getSymName() + "_slots").str());
+  clone->setAttr(SpecDialect::kSlotsAttrName,
+                 IntegerAttr::get(IntegerType::get(model.getContext(), 64),
+                                  slots));
+  // Inserted after the model; renamed if the name is taken.
+  symbols.insert(clone, std::next(Block::iterator(model)));
+  decoder->setAttr(attrName, FlatSymbolRefAttr::get(clone.getSymNameAttr()));
+}
+
 void SlotTargetPass::runOnOperation() {
   ModuleOp module = getOperation();
   if (slots < 1) {
@@ -52,14 +67,19 @@ void SlotTargetPass::runOnOperation() {
                           << ": no target function @" << decoder.getTarget();
       return signalPassFailure();
     }
-    func::FuncOp clone = target.clone();
-    clone.setSymName((target.getSymName() + "_slots").str());
-    clone->setAttr(SpecDialect::kSlotsAttrName,
-                   IntegerAttr::get(IntegerType::get(&getContext(), 64),
-                                    static_cast<int64_t>(slots)));
-    // Inserted after the target; renamed if the name is taken.
-    symbols.insert(clone, std::next(Block::iterator(target)));
-    decoder->setAttr(SpecDialect::kSlotTargetAttrName,
-                     FlatSymbolRefAttr::get(clone.getSymNameAttr()));
+    addSlotTwin(symbols, target, decoder, SpecDialect::kSlotTargetAttrName,
+                slots);
+    auto proposer = dyn_cast<DraftProposerAttr>(decoder.getProposer());
+    if (!proposer)
+      continue;
+    auto draft = symbols.lookup<func::FuncOp>(proposer.getModel().getValue());
+    if (!draft || draft.isExternal()) {
+      decoder.emitError() << "decoder @" << decoder.getSymName()
+                          << ": no draft function body @"
+                          << proposer.getModel().getValue();
+      return signalPassFailure();
+    }
+    addSlotTwin(symbols, draft, decoder, SpecDialect::kSlotDraftAttrName,
+                slots);
   }
 }

@@ -1,32 +1,110 @@
 //===- Batch.cpp - specrt_batch_*: batched rounds over slots --------------===//
 //
-// The batch owns one cache of sequence slots in host memory and each slot's
-// length and last token; the artifact's prefill and round entries update
-// the cache in place. A round runs once per run of consecutive active
-// slots, so a free slot between sequences costs nothing.
+// The batch owns the caches of sequence slots in host memory (the target's
+// and, with a draft, the draft's) and each slot's tokens; the artifact's
+// entries update the caches in place. A round runs once per run of
+// consecutive slots that take the same kind of step, so a free slot
+// between sequences costs nothing.
 //
 //===----------------------------------------------------------------------===//
 
 #include "Model.h"
 
 #include <algorithm>
+#include <chrono>
 #include <cstdlib>
 #include <cstring>
 #include <vector>
 
 using namespace specrt;
 
+namespace {
+/// A cache of slots: zeroed floats, 64-byte aligned for the compiled code.
+struct SlotCacheBuffer {
+  float *data = nullptr;
+  ~SlotCacheBuffer() { std::free(data); }
+  bool allocate(const std::vector<int64_t> &shape) {
+    size_t elements = 1;
+    for (int64_t size : shape)
+      elements *= static_cast<size_t>(size);
+    size_t bytes = (elements * sizeof(float) + 63) / 64 * 64;
+    data = static_cast<float *>(std::aligned_alloc(64, bytes));
+    if (data)
+      std::memset(data, 0, bytes);
+    return data != nullptr;
+  }
+};
+
+/// One sequence slot.
+struct Slot {
+  bool active = false;
+  /// The prompt and the generated tokens; all but the last are in the
+  /// target's cache.
+  std::vector<int64_t> tokens;
+  /// Positions the draft's cache holds of them.
+  int64_t draftLength = 0;
+
+  int64_t length() const { return static_cast<int64_t>(tokens.size()) - 1; }
+};
+
+/// What each slot does in a step.
+enum class StepKind { None, Plain, Speculative };
+
+/// Measured seconds per step by the number of sequences it advanced, plain
+/// and speculative, and the tokens a speculative step gives a sequence:
+/// the speculation length with the higher expected rate. Each count is
+/// measured once before it is trusted, and the other choice is measured
+/// again every `kRefresh` steps, as load and text change.
+class StepCosts {
+public:
+  explicit StepCosts(size_t slots)
+      : plain(slots + 1), speculative(slots + 1), decided(slots + 1) {}
+
+  bool speculate(size_t sequences) {
+    const Mean &p = plain[sequences], &s = speculative[sequences];
+    if (!p.count || !s.count)
+      return p.count != 0;
+    bool better = tokensPerSequence.value / s.value > 1.0 / p.value;
+    return ++decided[sequences] % kRefresh == 0 ? !better : better;
+  }
+
+  void record(bool speculated, size_t sequences, double seconds,
+              double tokens) {
+    (speculated ? speculative : plain)[sequences].add(seconds);
+    if (speculated)
+      tokensPerSequence.add(tokens / static_cast<double>(sequences));
+  }
+
+private:
+  static constexpr uint64_t kRefresh = 32;
+  /// An exponentially weighted mean, the first sample taken whole.
+  struct Mean {
+    double value = 0;
+    uint64_t count = 0;
+    void add(double sample) {
+      value = count++ ? value + 0.125 * (sample - value) : sample;
+    }
+  };
+  std::vector<Mean> plain, speculative;
+  Mean tokensPerSequence;
+  std::vector<uint64_t> decided;
+};
+} // namespace
+
 struct specrt_batch {
   specrt_model *model = nullptr;
-  float *cache = nullptr;
-  /// Per slot: whether a sequence holds it, its cached positions and the
-  /// token it generated last (not yet cached).
-  std::vector<char> active;
-  std::vector<int64_t> length, last;
-  /// Positions each slot holds.
+  SlotCacheBuffer cache, draftCache;
+  std::vector<Slot> slots;
+  /// Positions each slot holds (the smaller of the two caches').
   int64_t capacity = 0;
+  /// Tokens the draft proposes per sequence in a speculative step (0: no
+  /// draft).
+  int64_t proposals = 0;
+  specrt_speculation speculation = SPECRT_SPECULATE_ADAPTIVE;
+  StepCosts costs;
+  specrt_batch_stats stats{};
 
-  ~specrt_batch() { std::free(cache); }
+  explicit specrt_batch(size_t count) : slots(count), costs(count) {}
 };
 
 specrt_status specrt_batch_open(specrt_model *model, specrt_batch **batch) {
@@ -37,22 +115,19 @@ specrt_status specrt_batch_open(specrt_model *model, specrt_batch **batch) {
     return fail(SPECRT_ERROR_UNSUPPORTED,
                 "the artifact has no batched rounds; compile it with specc "
                 "--max-batch");
-  size_t elements = 1;
-  for (int64_t size : m.batchCacheShape)
-    elements *= static_cast<size_t>(size);
-  size_t bytes = (elements * sizeof(float) + 63) / 64 * 64;
-  auto opened = std::make_unique<specrt_batch>();
-  opened->cache = static_cast<float *>(std::aligned_alloc(64, bytes));
-  if (!opened->cache)
+  auto opened = std::make_unique<specrt_batch>(m.maxBatch);
+  bool drafts = !m.specRoundEntry.empty();
+  if (!opened->cache.allocate(m.batchCacheShape) ||
+      (drafts && !opened->draftCache.allocate(m.batchDraftCacheShape)))
     return fail(SPECRT_ERROR_OUT_OF_MEMORY,
-                "cannot allocate the batch's cache of " +
-                    std::to_string(bytes) + " bytes");
-  std::memset(opened->cache, 0, bytes);
+                "cannot allocate the batch's caches of " +
+                    std::to_string(m.maxBatch) + " slots");
   opened->model = model;
-  opened->active.assign(m.maxBatch, 0);
-  opened->length.assign(m.maxBatch, 0);
-  opened->last.assign(m.maxBatch, 0);
   opened->capacity = m.batchCacheShape[4];
+  if (drafts) {
+    opened->capacity = std::min(opened->capacity, m.batchDraftCacheShape[4]);
+    opened->proposals = m.proposals;
+  }
   *batch = opened.release();
   return SPECRT_OK;
 }
@@ -60,14 +135,32 @@ specrt_status specrt_batch_open(specrt_model *model, specrt_batch **batch) {
 void specrt_batch_close(specrt_batch *batch) { delete batch; }
 
 size_t specrt_batch_slots(const specrt_batch *batch) {
-  return batch->active.size();
+  return batch->slots.size();
 }
 
 size_t specrt_batch_active(const specrt_batch *batch) {
-  size_t count = 0;
-  for (char active : batch->active)
-    count += active != 0;
-  return count;
+  return std::count_if(batch->slots.begin(), batch->slots.end(),
+                       [](const Slot &slot) { return slot.active; });
+}
+
+size_t specrt_batch_step_capacity(const specrt_batch *batch) {
+  return batch->slots.size() * static_cast<size_t>(batch->proposals + 1);
+}
+
+specrt_status specrt_batch_set_speculation(specrt_batch *batch,
+                                           specrt_speculation speculation) {
+  if (!batch || speculation < SPECRT_SPECULATE_ADAPTIVE ||
+      speculation > SPECRT_SPECULATE_ALWAYS)
+    return fail(SPECRT_ERROR_INVALID_ARGUMENT,
+                "the batch must be set and the speculation one of "
+                "adaptive, never, always");
+  batch->speculation = speculation;
+  return SPECRT_OK;
+}
+
+void specrt_batch_get_stats(const specrt_batch *batch,
+                            specrt_batch_stats *stats) {
+  *stats = batch->stats;
 }
 
 specrt_status specrt_batch_add(specrt_batch *batch, const int64_t *prompt,
@@ -87,32 +180,173 @@ specrt_status specrt_batch_add(specrt_batch *batch, const int64_t *prompt,
       return fail(SPECRT_ERROR_INVALID_ARGUMENT,
                   "prompt token " + std::to_string(i) + " is " +
                       std::to_string(prompt[i]) + ", outside the vocabulary");
-  auto free = std::find(batch->active.begin(), batch->active.end(), 0);
-  if (free == batch->active.end())
+  auto free = std::find_if(batch->slots.begin(), batch->slots.end(),
+                           [](const Slot &s) { return !s.active; });
+  if (free == batch->slots.end())
     return fail(SPECRT_ERROR_INVALID_ARGUMENT,
-                "all " + std::to_string(batch->active.size()) +
+                "all " + std::to_string(batch->slots.size()) +
                     " slots hold a sequence");
-  int64_t index = free - batch->active.begin();
+  int64_t index = free - batch->slots.begin();
   std::string error;
   int64_t token = 0;
   if (specrt_status status = batch->model->device->prefill(
-          batch->cache, index, prompt, length, token, error))
+          SlotCache::Target, batch->cache.data, index, 0, prompt, length,
+          token, error))
     return fail(status, error);
   if (token < 0 || token >= vocab)
     return fail(SPECRT_ERROR_FORMAT,
                 "the prefill returned token " + std::to_string(token));
-  batch->active[index] = 1;
-  batch->length[index] = static_cast<int64_t>(length);
-  batch->last[index] = token;
+  // The draft's cache is filled when a speculative step first needs it.
+  free->active = true;
+  free->tokens.assign(prompt, prompt + length);
+  free->tokens.push_back(token);
+  free->draftLength = 0;
   *slot = index;
   *first_token = token;
   return SPECRT_OK;
 }
 
-/// Whether the sequence in `slot` takes part in a round: active, with room
-/// for its last token.
-static bool steps(const specrt_batch *batch, size_t slot) {
-  return batch->active[slot] && batch->length[slot] < batch->capacity;
+/// What the sequence in `slot` does in a step that speculates or not: no
+/// step when inactive or its context is full; a plain one when it has no
+/// room for the proposals.
+static StepKind stepKind(const specrt_batch *batch, size_t slot,
+                         bool speculate) {
+  const Slot &s = batch->slots[slot];
+  if (!s.active || s.length() >= batch->capacity)
+    return StepKind::None;
+  return speculate && s.length() + batch->proposals < batch->capacity
+             ? StepKind::Speculative
+             : StepKind::Plain;
+}
+
+namespace {
+/// One step's work over runs of slots, and its output arrays.
+class StepRunner {
+public:
+  StepRunner(specrt_batch *batch, int64_t *slots, int64_t *tokens,
+             size_t *count)
+      : batch(batch), slots(slots), tokens(tokens), count(count) {}
+
+  specrt_status run(StepKind kind, size_t first, size_t end);
+  /// Whether a run of slots took a speculative round.
+  bool speculated = false;
+
+private:
+  specrt_status plain(size_t first, size_t end);
+  specrt_status speculative(size_t first, size_t end);
+  specrt_status catchUpDraft(size_t slot);
+  specrt_status commit(size_t slot, const int64_t *picked, int64_t picks);
+
+  specrt_batch *batch;
+  int64_t *slots, *tokens;
+  size_t *count;
+  std::string error;
+};
+} // namespace
+
+specrt_status StepRunner::run(StepKind kind, size_t first, size_t end) {
+  ++batch->stats.target_forwards;
+  batch->stats.sequence_steps += end - first;
+  speculated |= kind == StepKind::Speculative;
+  return kind == StepKind::Speculative ? speculative(first, end)
+                                       : plain(first, end);
+}
+
+/// Appends `picks` tokens to the sequence in `slot` and to the output.
+specrt_status StepRunner::commit(size_t slot, const int64_t *picked,
+                                 int64_t picks) {
+  int64_t vocab = batch->model->manifest.vocabSize;
+  for (int64_t i = 0; i < picks; ++i) {
+    if (picked[i] < 0 || picked[i] >= vocab)
+      return fail(SPECRT_ERROR_FORMAT,
+                  "the round returned token " + std::to_string(picked[i]));
+    batch->slots[slot].tokens.push_back(picked[i]);
+    slots[*count] = static_cast<int64_t>(slot);
+    tokens[*count] = picked[i];
+    ++*count;
+  }
+  batch->stats.tokens += picks;
+  return SPECRT_OK;
+}
+
+specrt_status StepRunner::plain(size_t first, size_t end) {
+  size_t n = end - first;
+  std::vector<int64_t> lengths(n), lasts(n), next(n);
+  for (size_t i = 0; i < n; ++i) {
+    lengths[i] = batch->slots[first + i].length();
+    lasts[i] = batch->slots[first + i].tokens.back();
+  }
+  if (specrt_status status = batch->model->device->round(
+          batch->cache.data, static_cast<int64_t>(first), n, lengths.data(),
+          lasts.data(), next.data(), error))
+    return fail(status, error);
+  for (size_t i = 0; i < n; ++i)
+    if (specrt_status status = commit(first + i, &next[i], 1))
+      return status;
+  return SPECRT_OK;
+}
+
+/// Prefills the draft's cache of `slot` up to its length - 1, where a
+/// speculative round's first draft forward starts.
+specrt_status StepRunner::catchUpDraft(size_t slot) {
+  Slot &s = batch->slots[slot];
+  int64_t missing = s.length() - 1 - s.draftLength;
+  if (missing <= 0)
+    return SPECRT_OK;
+  int64_t ignored = 0;
+  if (specrt_status status = batch->model->device->prefill(
+          SlotCache::Draft, batch->draftCache.data,
+          static_cast<int64_t>(slot), s.draftLength,
+          s.tokens.data() + s.draftLength, missing, ignored, error))
+    return fail(status, error);
+  batch->stats.draft_catch_up += missing;
+  s.draftLength += missing;
+  return SPECRT_OK;
+}
+
+specrt_status StepRunner::speculative(size_t first, size_t end) {
+  size_t n = end - first;
+  int64_t width = batch->proposals + 1;
+  std::vector<int64_t> lengths(n), previous(n), lasts(n), counts(n),
+      picks(n * width);
+  for (size_t i = 0; i < n; ++i) {
+    if (specrt_status status = catchUpDraft(first + i))
+      return status;
+    const Slot &s = batch->slots[first + i];
+    lengths[i] = s.length();
+    previous[i] = s.tokens[s.length() - 1];
+    lasts[i] = s.tokens.back();
+  }
+  if (specrt_status status = batch->model->device->specRound(
+          batch->cache.data, batch->draftCache.data,
+          static_cast<int64_t>(first), n, lengths.data(), previous.data(),
+          lasts.data(), picks.data(), counts.data(), error))
+    return fail(status, error);
+  for (size_t i = 0; i < n; ++i) {
+    if (counts[i] < 1 || counts[i] > width)
+      return fail(SPECRT_ERROR_FORMAT,
+                  "the speculative round committed " +
+                      std::to_string(counts[i]) + " tokens");
+    // The draft cached positions up to length + proposals - 1 of which
+    // all that the sequence keeps are its tokens.
+    Slot &s = batch->slots[first + i];
+    s.draftLength = std::min(lengths[i] + counts[i],
+                             lengths[i] + batch->proposals);
+    batch->stats.proposed += batch->proposals;
+    batch->stats.accepted += counts[i] - 1;
+    if (specrt_status status =
+            commit(first + i, &picks[i * width], counts[i]))
+      return status;
+  }
+  return SPECRT_OK;
+}
+
+/// Whether this step speculates, by the batch's policy.
+static bool shouldSpeculate(specrt_batch *batch, size_t sequences) {
+  if (!batch->proposals || batch->speculation == SPECRT_SPECULATE_NEVER)
+    return false;
+  return batch->speculation == SPECRT_SPECULATE_ALWAYS ||
+         batch->costs.speculate(sequences);
 }
 
 specrt_status specrt_batch_step(specrt_batch *batch, int64_t *slots,
@@ -121,43 +355,41 @@ specrt_status specrt_batch_step(specrt_batch *batch, int64_t *slots,
     return fail(SPECRT_ERROR_INVALID_ARGUMENT,
                 "batch, slots, tokens and count must be set");
   *count = 0;
-  size_t total = batch->active.size();
-  std::vector<int64_t> next(total);
+  size_t total = batch->slots.size(), sequences = 0;
+  for (size_t slot = 0; slot < total; ++slot)
+    sequences += stepKind(batch, slot, false) != StepKind::None;
+  if (!sequences)
+    return SPECRT_OK;
+  bool speculate = shouldSpeculate(batch, sequences);
+  auto start = std::chrono::steady_clock::now();
+  StepRunner runner(batch, slots, tokens, count);
   for (size_t first = 0; first < total;) {
-    if (!steps(batch, first)) {
-      ++first;
-      continue;
-    }
-    size_t end = first;
-    while (end < total && steps(batch, end))
+    StepKind kind = stepKind(batch, first, speculate);
+    size_t end = first + 1;
+    while (end < total && stepKind(batch, end, speculate) == kind)
       ++end;
-    std::string error;
-    if (specrt_status status = batch->model->device->round(
-            batch->cache, static_cast<int64_t>(first), end - first,
-            &batch->length[first], &batch->last[first], next.data(), error))
-      return fail(status, error);
-    int64_t vocab = batch->model->manifest.vocabSize;
-    for (size_t s = first; s < end; ++s) {
-      int64_t token = next[s - first];
-      if (token < 0 || token >= vocab)
-        return fail(SPECRT_ERROR_FORMAT,
-                    "the round returned token " + std::to_string(token));
-      batch->length[s] += 1;
-      batch->last[s] = token;
-      slots[*count] = static_cast<int64_t>(s);
-      tokens[*count] = token;
-      ++*count;
-    }
+    if (kind != StepKind::None)
+      if (specrt_status status = runner.run(kind, first, end))
+        return status;
     first = end;
   }
+  std::chrono::duration<double> seconds =
+      std::chrono::steady_clock::now() - start;
+  batch->costs.record(runner.speculated, sequences, seconds.count(),
+                      static_cast<double>(*count));
+  ++batch->stats.steps;
+  batch->stats.speculative_steps += runner.speculated;
+  batch->stats.last_speculation = runner.speculated ? batch->proposals : 0;
   return SPECRT_OK;
 }
 
 specrt_status specrt_batch_remove(specrt_batch *batch, int64_t slot) {
-  if (!batch || slot < 0 || slot >= static_cast<int64_t>(batch->active.size()) ||
-      !batch->active[slot])
+  if (!batch || slot < 0 ||
+      slot >= static_cast<int64_t>(batch->slots.size()) ||
+      !batch->slots[slot].active)
     return fail(SPECRT_ERROR_INVALID_ARGUMENT,
                 "slot " + std::to_string(slot) + " holds no sequence");
-  batch->active[slot] = 0;
+  batch->slots[slot].active = false;
+  batch->slots[slot].tokens.clear();
   return SPECRT_OK;
 }

@@ -75,15 +75,24 @@ public:
   // thread-safe) and the OpenMP thread count is set per calling thread.
   bool runsConcurrently() const override { return true; }
 
-  specrt_status prefill(float *cache, int64_t slot, const int64_t *prompt,
-                        size_t length, int64_t &token,
-                        std::string &error) override {
-    return library.prefill(cache, slot, prompt, length, token, error);
+  specrt_status prefill(SlotCache which, float *cache, int64_t slot,
+                        int64_t start, const int64_t *tokens, size_t length,
+                        int64_t &token, std::string &error) override {
+    return library.prefill(which, cache, slot, start, tokens, length, token,
+                           error);
   }
   specrt_status round(float *cache, int64_t first, size_t count,
                       const int64_t *lengths, const int64_t *tokens,
                       int64_t *next, std::string &error) override {
     return library.round(cache, first, count, lengths, tokens, next, error);
+  }
+  specrt_status specRound(float *cache, float *draftCache, int64_t first,
+                          size_t count, const int64_t *lengths,
+                          const int64_t *previous, const int64_t *tokens,
+                          int64_t *picks, int64_t *counts,
+                          std::string &error) override {
+    return library.specRound(cache, draftCache, first, count, lengths,
+                             previous, tokens, picks, counts, error);
   }
 
 private:
@@ -185,6 +194,15 @@ specrt_status HostLibrary::open(const std::string &directory,
       return SPECRT_ERROR_FORMAT;
     cacheShape = manifest.batchCacheShape;
   }
+  if (!manifest.specRoundEntry.empty()) {
+    draftPrefillEntry = reinterpret_cast<specrt_prefill_fn>(
+        symbol(manifest.draftPrefillEntry));
+    specRoundEntry = reinterpret_cast<specrt_spec_round_fn>(
+        symbol(manifest.specRoundEntry));
+    if (!draftPrefillEntry || !specRoundEntry)
+      return SPECRT_ERROR_FORMAT;
+    draftCacheShape = manifest.batchDraftCacheShape;
+  }
   // Found through the library's dependencies, if it has parallel loops.
   setOpenMPThreads = reinterpret_cast<void (*)(int)>(
       dlsym(handle, "omp_set_num_threads"));
@@ -255,13 +273,14 @@ void HostLibrary::beforeRun() {
   takeCheckFailure();
 }
 
-specrt_memref_f32_6d HostLibrary::cacheDescriptor(float *cache) const {
+specrt_memref_f32_6d
+HostLibrary::cacheDescriptor(float *cache, const std::vector<int64_t> &shape) {
   specrt_memref_f32_6d descriptor{cache, cache, 0, {}, {}};
   int64_t stride = 1;
   for (int d = 5; d >= 0; --d) {
-    descriptor.sizes[d] = cacheShape[d];
+    descriptor.sizes[d] = shape[d];
     descriptor.strides[d] = stride;
-    stride *= cacheShape[d];
+    stride *= shape[d];
   }
   return descriptor;
 }
@@ -276,19 +295,25 @@ static specrt_status checkedRun(std::string &error) {
   return SPECRT_OK;
 }
 
-specrt_status HostLibrary::prefill(float *cache, int64_t slot,
-                                   const int64_t *prompt, size_t length,
+specrt_status HostLibrary::prefill(SlotCache which, float *cache,
+                                   int64_t slot, int64_t start,
+                                   const int64_t *tokens, size_t length,
                                    int64_t &token, std::string &error) {
-  if (!prefillEntry) {
-    error = "the artifact has no batched rounds (specc --max-batch)";
+  bool draft = which == SlotCache::Draft;
+  specrt_prefill_fn entry = draft ? draftPrefillEntry : prefillEntry;
+  if (!entry) {
+    error = draft ? "the artifact has no batched draft (specc --draft "
+                    "--max-batch)"
+                  : "the artifact has no batched rounds (specc --max-batch)";
     return SPECRT_ERROR_UNSUPPORTED;
   }
-  specrt_memref_f32_6d descriptor = cacheDescriptor(cache);
-  // The compiled code only reads the prompt.
-  auto *ids = const_cast<int64_t *>(prompt);
+  specrt_memref_f32_6d descriptor =
+      cacheDescriptor(cache, draft ? draftCacheShape : cacheShape);
+  // The compiled code only reads the tokens.
+  auto *ids = const_cast<int64_t *>(tokens);
   specrt_memref_i64 input{ids, ids, 0, static_cast<int64_t>(length), 1};
   beforeRun();
-  token = prefillEntry(&descriptor, slot, &input);
+  token = entry(&descriptor, slot, start, &input);
   return checkedRun(error);
 }
 
@@ -300,7 +325,7 @@ specrt_status HostLibrary::round(float *cache, int64_t first, size_t count,
     error = "the artifact has no batched rounds (specc --max-batch)";
     return SPECRT_ERROR_UNSUPPORTED;
   }
-  specrt_memref_f32_6d descriptor = cacheDescriptor(cache);
+  specrt_memref_f32_6d descriptor = cacheDescriptor(cache, cacheShape);
   auto *pasts = const_cast<int64_t *>(lengths);
   auto *lasts = const_cast<int64_t *>(tokens);
   auto n = static_cast<int64_t>(count);
@@ -321,8 +346,65 @@ specrt_status HostLibrary::round(float *cache, int64_t first, size_t count,
   return status;
 }
 
-specrt_status Device::prefill(float *, int64_t, const int64_t *, size_t,
-                              int64_t &, std::string &error) {
+/// `values` (read only by the compiled code) as a memref of `count`.
+static specrt_memref_i64 inputMemref(const int64_t *values, int64_t count) {
+  auto *data = const_cast<int64_t *>(values);
+  return {data, data, 0, count, 1};
+}
+
+specrt_status HostLibrary::specRound(float *cache, float *draftCache,
+                                     int64_t first, size_t count,
+                                     const int64_t *lengths,
+                                     const int64_t *previous,
+                                     const int64_t *tokens, int64_t *picks,
+                                     int64_t *counts, std::string &error) {
+  if (!specRoundEntry) {
+    error = "the artifact has no batched draft (specc --draft --max-batch)";
+    return SPECRT_ERROR_UNSUPPORTED;
+  }
+  specrt_memref_f32_6d target = cacheDescriptor(cache, cacheShape);
+  specrt_memref_f32_6d draft = cacheDescriptor(draftCache, draftCacheShape);
+  auto n = static_cast<int64_t>(count);
+  specrt_memref_i64 lengthsIn = inputMemref(lengths, n),
+                    previousIn = inputMemref(previous, n),
+                    tokensIn = inputMemref(tokens, n);
+  specrt_spec_round_result result{};
+  beforeRun();
+  specRoundEntry(&result, &target, &draft, first, &lengthsIn, &previousIn,
+                 &tokensIn);
+  specrt_status status = checkedRun(error);
+  const specrt_memref_i64_2d &p = result.picks;
+  const specrt_memref_i64 &c = result.counts;
+  if (status == SPECRT_OK &&
+      (!p.aligned || !c.aligned || p.sizes[0] != n || c.size != n)) {
+    error = "the speculative round returned picks for " +
+            std::to_string(p.sizes[0]) + " and counts for " +
+            std::to_string(c.size) + " of " + std::to_string(n) +
+            " sequences";
+    status = SPECRT_ERROR_FORMAT;
+  }
+  for (int64_t i = 0; status == SPECRT_OK && i < n; ++i) {
+    counts[i] = c.aligned[c.offset + i * c.stride];
+    for (int64_t j = 0; j < p.sizes[1]; ++j)
+      picks[i * p.sizes[1] + j] =
+          p.aligned[p.offset + i * p.strides[0] + j * p.strides[1]];
+  }
+  _mlir_memref_to_llvm_free(result.picks.allocated);
+  _mlir_memref_to_llvm_free(result.counts.allocated);
+  return status;
+}
+
+specrt_status Device::prefill(SlotCache, float *, int64_t, int64_t,
+                              const int64_t *, size_t, int64_t &,
+                              std::string &error) {
+  error = "batched rounds run on the CPU so far";
+  return SPECRT_ERROR_UNSUPPORTED;
+}
+
+specrt_status Device::specRound(float *, float *, int64_t, size_t,
+                                const int64_t *, const int64_t *,
+                                const int64_t *, int64_t *, int64_t *,
+                                std::string &error) {
   error = "batched rounds run on the CPU so far";
   return SPECRT_ERROR_UNSUPPORTED;
 }

@@ -36,6 +36,9 @@ std::string checkDecodeOutput(const DecodeOutput &output,
                               const int64_t *prompt, size_t promptLength,
                               int64_t vocabSize, int64_t contextCapacity);
 
+/// Which of a batch's caches of slots an entry writes.
+enum class SlotCache { Target, Draft };
+
 class Device {
 public:
   virtual ~Device() = default;
@@ -56,13 +59,23 @@ public:
   virtual bool runsConcurrently() const { return false; }
 
   /// Batched rounds (artifacts with decoder.max_batch) over `cache`, a
-  /// cache of slots of the manifest's batch_cache_shape in host memory:
-  /// `prompt` into `slot`, its first token into `token`; one round over
+  /// cache of slots of the manifest's batch_cache_shape in host memory (or
+  /// the draft's, batch_draft_cache_shape): `tokens` into `slot` at
+  /// positions start.., the token after them into `token`; one round over
   /// slots [first, first + count), each at lengths[i] with tokens[i], their
-  /// next tokens into `next`.
-  virtual specrt_status prefill(float *cache, int64_t slot,
-                                const int64_t *prompt, size_t length,
-                                int64_t &token, std::string &error);
+  /// next tokens into `next`; one speculative round (specrt_spec_round_fn)
+  /// over them, sequence i's picks at picks[i * (proposals + 1)..] and how
+  /// many it commits in counts[i].
+  virtual specrt_status prefill(SlotCache which, float *cache, int64_t slot,
+                                int64_t start, const int64_t *tokens,
+                                size_t length, int64_t &token,
+                                std::string &error);
+  virtual specrt_status specRound(float *cache, float *draftCache,
+                                  int64_t first, size_t count,
+                                  const int64_t *lengths,
+                                  const int64_t *previous,
+                                  const int64_t *tokens, int64_t *picks,
+                                  int64_t *counts, std::string &error);
   virtual specrt_status round(float *cache, int64_t first, size_t count,
                               const int64_t *lengths, const int64_t *tokens,
                               int64_t *next, std::string &error);
@@ -128,12 +141,19 @@ public:
   /// parallel loops ignores it.
   void setThreads(int count) { threads = count; }
 
-  /// The batched rounds' entries (see Device::prefill, Device::round).
-  specrt_status prefill(float *cache, int64_t slot, const int64_t *prompt,
-                        size_t length, int64_t &token, std::string &error);
+  /// The batched rounds' entries (see Device::prefill, Device::round,
+  /// Device::specRound).
+  specrt_status prefill(SlotCache which, float *cache, int64_t slot,
+                        int64_t start, const int64_t *tokens, size_t length,
+                        int64_t &token, std::string &error);
   specrt_status round(float *cache, int64_t first, size_t count,
                       const int64_t *lengths, const int64_t *tokens,
                       int64_t *next, std::string &error);
+  specrt_status specRound(float *cache, float *draftCache, int64_t first,
+                          size_t count, const int64_t *lengths,
+                          const int64_t *previous, const int64_t *tokens,
+                          int64_t *picks, int64_t *counts,
+                          std::string &error);
 
 private:
   void *handle = nullptr;
@@ -146,13 +166,15 @@ private:
   /// spinning: unless OMP_WAIT_POLICY or KMP_BLOCKTIME say otherwise.
   bool passiveWait = true;
   specrt_entry_fn generate = nullptr, targetOnly = nullptr;
-  specrt_prefill_fn prefillEntry = nullptr;
+  specrt_prefill_fn prefillEntry = nullptr, draftPrefillEntry = nullptr;
   specrt_round_fn roundEntry = nullptr;
-  /// The cache of slots' shape, from the manifest.
-  std::vector<int64_t> cacheShape;
+  specrt_spec_round_fn specRoundEntry = nullptr;
+  /// The caches of slots' shapes, from the manifest.
+  std::vector<int64_t> cacheShape, draftCacheShape;
 
   void beforeRun();
-  specrt_memref_f32_6d cacheDescriptor(float *cache) const;
+  static specrt_memref_f32_6d cacheDescriptor(float *cache,
+                                              const std::vector<int64_t> &shape);
 };
 
 /// Loads the artifact in `directory` for the CPU.

@@ -418,6 +418,18 @@ static void readFiles(FieldReader &fields, Manifest &m) {
 /// decoder.max_batch, when the artifact has batched rounds: their entry
 /// points and a cache shape of 2 x layers x max_batch x kv_heads x capacity
 /// x head_dim floats that fits in memory.
+/// Whether `shape` is a cache of `slots` slots: 2 x layers x slots x
+/// kv_heads x capacity x head_dim, positive and under 1 TB of floats.
+static bool isSlotCacheShape(const std::vector<int64_t> &shape,
+                             int64_t slots) {
+  double elements = 1;
+  for (int64_t size : shape)
+    elements *= static_cast<double>(size);
+  return shape.size() == 6 && shape[0] == 2 && shape[2] == slots &&
+         *std::min_element(shape.begin(), shape.end()) >= 1 &&
+         elements * sizeof(float) <= 1e12;
+}
+
 static void readBatchedRounds(FieldReader &fields, Manifest &m) {
   if (!fields.find("decoder.max_batch", /*required=*/false))
     return;
@@ -425,20 +437,22 @@ static void readBatchedRounds(FieldReader &fields, Manifest &m) {
   m.prefillEntry = fields.string("entry_points.prefill");
   m.roundEntry = fields.string("entry_points.round");
   m.batchCacheShape = fields.integers("decoder.batch_cache_shape");
+  if (fields.find("entry_points.spec_round", /*required=*/false)) {
+    m.draftPrefillEntry = fields.string("entry_points.draft_prefill");
+    m.specRoundEntry = fields.string("entry_points.spec_round");
+    m.batchDraftCacheShape = fields.integers("decoder.batch_draft_cache_shape");
+  }
   if (!fields.error.empty())
     return;
-  const std::vector<int64_t> &shape = m.batchCacheShape;
-  double elements = 1;
-  for (int64_t size : shape)
-    elements *= static_cast<double>(size);
+  const char *shapeRule = "must be 2 x layers x max_batch x kv_heads x "
+                          "capacity x head_dim, positive and under 1 TB";
   if (m.maxBatch < 2)
     fields.problem("decoder.max_batch", "must be at least 2");
-  else if (shape.size() != 6 || shape[0] != 2 || shape[2] != m.maxBatch ||
-           *std::min_element(shape.begin(), shape.end()) < 1 ||
-           elements * sizeof(float) > 1e12)
-    fields.problem("decoder.batch_cache_shape",
-                   "must be 2 x layers x max_batch x kv_heads x capacity x "
-                   "head_dim, positive and under 1 TB");
+  else if (!isSlotCacheShape(m.batchCacheShape, m.maxBatch))
+    fields.problem("decoder.batch_cache_shape", shapeRule);
+  else if (!m.specRoundEntry.empty() &&
+           !isSlotCacheShape(m.batchDraftCacheShape, m.maxBatch))
+    fields.problem("decoder.batch_draft_cache_shape", shapeRule);
 }
 
 static void readDecoder(FieldReader &fields, Manifest &m) {

@@ -32,6 +32,10 @@ struct Manifest {
   int64_t maxBatch = 0;
   std::string prefillEntry, roundEntry;
   std::vector<int64_t> batchCacheShape;
+  /// With a draft, its prefill and the speculative round (empty without),
+  /// and the shape of the draft's cache of slots.
+  std::string draftPrefillEntry, specRoundEntry;
+  std::vector<int64_t> batchDraftCacheShape;
   ArtifactFile library, weights;
   int64_t vocabSize = 0, bosTokenId = -1, eosTokenId = -1, padTokenId = -1;
   /// model.tokenizer.kind: "bytes" (ids 0-255 are bytes) or "tokenizer.json"

@@ -3,8 +3,8 @@
 // The batch thread of a Scheduler with SchedulerOptions::batched: between
 // rounds it admits queued sequences into free slots (each one's prefill
 // gives its first token) and retires finished ones; each round gives every
-// active sequence its next token in one forward per run of active slots
-// (specrt_batch_step).
+// active sequence its next tokens in one target forward per run of active
+// slots (specrt_batch_step), speculating as SchedulerOptions say.
 //
 //===----------------------------------------------------------------------===//
 
@@ -19,18 +19,22 @@ namespace {
 /// A sequence in a slot of the batch.
 struct Occupant {
   std::shared_ptr<Sequence> sequence;
-  int64_t generated = 0, forwards = 0;
+  int64_t generated = 0;
 };
 
 /// The batch thread's view of the runtime's batch.
 class BatchRun {
 public:
-  BatchRun(specrt_model *model, Metrics &metrics) : metrics(metrics) {
+  BatchRun(specrt_model *model, specrt_speculation speculation,
+           Metrics &metrics)
+      : metrics(metrics) {
     specrt_model_info info;
     specrt_get_model_info(model, &info);
     eos = info.eos_token_id;
-    if (specrt_batch_open(model, &batch) == SPECRT_OK)
-      slots.resize(specrt_batch_slots(batch));
+    if (specrt_batch_open(model, &batch) != SPECRT_OK)
+      return;
+    slots.resize(specrt_batch_slots(batch));
+    specrt_batch_set_speculation(batch, speculation);
   }
   ~BatchRun() { specrt_batch_close(batch); }
   bool opened() const { return batch != nullptr; }
@@ -84,7 +88,8 @@ void BatchRun::join(const std::shared_ptr<Sequence> &sequence) {
     finished.push_back(sequence);
     return;
   }
-  slots[slot] = Occupant{sequence, 0, 1};
+  slots[slot] = Occupant{sequence, 0};
+  metrics.countBatchPrefill();
   deliver(slot, first);
 }
 
@@ -104,8 +109,8 @@ void BatchRun::deliver(int64_t slot, int64_t token) {
 
 void BatchRun::end(int64_t slot, Finish finish, std::string error) {
   Occupant &o = slots[slot];
+  // Its forwards and rounds were shared, counted by countBatchStep.
   SequenceStats stats;
-  stats.targetForwards = o.forwards;
   specrt_batch_remove(batch, slot);
   // Counted before the client hears of the end (/metrics read after a
   // response includes it).
@@ -121,10 +126,14 @@ void BatchRun::cancelRequested() {
       end(static_cast<int64_t>(s), Finish::Cancelled);
 }
 
-/// One round; a sequence it did not advance has a full context.
+/// One round; a sequence it did not advance has a full context. A
+/// sequence that ends amid its tokens of a round drops the rest.
 void BatchRun::round() {
-  std::vector<int64_t> stepped(slots.size()), tokens(slots.size());
+  size_t capacity = specrt_batch_step_capacity(batch);
+  std::vector<int64_t> stepped(capacity), tokens(capacity);
   size_t count = 0;
+  specrt_batch_stats before, after;
+  specrt_batch_get_stats(batch, &before);
   if (specrt_batch_step(batch, stepped.data(), tokens.data(), &count) !=
       SPECRT_OK) {
     std::string error = specrt_last_error();
@@ -133,11 +142,14 @@ void BatchRun::round() {
         end(static_cast<int64_t>(s), Finish::Error, error);
     return;
   }
+  specrt_batch_get_stats(batch, &after);
+  metrics.countBatchStep(after.last_speculation,
+                         after.target_forwards - before.target_forwards);
   std::vector<char> advanced(slots.size(), 0);
   for (size_t i = 0; i < count; ++i) {
     advanced[stepped[i]] = 1;
-    ++slots[stepped[i]].forwards;
-    deliver(stepped[i], tokens[i]);
+    if (slots[stepped[i]].sequence)
+      deliver(stepped[i], tokens[i]);
   }
   for (size_t s = 0; s < slots.size(); ++s)
     if (slots[s].sequence && !advanced[s])
@@ -163,7 +175,7 @@ void Scheduler::retire(const std::vector<std::shared_ptr<Sequence>> &finished) {
 }
 
 void Scheduler::runBatch() {
-  BatchRun run(model_, metrics_);
+  BatchRun run(model_, options_.batchSpeculation, metrics_);
   std::string refusal = run.opened() ? "" : specrt_last_error();
   std::unique_lock<std::mutex> lock(mutex_);
   for (;;) {

@@ -123,6 +123,18 @@ void Metrics::countFinished(Finish finish, const SequenceStats &stats) {
     roundsByLength_[stats.proposals] += static_cast<uint64_t>(rounds);
 }
 
+void Metrics::countBatchStep(int64_t speculationLength,
+                             uint64_t targetForwards) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  targetForwards_ += targetForwards;
+  ++roundsByLength_[speculationLength];
+}
+
+void Metrics::countBatchPrefill() {
+  std::lock_guard<std::mutex> lock(mutex_);
+  ++targetForwards_;
+}
+
 std::string Metrics::render(const SchedulerGauges &gauges) const {
   std::lock_guard<std::mutex> lock(mutex_);
   std::string out;

@@ -50,8 +50,12 @@ const char *kUsage =
     "  --no-speculation       decode with the target alone\n"
     "  --batch                batched rounds (an artifact compiled with specc\n"
     "                         --max-batch B): one thread gives every active\n"
-    "                         sequence its next token in one forward, B at\n"
-    "                         once; greedy, the target alone\n"
+    "                         sequence its next tokens in one target forward,\n"
+    "                         B at once; greedy\n"
+    "  --speculation MODE     with --batch and a draft, when rounds speculate:\n"
+    "                         adaptive (default: the length, 0 or the draft's,\n"
+    "                         that measured costs favour at the load), always\n"
+    "                         or never (as --no-speculation)\n"
     "  --threads N            CPU threads for the compiled code's parallel\n"
     "                         loops (default 1: a server shares its cores)\n"
     "  --device cpu|cuda      the device (default: the artifact's)\n"
@@ -67,6 +71,7 @@ struct Options {
   int threads = 1;
   bool speculative = true;
   bool batched = false;
+  specrt_speculation batchSpeculation = SPECRT_SPECULATE_ADAPTIVE;
   specrt_device_kind device = SPECRT_DEVICE_ARTIFACT;
   double shutdownSeconds = 30;
   int64_t tokenDelayUs = 0; // --debug-token-delay-us, for tests
@@ -151,6 +156,18 @@ int parseOptions(int argc, char **argv, Options &o) {
       o.modelName = text;
     } else if (arg == "--no-speculation") {
       o.speculative = false;
+      o.batchSpeculation = SPECRT_SPECULATE_NEVER;
+    } else if (arg == "--speculation") {
+      if (!value(text))
+        return usageError("--speculation needs adaptive, always or never");
+      std::string mode = text;
+      if (mode != "adaptive" && mode != "always" && mode != "never")
+        return usageError("--speculation takes adaptive, always or never, "
+                          "not '" + mode + "'");
+      o.batchSpeculation = mode == "adaptive" ? SPECRT_SPECULATE_ADAPTIVE
+                           : mode == "always" ? SPECRT_SPECULATE_ALWAYS
+                                              : SPECRT_SPECULATE_NEVER;
+      o.speculative = mode != "never";
     } else if (arg == "--batch") {
       o.batched = true;
     } else if (arg == "--device") {
@@ -194,6 +211,7 @@ SchedulerOptions schedulingOf(const Options &o, specrt_model *model) {
   scheduling.speculative = o.speculative && !o.batched;
   scheduling.tokenDelay = std::chrono::microseconds(o.tokenDelayUs);
   scheduling.batched = o.batched;
+  scheduling.batchSpeculation = o.batchSpeculation;
   return scheduling;
 }
 

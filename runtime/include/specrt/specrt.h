@@ -205,13 +205,16 @@ SPECRT_API specrt_status specrt_detokenize(const specrt_model *model,
                                            size_t *length);
 
 /* Batched rounds: many sequences share each target forward (an artifact
- * compiled with `specc --max-batch B`; greedy, the target alone, CPU). A
- * batch holds B slots in one cache; a sequence joins a free slot with its
- * prompt's prefill, and each step gives every active sequence its next
- * token in one forward per run of consecutive active slots. A sequence's
- * tokens are its greedy tokens alone, whatever else is in the batch. One
- * thread drives a batch (add, step, remove); different batches may run on
- * different threads.
+ * compiled with `specc --max-batch B`; greedy, CPU). A batch holds B slots
+ * in one cache; a sequence joins a free slot with its prompt's prefill,
+ * and each step advances every active sequence in one target forward per
+ * run of consecutive active slots. With a draft (`specc --draft ...
+ * --max-batch B`), a step may be speculative: the draft proposes
+ * decoder.proposals tokens per sequence, the target verifies them all, and
+ * each sequence gets 1 to proposals + 1 tokens. A sequence's tokens are its
+ * greedy tokens alone, whatever else is in the batch, whether steps
+ * speculate or not. One thread drives a batch (add, step, remove);
+ * different batches may run on different threads.
  *
  *   specrt_batch *batch;
  *   specrt_batch_open(model, &batch);
@@ -229,6 +232,40 @@ SPECRT_API void specrt_batch_close(specrt_batch *batch);
 /* The slots (the artifact's max_batch) and how many hold a sequence. */
 SPECRT_API size_t specrt_batch_slots(const specrt_batch *batch);
 SPECRT_API size_t specrt_batch_active(const specrt_batch *batch);
+/* The most tokens one step returns: slots x (proposals + 1) with a draft,
+ * the slots without. */
+SPECRT_API size_t specrt_batch_step_capacity(const specrt_batch *batch);
+
+/* When steps speculate (with a draft; without, every step is plain). */
+typedef enum {
+  /* Each step the speculation length that the measured costs of earlier
+   * steps at this many active sequences say gives more tokens per second:
+   * 0 (a plain step) or the draft's proposals. The default. */
+  SPECRT_SPECULATE_ADAPTIVE = 0,
+  /* Never: one token per sequence per step, no draft forward. */
+  SPECRT_SPECULATE_NEVER = 1,
+  /* Every step whose sequences have room for the proposals. */
+  SPECRT_SPECULATE_ALWAYS = 2,
+} specrt_speculation;
+SPECRT_API specrt_status specrt_batch_set_speculation(
+    specrt_batch *batch, specrt_speculation speculation);
+
+/* What a batch's steps did since it opened. */
+typedef struct {
+  uint64_t steps;             /* steps that advanced a sequence */
+  uint64_t speculative_steps; /* of them, steps that speculated */
+  uint64_t target_forwards;   /* forwards of the target (one per run of
+                                 consecutive slots per step) */
+  uint64_t sequence_steps;    /* sequences advanced, summed over steps */
+  uint64_t tokens;            /* tokens the steps committed */
+  uint64_t proposed;          /* draft tokens verified */
+  uint64_t accepted;          /* of them, accepted */
+  uint64_t draft_catch_up;    /* positions the draft prefilled to catch up
+                                 with sequences after plain steps */
+  int64_t last_speculation;   /* the last step's speculation length */
+} specrt_batch_stats;
+SPECRT_API void specrt_batch_get_stats(const specrt_batch *batch,
+                                       specrt_batch_stats *stats);
 
 /* Starts a sequence in a free slot: prefills `prompt` and returns the slot
  * and the first generated token. SPECRT_ERROR_INVALID_ARGUMENT when no slot
@@ -239,10 +276,11 @@ SPECRT_API specrt_status specrt_batch_add(specrt_batch *batch,
                                           size_t length, int64_t *slot,
                                           int64_t *first_token);
 
-/* One round: each active sequence whose context has room for its last
- * token gets its next one: slots[i] got tokens[i] for i < *count (both
- * arrays hold specrt_batch_slots entries), in slot order. A sequence whose
- * context is full is not advanced; remove it. */
+/* One step: each active sequence whose context has room for its last
+ * token gets its next tokens: slots[i] got tokens[i] for i < *count (both
+ * arrays hold specrt_batch_step_capacity entries), in slot order, a
+ * sequence's tokens in their order. A sequence whose context is full is
+ * not advanced; remove it. */
 SPECRT_API specrt_status specrt_batch_step(specrt_batch *batch,
                                            int64_t *slots, int64_t *tokens,
                                            size_t *count);

@@ -55,6 +55,12 @@ public:
   void countToken(bool first, double gap);
   /// A sequence ended; its statistics feed the speculation series.
   void countFinished(Finish finish, const SequenceStats &stats);
+  /// A step of batched rounds: its speculation length and the target
+  /// forwards it ran (shared by its sequences, whose own statistics then
+  /// carry none).
+  void countBatchStep(int64_t speculationLength, uint64_t targetForwards);
+  /// A batched prefill: one target forward, no round.
+  void countBatchPrefill();
 
   std::string render(const SchedulerGauges &gauges) const;
 

@@ -40,8 +40,10 @@ struct SchedulerOptions {
   /// generation of the small example models lasts long enough to cancel.
   std::chrono::microseconds tokenDelay{0};
   /// Batched rounds (the artifact's, specc --max-batch): one thread, `slots`
-  /// the batch's slots; greedy, the target alone.
+  /// the batch's slots; greedy.
   bool batched = false;
+  /// When batched rounds speculate (with the artifact's draft).
+  specrt_speculation batchSpeculation = SPECRT_SPECULATE_ADAPTIVE;
 };
 
 class Scheduler {

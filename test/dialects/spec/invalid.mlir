@@ -165,7 +165,7 @@ func.func private @f() attributes {spec.config = 259}
 
 // -----
 
-// expected-error @below {{unknown spec dialect attribute 'spec.vocab'; expected 'spec.role', 'spec.config', 'spec.fused_from', 'spec.context_capacity', 'spec.slots', 'spec.slot_target', 'spec.slot_cache_shape', 'spec.column_tiles' or 'spec.row_tiles'}}
+// expected-error @below {{unknown spec dialect attribute 'spec.vocab'; expected 'spec.role', 'spec.config', 'spec.fused_from', 'spec.context_capacity', 'spec.slots', 'spec.slot_target', 'spec.slot_draft', 'spec.slot_cache_shape', 'spec.column_tiles' or 'spec.row_tiles'}}
 func.func private @f() attributes {spec.vocab = 259}
 
 // -----

@@ -49,3 +49,25 @@ func.func private @target(tensor<?x?xi64>) -> tensor<?x?x16xf32>
     attributes {spec.role = #spec.role<target>}
 // expected-error @below {{decoder @decoder: no batched target @missing}}
 spec.decoder @decoder target(@target) proposer(#spec.none) verify(#spec.greedy) {spec.slot_target = @missing}
+
+// -----
+
+// The draft's twin before spec-kv-cache-inplace.
+func.func private @target(tensor<?x?xi64>) -> tensor<?x?x16xf32>
+    attributes {spec.role = #spec.role<target>}
+func.func private @draft(tensor<?x?xi64>) -> tensor<?x?x16xf32>
+    attributes {spec.role = #spec.role<draft>}
+func.func private @target_slots(
+    tensor<?x?xi64> {spec.io = #spec.io<token_ids>},
+    tensor<?x?xi64> {spec.io = #spec.io<position_ids>},
+    !spec.kv_cache<2x4x2x64x8xf32> {spec.io = #spec.io<kv_cache>},
+    index {spec.io = #spec.io<first_slot>},
+    tensor<?xi64> {spec.io = #spec.io<past_lengths>})
+    -> (tensor<?x?x16xf32> {spec.io = #spec.io<logits>},
+        !spec.kv_cache<2x4x2x64x8xf32> {spec.io = #spec.io<kv_cache>})
+func.func private @draft_slots(
+    tensor<?x?xi64> {spec.io = #spec.io<token_ids>},
+    tensor<?x?xi64> {spec.io = #spec.io<position_ids>})
+    -> (tensor<?x?x16xf32> {spec.io = #spec.io<logits>})
+// expected-error @below {{decoder @decoder: its batched draft @draft_slots takes no kv_cache (run spec-kv-cache-inplace first)}}
+spec.decoder @decoder target(@target) proposer(#spec.draft<@draft, gamma = 2>) verify(#spec.greedy) {spec.slot_target = @target_slots, spec.slot_draft = @draft_slots}

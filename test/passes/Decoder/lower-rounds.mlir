@@ -18,18 +18,21 @@ func.func private @target_slots(
 
 spec.decoder @decoder target(@target) proposer(#spec.none) verify(#spec.greedy) {spec.slot_target = @target_slots}
 
-// The prefill: the prompt as one row at positions 0.., into slot %slot at
-// past length 0; the greedy pick at its last row.
+// The prefill: the tokens as one row at positions %start.., into slot
+// %slot at past length %start; the greedy pick at its last row.
 // CHECK-LABEL: func.func private @decoder_prefill_step(
-// CHECK-SAME: %[[CACHE:[^:]*]]: !spec.kv_cache<2x4x2x64x8xf32>, %[[SLOT:[^:]*]]: index, %[[PROMPT:[^:]*]]: tensor<?xi64>) -> (i64, !spec.kv_cache<2x4x2x64x8xf32>)
-// CHECK: %[[N:.*]] = tensor.dim %[[PROMPT]]
-// CHECK: %[[ZERO:.*]] = tensor.from_elements %{{.*}} : tensor<1xi64>
-// CHECK: %[[LENGTHS:.*]] = tensor.cast %[[ZERO]] : tensor<1xi64> to tensor<?xi64>
-// CHECK: %[[LAST:.*]] = arith.subi %[[N]], %{{.*}} : index
-// CHECK: linalg.index 1
+// CHECK-SAME: %[[CACHE:[^:]*]]: !spec.kv_cache<2x4x2x64x8xf32>, %[[SLOT:[^:]*]]: index, %[[START:[^:]*]]: index, %[[TOKENS:[^:]*]]: tensor<?xi64>) -> (i64, !spec.kv_cache<2x4x2x64x8xf32>)
+// CHECK: %[[N:.*]] = tensor.dim %[[TOKENS]]
+// CHECK: %[[PAST:.*]] = arith.index_cast %[[START]] : index to i64
+// CHECK: %[[ONE:.*]] = tensor.from_elements %[[PAST]] : tensor<1xi64>
+// CHECK: %[[LENGTHS:.*]] = tensor.cast %[[ONE]] : tensor<1xi64> to tensor<?xi64>
+// CHECK: linalg.generic
+// CHECK: %[[COLUMN:.*]] = linalg.index 1
+// CHECK: arith.addi %[[START]], %[[COLUMN]]
 // CHECK: %[[POSITIONS:.*]] = tensor.cast %{{.*}} : tensor<1x?xi64> to tensor<?x?xi64>
-// CHECK: %[[IDS:.*]] = tensor.reshape %[[PROMPT]]
+// CHECK: %[[IDS:.*]] = tensor.reshape %[[TOKENS]]
 // CHECK: %[[FWD:.*]]:2 = spec.verify @target_slots(%[[IDS]], %[[POSITIONS]], %[[CACHE]], %[[SLOT]], %[[LENGTHS]])
+// CHECK: %[[LAST:.*]] = arith.subi %[[N]], %{{.*}} : index
 // CHECK: %[[ROW:.*]] = tensor.extract_slice %[[FWD]]#0[0, %[[LAST]], 0] [%{{.*}}, 1, 16] [1, 1, 1] : tensor<?x?x16xf32> to tensor<?x16xf32>
 // CHECK: %[[PICK:.*]], %{{.*}} = spec.propose %[[ROW]] rule(#spec.greedy) : tensor<?x16xf32> -> tensor<?xi64>, tensor<?x16xf32>
 // CHECK: %[[FIRST:.*]] = tensor.extract %[[PICK]]
@@ -39,10 +42,12 @@ spec.decoder @decoder target(@target) proposer(#spec.none) verify(#spec.greedy) 
 // CHECK-LABEL: func.func private @decoder_round_step(
 // CHECK-SAME: %[[CACHE:[^:]*]]: !spec.kv_cache<2x4x2x64x8xf32>, %[[FIRST:[^:]*]]: index, %[[LENGTHS:[^:]*]]: tensor<?xi64>, %[[TOKENS:[^:]*]]: tensor<?xi64>) -> (tensor<?xi64>, !spec.kv_cache<2x4x2x64x8xf32>)
 // CHECK: %[[B:.*]] = tensor.dim %[[TOKENS]]
-// CHECK: %[[POSITIONS:.*]] = tensor.reshape %[[LENGTHS]]
-// CHECK: %[[IDS:.*]] = tensor.reshape %[[TOKENS]]
+// CHECK: linalg.generic {{.*}} ins(%[[LENGTHS]] : tensor<?xi64>) outs(%{{.*}} : tensor<?x1xi64>)
+// CHECK: %[[POSITIONS:.*]] = tensor.cast %{{.*}} : tensor<?x1xi64> to tensor<?x?xi64>
+// CHECK: %[[COLUMN:.*]] = tensor.insert_slice %[[TOKENS]] into %{{.*}}[0, 0] [%{{.*}}, 1] [1, 1] : tensor<?xi64> into tensor<?x1xi64>
+// CHECK: %[[IDS:.*]] = tensor.cast %[[COLUMN]]
 // CHECK: %[[FWD:.*]]:2 = spec.verify @target_slots(%[[IDS]], %[[POSITIONS]], %[[CACHE]], %[[FIRST]], %[[LENGTHS]])
-// CHECK: %[[ROWS:.*]] = tensor.extract_slice %[[FWD]]#0[0, %{{.*}}, 0] [%[[B]], 1, 16]
+// CHECK: %[[ROWS:.*]] = tensor.extract_slice %[[FWD]]#0[0, 0, 0] [%[[B]], 1, 16]
 // CHECK: %[[NEXT:.*]], %{{.*}} = spec.propose %[[ROWS]] rule(#spec.greedy)
 // CHECK: return %[[NEXT]], %[[FWD]]#1
 
@@ -50,8 +55,8 @@ spec.decoder @decoder target(@target) proposer(#spec.none) verify(#spec.greedy) 
 // among their results; bufferized, the steps write the caller's cache in
 // place.
 // CHECK-LABEL: func.func @decoder_prefill(
-// CHECK-SAME: %[[CACHE:[^:]*]]: !spec.kv_cache<2x4x2x64x8xf32>, %[[SLOT:[^:]*]]: index, %[[PROMPT:[^:]*]]: tensor<?xi64>) -> i64 attributes {llvm.emit_c_interface, spec.slot_cache_shape = array<i64: 2, 2, 4, 2, 64, 8>}
-// CHECK-NEXT: %[[STEP:.*]]:2 = call @decoder_prefill_step(%[[CACHE]], %[[SLOT]], %[[PROMPT]])
+// CHECK-SAME: %[[CACHE:[^:]*]]: !spec.kv_cache<2x4x2x64x8xf32>, %[[SLOT:[^:]*]]: index, %[[START:[^:]*]]: index, %[[TOKENS:[^:]*]]: tensor<?xi64>) -> i64 attributes {llvm.emit_c_interface, spec.slot_cache_shape = array<i64: 2, 2, 4, 2, 64, 8>}
+// CHECK-NEXT: %[[STEP:.*]]:2 = call @decoder_prefill_step(%[[CACHE]], %[[SLOT]], %[[START]], %[[TOKENS]])
 // CHECK-NEXT: return %[[STEP]]#0 : i64
 // CHECK-LABEL: func.func @decoder_round(
 // CHECK-SAME: -> tensor<?xi64> attributes {llvm.emit_c_interface, spec.slot_cache_shape = array<i64: 2, 2, 4, 2, 64, 8>}

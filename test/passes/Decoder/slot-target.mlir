@@ -1,9 +1,9 @@
 // RUN: spec-opt %s --spec-slot-target | FileCheck %s
 // RUN: spec-opt %s --spec-slot-target=slots=3 | FileCheck %s --check-prefix=SLOTS
 
-// Each decoder's target gets a batched twin, named on the decoder, for
-// spec-kv-cache-inplace to give a cache of slots; the decoder's loops keep
-// the target. A name already taken gets a suffix.
+// Each decoder's target (and draft) gets a batched twin, named on the
+// decoder, for spec-kv-cache-inplace to give a cache of slots; the
+// decoder's loops keep the target. A name already taken gets a suffix.
 
 func.func private @target(tensor<?x?xi64>) -> tensor<?x?x8xf32>
     attributes {spec.role = #spec.role<target>}
@@ -15,3 +15,17 @@ spec.decoder @decoder target(@target) proposer(#spec.none) verify(#spec.greedy)
 // CHECK-NEXT: func.func private @[[CLONE:target_slots_[0-9]+]](tensor<?x?xi64>) -> tensor<?x?x8xf32> attributes {spec.role = #spec.role<target>, spec.slots = 8 : i64}
 // CHECK: spec.decoder @decoder target(@target) proposer(#spec.none) verify(#spec.greedy) {spec.slot_target = @[[CLONE]]}
 // SLOTS: spec.slots = 3 : i64
+
+func.func private @target2(tensor<?x?xi64>) -> tensor<?x?x8xf32>
+    attributes {spec.role = #spec.role<target>}
+func.func @draft(%ids: tensor<?x?xi64>) -> tensor<?x?x8xf32>
+    attributes {spec.role = #spec.role<draft>} {
+  %0 = tensor.empty() : tensor<1x1x8xf32>
+  %1 = tensor.cast %0 : tensor<1x1x8xf32> to tensor<?x?x8xf32>
+  return %1 : tensor<?x?x8xf32>
+}
+spec.decoder @drafted target(@target2) proposer(#spec.draft<@draft, gamma = 2>) verify(#spec.greedy)
+
+// CHECK: func.func @draft(
+// CHECK: func.func @draft_slots(%{{.*}}: tensor<?x?xi64>) -> tensor<?x?x8xf32> attributes {spec.role = #spec.role<draft>, spec.slots = 8 : i64}
+// CHECK: spec.decoder @drafted target(@target2) proposer(#spec.draft<@draft, gamma = 2>) verify(#spec.greedy) {spec.slot_draft = @draft_slots, spec.slot_target = @target2_slots}

@@ -1,11 +1,11 @@
 //===- BatchTest.cpp - specrt_batch_*: sequences sharing rounds -----------===//
 //
-// The example target compiled with batched rounds over 4 slots (specc
-// --max-batch 4, the test artifact target-batch.spec). Sixteen sequences
-// join at random steps into whatever slot is free and leave when done, as
-// a server's requests would; each one's tokens must equal what
-// specrt_generate gives its prompt alone (the target-only greedy loop of
-// the same artifact).
+// The example target and draft compiled with batched rounds over 4 slots
+// (specc --draft ... --gamma 3 --max-batch 4, the test artifact
+// draft-batch.spec). Sixteen sequences join at random steps into whatever
+// slot is free and leave when done, as a server's requests would; each
+// one's tokens must equal what specrt_generate gives its prompt alone,
+// whether the steps speculate always, never, or as the measured costs say.
 //
 //===----------------------------------------------------------------------===//
 
@@ -18,7 +18,7 @@
 #include <vector>
 
 namespace {
-constexpr const char *kArtifact = SPECULA_TEST_ARTIFACTS "/target-batch.spec";
+constexpr const char *kArtifact = SPECULA_TEST_ARTIFACTS "/draft-batch.spec";
 constexpr int64_t kNewTokens = 24;
 
 class BatchTest : public ::testing::Test {
@@ -45,34 +45,40 @@ protected:
     return tokens;
   }
 
+  std::vector<std::vector<int64_t>>
+  runSixteen(specrt_speculation speculation,
+             const std::vector<std::vector<int64_t>> &prompts,
+             specrt_batch_stats &stats);
+
   specrt_model *model = nullptr;
 };
 } // namespace
 
-TEST_F(BatchTest, EverySequenceGetsItsTokensAlone) {
+/// Runs 16 sequences of random prompts arriving at random steps through a
+/// batch speculating as `speculation` says; each one's first kNewTokens
+/// tokens (or fewer, when a step gives more).
+std::vector<std::vector<int64_t>>
+BatchTest::runSixteen(specrt_speculation speculation,
+                      const std::vector<std::vector<int64_t>> &prompts,
+                      specrt_batch_stats &stats) {
   specrt_batch *batch = nullptr;
-  ASSERT_EQ(specrt_batch_open(model, &batch), SPECRT_OK) << specrt_last_error();
-  ASSERT_EQ(specrt_batch_slots(batch), 4u);
+  EXPECT_EQ(specrt_batch_open(model, &batch), SPECRT_OK) << specrt_last_error();
+  EXPECT_EQ(specrt_batch_slots(batch), 4u);
+  EXPECT_EQ(specrt_batch_step_capacity(batch), 16u); // 4 x (gamma + 1)
+  EXPECT_EQ(specrt_batch_set_speculation(batch, speculation), SPECRT_OK);
   std::mt19937 random(3);
-  std::uniform_int_distribution<int64_t> byte(32, 126), size(1, 12),
-      arrivals(0, 2);
-  std::vector<std::vector<int64_t>> prompts(16);
-  for (auto &prompt : prompts) {
-    prompt.push_back(256); // BOS, as spec-run gives
-    for (int64_t i = 0, n = size(random); i < n; ++i)
-      prompt.push_back(byte(random));
-  }
+  std::uniform_int_distribution<int64_t> arrivals(0, 2);
   std::map<int64_t, int64_t> sequenceOf; // slot -> sequence
   std::vector<std::vector<int64_t>> outputs(prompts.size());
   size_t next = 0, done = 0;
-  std::vector<int64_t> slots(4), tokens(4);
+  std::vector<int64_t> slots(16), tokens(16);
   while (done < prompts.size()) {
     // A few arrivals per step while slots are free.
     for (int64_t n = arrivals(random); n > 0 && next < prompts.size() &&
                                        specrt_batch_active(batch) < 4;
          --n, ++next) {
       int64_t slot = -1, first = -1;
-      ASSERT_EQ(specrt_batch_add(batch, prompts[next].data(),
+      EXPECT_EQ(specrt_batch_add(batch, prompts[next].data(),
                                  prompts[next].size(), &slot, &first),
                 SPECRT_OK)
           << specrt_last_error();
@@ -80,29 +86,71 @@ TEST_F(BatchTest, EverySequenceGetsItsTokensAlone) {
       outputs[next].push_back(first);
     }
     size_t count = 0;
-    ASSERT_EQ(specrt_batch_step(batch, slots.data(), tokens.data(), &count),
+    EXPECT_EQ(specrt_batch_step(batch, slots.data(), tokens.data(), &count),
               SPECRT_OK)
         << specrt_last_error();
-    ASSERT_EQ(count, specrt_batch_active(batch));
     for (size_t i = 0; i < count; ++i) {
-      std::vector<int64_t> &output = outputs[sequenceOf.at(slots[i])];
+      auto sequence = sequenceOf.find(slots[i]);
+      if (sequence == sequenceOf.end())
+        continue; // ended amid this step's tokens
+      std::vector<int64_t> &output = outputs[sequence->second];
       output.push_back(tokens[i]);
       if (static_cast<int64_t>(output.size()) == kNewTokens) {
-        ASSERT_EQ(specrt_batch_remove(batch, slots[i]), SPECRT_OK);
-        sequenceOf.erase(slots[i]);
+        EXPECT_EQ(specrt_batch_remove(batch, slots[i]), SPECRT_OK);
+        sequenceOf.erase(sequence);
         ++done;
       }
     }
   }
+  specrt_batch_get_stats(batch, &stats);
   specrt_batch_close(batch);
-  for (size_t s = 0; s < prompts.size(); ++s) {
-    std::vector<int64_t> expected = alone(prompts[s]);
-    ASSERT_FALSE(expected.empty());
-    std::vector<int64_t> got(outputs[s].begin(),
-                             outputs[s].begin() + expected.size());
-    EXPECT_EQ(got, expected) << "sequence " << s << " (prompt of "
-                             << prompts[s].size()
-                             << " tokens) differs from its tokens alone";
+  return outputs;
+}
+
+TEST_F(BatchTest, EverySequenceGetsItsTokensAlone) {
+  std::mt19937 random(3);
+  std::uniform_int_distribution<int64_t> byte(32, 126), size(1, 12);
+  std::vector<std::vector<int64_t>> prompts(16);
+  for (auto &prompt : prompts) {
+    prompt.push_back(256); // BOS, as spec-run gives
+    for (int64_t i = 0, n = size(random); i < n; ++i)
+      prompt.push_back(byte(random));
+  }
+  std::vector<std::vector<int64_t>> expected;
+  for (const auto &prompt : prompts)
+    expected.push_back(alone(prompt));
+  for (specrt_speculation speculation :
+       {SPECRT_SPECULATE_NEVER, SPECRT_SPECULATE_ALWAYS,
+        SPECRT_SPECULATE_ADAPTIVE}) {
+    SCOPED_TRACE("speculation " + std::to_string(speculation));
+    specrt_batch_stats stats{};
+    std::vector<std::vector<int64_t>> outputs =
+        runSixteen(speculation, prompts, stats);
+    for (size_t s = 0; s < prompts.size(); ++s) {
+      ASSERT_FALSE(expected[s].empty());
+      ASSERT_GE(outputs[s].size(), expected[s].size());
+      std::vector<int64_t> got(outputs[s].begin(),
+                               outputs[s].begin() + expected[s].size());
+      EXPECT_EQ(got, expected[s])
+          << "sequence " << s << " (prompt of " << prompts[s].size()
+          << " tokens) differs from its tokens alone";
+    }
+    // Never: one token per sequence per step; always: every step proposes
+    // (no sequence nears the context's end) and some proposals pass.
+    EXPECT_GT(stats.steps, 0u);
+    if (speculation == SPECRT_SPECULATE_NEVER) {
+      EXPECT_EQ(stats.speculative_steps, 0u);
+      EXPECT_EQ(stats.tokens, stats.sequence_steps);
+    } else if (speculation == SPECRT_SPECULATE_ALWAYS) {
+      EXPECT_EQ(stats.speculative_steps, stats.steps);
+      EXPECT_EQ(stats.proposed, 3 * stats.sequence_steps);
+      EXPECT_GT(stats.accepted, 0u);
+      EXPECT_EQ(stats.tokens, stats.sequence_steps + stats.accepted);
+    } else {
+      // Both lengths are measured before the costs choose.
+      EXPECT_GT(stats.speculative_steps, 0u);
+      EXPECT_LT(stats.speculative_steps, stats.steps);
+    }
   }
 }
 
