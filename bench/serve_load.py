@@ -7,7 +7,9 @@
 
 For each mode (off: spec-serve --no-speculation; fixed: the artifact's own
 speculation length; batched: spec-serve --batch, the artifact's batched
-rounds of the target alone) it starts spec-serve on a free port and, for each
+rounds, each round's speculation length (0 or the draft's) chosen from
+measured costs; batched-never and batched-always: --batch with
+--speculation never or always) it starts spec-serve on a free port and, for each
 concurrency C, runs C clients that each send streamed completions one after
 another (a closed loop) for --seconds, then waits for the ones in flight.
 It reports aggregate tokens/s, time to first token and time per output
@@ -190,20 +192,24 @@ def main():
     artifact = args.artifact or example_artifact(args.build)
     results = {}
     for mode in args.modes.split(","):
-        extra = {"off": ["--no-speculation"], "fixed": [], "batched": ["--batch"]}[mode]
+        extra = {"off": ["--no-speculation"], "fixed": [], "batched": ["--batch"],
+                 "batched-never": ["--batch", "--speculation", "never"],
+                 "batched-always": ["--batch", "--speculation", "always"]}[mode]
         server = Server(artifact, extra)
         results[mode] = []
         for concurrency in [int(c) for c in args.concurrency.split(",")]:
             point = run_point(server, concurrency, args.seconds, args.max_tokens)
             results[mode].append(point)
-            print("%-5s c=%-3d %7.0f tokens/s  ttft p50 %6.1f ms p99 %6.1f ms  "
+            print("%-14s c=%-3d %7.0f tokens/s  ttft p50 %6.1f ms p99 %6.1f ms  "
                   "tpot p50 %6.3f ms p99 %6.3f ms  %.2f tokens/forward  (%d requests)" % (
                       mode, concurrency, point["tokens_per_second"],
                       point["ttft_p50"] * 1e3, point["ttft_p99"] * 1e3,
                       point["tpot_p50"] * 1e3, point["tpot_p99"] * 1e3,
                       point["tokens_per_target_forward"], point["requests"]), flush=True)
         server.stop()
-    for mode, label in (("fixed", "speculation"), ("batched", "batched")):
+    for mode, label in (("fixed", "speculation"), ("batched", "batched"),
+                        ("batched-never", "batched-never"),
+                        ("batched-always", "batched-always")):
         if "off" in results and mode in results:
             for off, other in zip(results["off"], results[mode]):
                 print("c=%-3d %s/off throughput %.2fx" % (
