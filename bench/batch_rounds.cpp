@@ -4,8 +4,8 @@
 // for batches of 1, 2, 4, ... B sequences (each added with the same short
 // prompt), `--steps` rounds of specrt_batch_step that never speculate and,
 // with a draft, that always do and that adapt, and the aggregate tokens
-// per second, next to specrt_generate's single-sequence target-only
-// decoding. Each configuration runs `--repeats` times in turn and keeps
+// per second (x: against specrt_generate's single-sequence target-only
+// decoding, also shown speculating). Each configuration runs `--repeats` times in turn and keeps
 // its fastest run (this machine is shared and noisy).
 //
 // Usage: bench-batch-rounds model.spec [--steps 64] [--repeats 5] [--threads 1]
@@ -57,14 +57,16 @@ double batchRate(specrt_model *model, size_t count, int64_t steps,
   return total / elapsed;
 }
 
-/// Seconds for specrt_generate to decode `steps` tokens of one sequence
-/// (the prefill excluded: its time is measured alone and subtracted).
-double timeAlone(specrt_model *model, int64_t steps) {
+/// Seconds for specrt_generate to decode `steps` tokens of one sequence,
+/// speculating or with the target alone (the prefill excluded: its time
+/// is measured alone and subtracted).
+double timeAlone(specrt_model *model, int64_t steps, bool speculative) {
   auto run = [&](int64_t tokens) {
     specrt_generate_options options;
     specrt_generate_options_init(&options);
     options.max_new_tokens = tokens;
     options.stop_tokens = nullptr;
+    options.speculative = speculative;
     specrt_result result;
     auto start = Clock::now();
     specrt_generate(model, kPrompt.data(), kPrompt.size(), &options, &result);
@@ -118,9 +120,12 @@ int main(int argc, char **argv) {
                  {SPECRT_SPECULATE_ALWAYS, SPECRT_SPECULATE_ADAPTIVE});
   std::vector<std::vector<double>> best(
       counts.size(), std::vector<double>(modes.size(), 0));
-  double alone = 1e30;
+  double alone = 1e30, aloneSpeculating = 1e30;
   for (int64_t r = 0; r < repeats; ++r) {
-    alone = std::min(alone, timeAlone(model, steps));
+    alone = std::min(alone, timeAlone(model, steps, false));
+    if (drafts)
+      aloneSpeculating =
+          std::min(aloneSpeculating, timeAlone(model, steps, true));
     for (size_t i = 0; i < counts.size(); ++i)
       for (size_t m = 0; m < modes.size(); ++m)
         best[i][m] = std::max(best[i][m],
@@ -132,6 +137,9 @@ int main(int argc, char **argv) {
               threads);
   std::printf("one sequence, specrt_generate, target alone: %.0f tokens/s\n",
               aloneRate);
+  if (drafts)
+    std::printf("one sequence, specrt_generate, speculating: %.0f tokens/s\n",
+                steps / aloneSpeculating);
   const char *names[] = {"adaptive", "never", "always"};
   std::printf("%9s", "sequences");
   for (specrt_speculation mode : modes)

@@ -11,6 +11,7 @@
 #include "Model.h"
 
 #include <algorithm>
+#include <array>
 #include <chrono>
 #include <cstdlib>
 #include <cstring>
@@ -52,22 +53,23 @@ enum class StepKind { None, Plain, Speculative };
 
 /// Measured seconds per step by the number of sequences it advanced, plain
 /// and speculative, and the tokens a speculative step gives a sequence:
-/// the speculation length with the higher expected rate. Each count is
-/// measured once before it is trusted, and the other choice is measured
-/// again every `kRefresh` steps (4x as many when one is 25% ahead), as
-/// load and text change.
+/// the speculation length with the higher expected rate. A step's cost is
+/// the least of its kind's last few: on a shared machine a step only ever
+/// takes longer than its cost, when the thread is descheduled. Each kind
+/// is measured once before it is trusted, and the losing one again every
+/// `kRefresh` steps (4x as many when one is 25% ahead), as load and text
+/// change.
 class StepCosts {
 public:
   explicit StepCosts(size_t slots)
       : plain(slots + 1), speculative(slots + 1), decided(slots + 1) {}
 
   bool speculate(size_t sequences) {
-    const Mean &p = plain[sequences], &s = speculative[sequences];
+    const Recent &p = plain[sequences], &s = speculative[sequences];
     if (!p.count || !s.count)
       return p.count != 0;
-    double ratio = tokensPerSequence.value * p.value / s.value;
+    double ratio = tokensPerSequence * p.least() / s.least();
     bool better = ratio > 1.0;
-    // The losing length is measured again sooner when the two are close.
     uint64_t refresh = ratio > 1.25 || ratio < 0.8 ? 4 * kRefresh : kRefresh;
     return ++decided[sequences] % refresh == 0 ? !better : better;
   }
@@ -75,22 +77,31 @@ public:
   void record(bool speculated, size_t sequences, double seconds,
               double tokens) {
     (speculated ? speculative : plain)[sequences].add(seconds);
-    if (speculated)
-      tokensPerSequence.add(tokens / static_cast<double>(sequences));
+    if (!speculated)
+      return;
+    // An exponentially weighted mean, the first sample taken whole.
+    double sample = tokens / static_cast<double>(sequences);
+    tokensPerSequence = speculatedSteps++
+                            ? tokensPerSequence +
+                                  0.125 * (sample - tokensPerSequence)
+                            : sample;
   }
 
 private:
   static constexpr uint64_t kRefresh = 16;
-  /// An exponentially weighted mean, the first sample taken whole.
-  struct Mean {
-    double value = 0;
+  /// The last samples of one kind of step.
+  struct Recent {
+    std::array<double, 8> samples{};
     uint64_t count = 0;
-    void add(double sample) {
-      value = count++ ? value + 0.125 * (sample - value) : sample;
+    void add(double sample) { samples[count++ % samples.size()] = sample; }
+    double least() const {
+      size_t n = std::min<uint64_t>(count, samples.size());
+      return *std::min_element(samples.begin(), samples.begin() + n);
     }
   };
-  std::vector<Mean> plain, speculative;
-  Mean tokensPerSequence;
+  std::vector<Recent> plain, speculative;
+  double tokensPerSequence = 0;
+  uint64_t speculatedSteps = 0;
   std::vector<uint64_t> decided;
 };
 } // namespace
