@@ -47,9 +47,16 @@ class Server:
     def __init__(self, artifact, extra):
         self.process = subprocess.Popen(
             [os.path.join(BIN, "spec-serve"), artifact, "--port", "0"] + extra,
-            stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
-        self.port = int(re.search(r":(\d+)$", self.process.stdout.readline().strip()).group(1))
+            stdout=subprocess.PIPE, text=True)
+        line = self.process.stdout.readline().strip()
+        found = re.search(r":(\d+)$", line)
+        if not found:
+            sys.exit("serve_load.py: spec-serve did not start (%r)" % line)
+        self.port = int(found.group(1))
         while self.get("/health")[0] != 200:
+            if self.process.poll() is not None:  # it could not open the artifact
+                sys.exit("serve_load.py: spec-serve exited with %d before it was "
+                         "ready" % self.process.returncode)
             time.sleep(0.05)
 
     def get(self, path):

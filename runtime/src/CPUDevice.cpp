@@ -295,6 +295,15 @@ static specrt_status checkedRun(std::string &error) {
   return SPECRT_OK;
 }
 
+/// `values` (read only by the compiled code) as a memref of `count`.
+static specrt_memref_i64 inputMemref(const int64_t *values, int64_t count) {
+  auto *data = const_cast<int64_t *>(values);
+  return {data, data, 0, count, 1};
+}
+
+static constexpr const char *kNoBatchedDraft =
+    "the artifact has no batched draft (specc --draft --max-batch)";
+
 specrt_status HostLibrary::prefill(SlotCache which, float *cache,
                                    int64_t slot, int64_t start,
                                    const int64_t *tokens, size_t length,
@@ -302,16 +311,14 @@ specrt_status HostLibrary::prefill(SlotCache which, float *cache,
   bool draft = which == SlotCache::Draft;
   specrt_prefill_fn entry = draft ? draftPrefillEntry : prefillEntry;
   if (!entry) {
-    error = draft ? "the artifact has no batched draft (specc --draft "
-                    "--max-batch)"
+    error = draft ? kNoBatchedDraft
                   : "the artifact has no batched rounds (specc --max-batch)";
     return SPECRT_ERROR_UNSUPPORTED;
   }
   specrt_memref_f32_6d descriptor =
       cacheDescriptor(cache, draft ? draftCacheShape : cacheShape);
-  // The compiled code only reads the tokens.
-  auto *ids = const_cast<int64_t *>(tokens);
-  specrt_memref_i64 input{ids, ids, 0, static_cast<int64_t>(length), 1};
+  specrt_memref_i64 input =
+      inputMemref(tokens, static_cast<int64_t>(length));
   beforeRun();
   token = entry(&descriptor, slot, start, &input);
   return checkedRun(error);
@@ -326,11 +333,9 @@ specrt_status HostLibrary::round(float *cache, int64_t first, size_t count,
     return SPECRT_ERROR_UNSUPPORTED;
   }
   specrt_memref_f32_6d descriptor = cacheDescriptor(cache, cacheShape);
-  auto *pasts = const_cast<int64_t *>(lengths);
-  auto *lasts = const_cast<int64_t *>(tokens);
   auto n = static_cast<int64_t>(count);
-  specrt_memref_i64 lengthsIn{pasts, pasts, 0, n, 1};
-  specrt_memref_i64 tokensIn{lasts, lasts, 0, n, 1};
+  specrt_memref_i64 lengthsIn = inputMemref(lengths, n),
+                    tokensIn = inputMemref(tokens, n);
   specrt_memref_i64 result{};
   beforeRun();
   roundEntry(&result, &descriptor, first, &lengthsIn, &tokensIn);
@@ -346,12 +351,6 @@ specrt_status HostLibrary::round(float *cache, int64_t first, size_t count,
   return status;
 }
 
-/// `values` (read only by the compiled code) as a memref of `count`.
-static specrt_memref_i64 inputMemref(const int64_t *values, int64_t count) {
-  auto *data = const_cast<int64_t *>(values);
-  return {data, data, 0, count, 1};
-}
-
 specrt_status HostLibrary::specRound(float *cache, float *draftCache,
                                      int64_t first, size_t count,
                                      const int64_t *lengths,
@@ -359,7 +358,7 @@ specrt_status HostLibrary::specRound(float *cache, float *draftCache,
                                      const int64_t *tokens, int64_t *picks,
                                      int64_t *counts, std::string &error) {
   if (!specRoundEntry) {
-    error = "the artifact has no batched draft (specc --draft --max-batch)";
+    error = kNoBatchedDraft;
     return SPECRT_ERROR_UNSUPPORTED;
   }
   specrt_memref_f32_6d target = cacheDescriptor(cache, cacheShape);
