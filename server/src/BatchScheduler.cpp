@@ -143,8 +143,9 @@ void BatchRun::round() {
     return;
   }
   specrt_batch_get_stats(batch, &after);
-  metrics.countBatchStep(after.last_speculation,
-                         after.target_forwards - before.target_forwards);
+  if (after.steps > before.steps) // not when every context was full
+    metrics.countBatchStep(after.last_speculation,
+                           after.target_forwards - before.target_forwards);
   std::vector<char> advanced(slots.size(), 0);
   for (size_t i = 0; i < count; ++i) {
     advanced[stepped[i]] = 1;
