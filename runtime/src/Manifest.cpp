@@ -413,11 +413,6 @@ static void readFiles(FieldReader &fields, Manifest &m) {
   }
 }
 
-/// model and decoder: the vocabulary, special tokens, the proposer and
-/// the verification rule, and their consistency.
-/// decoder.max_batch, when the artifact has batched rounds: their entry
-/// points and a cache shape of 2 x layers x max_batch x kv_heads x capacity
-/// x head_dim floats that fits in memory.
 /// Whether `shape` is a cache of `slots` slots: 2 x layers x slots x
 /// kv_heads x capacity x head_dim, positive and under 1 TB of floats.
 static bool isSlotCacheShape(const std::vector<int64_t> &shape,
@@ -430,6 +425,10 @@ static bool isSlotCacheShape(const std::vector<int64_t> &shape,
          elements * sizeof(float) <= 1e12;
 }
 
+/// decoder.max_batch, when the artifact has batched rounds: their entry
+/// points and a cache shape of 2 x layers x max_batch x kv_heads x capacity
+/// x head_dim floats that fits in memory; with a draft, its
+/// entries and its cache's shape too.
 static void readBatchedRounds(FieldReader &fields, Manifest &m) {
   if (!fields.find("decoder.max_batch", /*required=*/false))
     return;
@@ -455,6 +454,8 @@ static void readBatchedRounds(FieldReader &fields, Manifest &m) {
     fields.problem("decoder.batch_draft_cache_shape", shapeRule);
 }
 
+/// model and decoder: the vocabulary, special tokens, the proposer and
+/// the verification rule, and their consistency.
 static void readDecoder(FieldReader &fields, Manifest &m) {
   m.vocabSize = fields.integer("model.vocab_size");
   m.bosTokenId = fields.integer("model.bos_token_id", /*nullable=*/true);

@@ -56,7 +56,7 @@ protected:
 
 /// Runs 16 sequences of random prompts arriving at random steps through a
 /// batch speculating as `speculation` says; each one's first kNewTokens
-/// tokens (or fewer, when a step gives more).
+/// tokens (a step's tokens after those are dropped, as a server would).
 std::vector<std::vector<int64_t>>
 BatchTest::runSixteen(specrt_speculation speculation,
                       const std::vector<std::vector<int64_t>> &prompts,
@@ -89,6 +89,9 @@ BatchTest::runSixteen(specrt_speculation speculation,
     EXPECT_EQ(specrt_batch_step(batch, slots.data(), tokens.data(), &count),
               SPECRT_OK)
         << specrt_last_error();
+    // Plain steps: one token for each sequence.
+    if (speculation == SPECRT_SPECULATE_NEVER)
+      EXPECT_EQ(count, specrt_batch_active(batch));
     for (size_t i = 0; i < count; ++i) {
       auto sequence = sequenceOf.find(slots[i]);
       if (sequence == sequenceOf.end())
@@ -176,6 +179,11 @@ TEST_F(BatchTest, RefusesWhatDoesNotFit) {
   EXPECT_EQ(specrt_batch_add(batch, prompt, 2, &slot, &first),
             SPECRT_ERROR_INVALID_ARGUMENT);
   EXPECT_NE(std::string(specrt_last_error()).find("all 4 slots"),
+            std::string::npos);
+  EXPECT_EQ(specrt_batch_set_speculation(batch,
+                                         static_cast<specrt_speculation>(3)),
+            SPECRT_ERROR_INVALID_ARGUMENT);
+  EXPECT_NE(std::string(specrt_last_error()).find("adaptive, never, always"),
             std::string::npos);
   EXPECT_EQ(specrt_batch_remove(batch, 7), SPECRT_ERROR_INVALID_ARGUMENT);
   EXPECT_EQ(specrt_batch_remove(batch, 2), SPECRT_OK);
