@@ -7,10 +7,12 @@ specc process, and the steps `--timing` names: the device pipeline
 (spec-to-cpu) with its one-shot bufferization, LLVM's O3, and code
 generation with --codegen-threads (0: one per hardware thread).
 
-    python3 bench/compile_time.py [--build build] [--decoders draft,medusa,mtp]
-        [--codegen-threads 0] [--repeats 1] [--json results.json]
+    python3 bench/compile_time.py [--build build] [--specc PATH]
+        [--decoders draft,medusa,mtp] [--codegen-threads 0] [--repeats 1]
+        [--json results.json]
 
 With --repeats N each decoder compiles N times and its fastest run counts.
+--specc names another specc (an A/B against another build).
 Not a test: nothing here asserts on time.
 """
 
@@ -73,6 +75,7 @@ def compile_once(specc, flags, threads, directory):
 def main():
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--build", default=os.path.join(ROOT, "build"))
+    parser.add_argument("--specc", help="default: BUILD/bin/specc")
     parser.add_argument("--decoders", default="draft,medusa,mtp")
     parser.add_argument("--codegen-threads", type=int, default=0)
     parser.add_argument("--repeats", type=int, default=1)
@@ -86,7 +89,7 @@ def main():
         sys.exit("error: --repeats must be at least 1")
     if args.codegen_threads < 0:
         sys.exit("error: --codegen-threads must not be negative")
-    specc = os.path.join(args.build, "bin", "specc")
+    specc = args.specc or os.path.join(args.build, "bin", "specc")
     if not os.path.exists(specc):
         sys.exit(f"error: {specc} not found; run `ninja -C {args.build} "
                  "specc` first")

@@ -15,7 +15,9 @@ class DialectRegistry;
 
 namespace specula {
 
-/// Adds the spec dialect and the upstream dialects its passes create.
+/// Adds the spec dialect and the upstream dialects its passes create, and
+/// the tensor slices' subset models bufferization analyses quickly; call it
+/// before mlir::registerAllDialects (an op keeps the first model attached).
 void registerSpeculaDialects(mlir::DialectRegistry &registry);
 
 /// Registers every Specula pass and pipeline (spec-to-cpu,

@@ -5,6 +5,7 @@
 #include "dialects/spec/SpecDialect.h"
 #include "passes/CPU/Passes.h"
 #include "passes/Common/Passes.h"
+#include "passes/Common/SliceSubsets.h"
 #include "passes/Decoder/Passes.h"
 #include "passes/GPU/Passes.h"
 #include "specula/Pipelines.h"
@@ -14,6 +15,7 @@
 
 void specula::registerSpeculaDialects(mlir::DialectRegistry &registry) {
   registry.insert<spec::SpecDialect, mlir::func::FuncDialect>();
+  registerSliceSubsetModels(registry);
 }
 
 void specula::registerSpeculaPasses() {

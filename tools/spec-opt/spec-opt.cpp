@@ -20,9 +20,9 @@ int main(int argc, char **argv) {
   specula::registerSpeculaPasses();
 
   mlir::DialectRegistry registry;
+  specula::registerSpeculaDialects(registry);
   mlir::registerAllDialects(registry);
   mlir::registerAllExtensions(registry);
-  specula::registerSpeculaDialects(registry);
   // gpu-module-to-binary (spec-to-cuda) translates kernels to LLVM IR.
   mlir::registerAllToLLVMIRTranslations(registry);
 

@@ -477,9 +477,9 @@ int main(int argc, char **argv) {
       "Run imported ONNX graphs on the CPU (compiled with "
       "spec-graph-to-llvm)\n");
   DialectRegistry registry;
+  registerSpeculaDialects(registry);
   registerAllDialects(registry);
   registerONNXImportDialects(registry);
-  registerSpeculaDialects(registry);
   MLIRContext context(registry);
   context.loadAllAvailableDialects();
 

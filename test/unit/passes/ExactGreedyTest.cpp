@@ -64,8 +64,8 @@ class ExactGreedyTest : public ::testing::Test {
 protected:
   ExactGreedyTest() {
     DialectRegistry registry;
-    registerAllDialects(registry);
     registerSpeculaDialects(registry);
+    registerAllDialects(registry);
     context.appendDialectRegistry(registry);
     context.loadAllAvailableDialects();
   }

@@ -53,8 +53,8 @@ class GreedyArgmaxTest : public ::testing::TestWithParam<int64_t> {
 protected:
   GreedyArgmaxTest() {
     DialectRegistry registry;
-    registerAllDialects(registry);
     registerSpeculaDialects(registry);
+    registerAllDialects(registry);
     context.appendDialectRegistry(registry);
     context.loadAllAvailableDialects();
   }

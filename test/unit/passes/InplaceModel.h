@@ -26,8 +26,8 @@ namespace specula::test_models {
 /// Loads every dialect the import and the pipeline need into `context`.
 inline void loadDialects(mlir::MLIRContext &context) {
   mlir::DialectRegistry registry;
-  mlir::registerAllDialects(registry);
   registerSpeculaDialects(registry);
+  mlir::registerAllDialects(registry);
   context.appendDialectRegistry(registry);
   context.loadAllAvailableDialects();
 }

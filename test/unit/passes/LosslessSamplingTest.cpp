@@ -276,8 +276,8 @@ class LosslessSamplingTest : public ::testing::Test {
 protected:
   LosslessSamplingTest() {
     DialectRegistry registry;
-    registerAllDialects(registry);
     registerSpeculaDialects(registry);
+    registerAllDialects(registry);
     context.appendDialectRegistry(registry);
     context.loadAllAvailableDialects();
   }

@@ -64,8 +64,8 @@ func.func @)" + name + R"((%ids: tensor<?x?xi64> {spec.io = #spec.io<token_ids>}
 std::pair<std::vector<int64_t>, int64_t>
 run(StringRef function, ArrayRef<int64_t> stopTokens, size_t length) {
   DialectRegistry registry;
-  registerAllDialects(registry);
   registerSpeculaDialects(registry);
+  registerAllDialects(registry);
   MLIRContext context(registry);
   context.loadAllAvailableDialects();
   std::string source =
