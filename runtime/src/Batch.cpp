@@ -4,7 +4,10 @@
 // and, with a draft, the draft's) and each slot's tokens; the artifact's
 // entries update the caches in place. A round runs once per run of
 // consecutive slots that take the same kind of step, so a free slot
-// between sequences costs nothing.
+// between sequences costs nothing. With a prefill chunk, prompts enter the
+// cache a chunk per step after the step's rounds, so that a long prompt
+// delays the others' tokens by one chunk's forward per step, not by its
+// whole prefill.
 //
 //===----------------------------------------------------------------------===//
 
@@ -13,6 +16,7 @@
 #include <algorithm>
 #include <array>
 #include <chrono>
+#include <cstdint>
 #include <cstdlib>
 #include <cstring>
 #include <vector>
@@ -40,10 +44,16 @@ struct SlotCacheBuffer {
 struct Slot {
   bool active = false;
   /// The prompt and the generated tokens; all but the last are in the
-  /// target's cache.
+  /// target's cache once the prompt's prefill is done.
   std::vector<int64_t> tokens;
   /// Positions the draft's cache holds of them.
   int64_t draftLength = 0;
+  /// While the prompt's prefill is under way (a chunk per step): positions
+  /// of it the target's cache holds, and when the sequence came, so that
+  /// the oldest prompts fill first.
+  bool prefilling = false;
+  int64_t prefilled = 0;
+  uint64_t arrival = 0;
 
   int64_t length() const { return static_cast<int64_t>(tokens.size()) - 1; }
 };
@@ -116,6 +126,9 @@ struct specrt_batch {
   /// draft).
   int64_t proposals = 0;
   specrt_speculation speculation = SPECRT_SPECULATE_ADAPTIVE;
+  /// Prompt tokens prefilled per step (0: a whole prompt when it joins).
+  int64_t prefillChunk = 0;
+  uint64_t arrivals = 0;
   StepCosts costs;
   specrt_batch_stats stats{};
 
@@ -173,9 +186,44 @@ specrt_status specrt_batch_set_speculation(specrt_batch *batch,
   return SPECRT_OK;
 }
 
+specrt_status specrt_batch_set_prefill_chunk(specrt_batch *batch,
+                                            size_t tokens) {
+  if (!batch || tokens > static_cast<size_t>(batch->capacity))
+    return fail(SPECRT_ERROR_INVALID_ARGUMENT,
+                "the batch must be set and the chunk at most the context (" +
+                    std::to_string(batch ? batch->capacity : 0) +
+                    " tokens)");
+  batch->prefillChunk = static_cast<int64_t>(tokens);
+  return SPECRT_OK;
+}
+
 void specrt_batch_get_stats(const specrt_batch *batch,
                             specrt_batch_stats *stats) {
   *stats = batch->stats;
+}
+
+/// Prefills the next `count` prompt tokens of the sequence in `slot`; when
+/// that completes the prompt, the sequence gets its first token, `first`.
+static specrt_status prefill(specrt_batch *batch, Slot &slot, int64_t index,
+                             int64_t count, int64_t *first) {
+  std::string error;
+  int64_t token = 0;
+  if (specrt_status status = batch->model->device->prefill(
+          SlotCache::Target, batch->cache.data, index, slot.prefilled,
+          slot.tokens.data() + slot.prefilled, count, token, error))
+    return fail(status, error);
+  ++batch->stats.prefill_forwards;
+  batch->stats.prefill_tokens += count;
+  slot.prefilled += count;
+  if (slot.prefilled < static_cast<int64_t>(slot.tokens.size()))
+    return SPECRT_OK;
+  if (token < 0 || token >= batch->model->manifest.vocabSize)
+    return fail(SPECRT_ERROR_FORMAT,
+                "the prefill returned token " + std::to_string(token));
+  slot.prefilling = false;
+  slot.tokens.push_back(token);
+  *first = token;
+  return SPECRT_OK;
 }
 
 specrt_status specrt_batch_add(specrt_batch *batch, const int64_t *prompt,
@@ -202,22 +250,45 @@ specrt_status specrt_batch_add(specrt_batch *batch, const int64_t *prompt,
                 "all " + std::to_string(batch->slots.size()) +
                     " slots hold a sequence");
   int64_t index = free - batch->slots.begin();
-  std::string error;
-  int64_t token = 0;
-  if (specrt_status status = batch->model->device->prefill(
-          SlotCache::Target, batch->cache.data, index, 0, prompt, length,
-          token, error))
-    return fail(status, error);
-  if (token < 0 || token >= vocab)
-    return fail(SPECRT_ERROR_FORMAT,
-                "the prefill returned token " + std::to_string(token));
   // The draft's cache is filled when a speculative step first needs it.
-  free->active = true;
-  free->tokens.assign(prompt, prompt + length);
-  free->tokens.push_back(token);
-  free->draftLength = 0;
+  *free = Slot{true, {prompt, prompt + length}, 0, true, 0,
+               batch->arrivals++};
   *slot = index;
-  *first_token = token;
+  *first_token = -1;
+  if (batch->prefillChunk)
+    return SPECRT_OK;
+  specrt_status status = prefill(batch, *free, index, length, first_token);
+  if (status != SPECRT_OK)
+    *free = Slot{};
+  return status;
+}
+
+/// Prefills at most the batch's chunk of prompt tokens, oldest prompts
+/// first (all that wait if the chunk was set back to 0); a sequence whose
+/// prompt completes gets its first token among the step's outputs.
+static specrt_status prefillChunk(specrt_batch *batch, int64_t *slots,
+                                  int64_t *tokens, size_t *count) {
+  int64_t budget = batch->prefillChunk ? batch->prefillChunk : INT64_MAX;
+  while (budget > 0) {
+    auto oldest = batch->slots.end();
+    for (auto s = batch->slots.begin(); s != batch->slots.end(); ++s)
+      if (s->active && s->prefilling &&
+          (oldest == batch->slots.end() || s->arrival < oldest->arrival))
+        oldest = s;
+    if (oldest == batch->slots.end())
+      break;
+    int64_t index = oldest - batch->slots.begin(), first = -1;
+    int64_t chunk = std::min<int64_t>(
+        budget, static_cast<int64_t>(oldest->tokens.size()) - oldest->prefilled);
+    if (specrt_status status = prefill(batch, *oldest, index, chunk, &first))
+      return status;
+    budget -= chunk;
+    if (first >= 0) {
+      slots[*count] = index;
+      tokens[*count] = first;
+      ++*count;
+    }
+  }
   return SPECRT_OK;
 }
 
@@ -227,7 +298,7 @@ specrt_status specrt_batch_add(specrt_batch *batch, const int64_t *prompt,
 static StepKind stepKind(const specrt_batch *batch, size_t slot,
                          bool speculate) {
   const Slot &s = batch->slots[slot];
-  if (!s.active || s.length() >= batch->capacity)
+  if (!s.active || s.prefilling || s.length() >= batch->capacity)
     return StepKind::None;
   return speculate && s.length() + batch->proposals < batch->capacity
              ? StepKind::Speculative
@@ -369,17 +440,10 @@ static bool shouldSpeculate(specrt_batch *batch, size_t sequences) {
          batch->costs.speculate(sequences);
 }
 
-specrt_status specrt_batch_step(specrt_batch *batch, int64_t *slots,
-                                int64_t *tokens, size_t *count) {
-  if (!batch || !slots || !tokens || !count)
-    return fail(SPECRT_ERROR_INVALID_ARGUMENT,
-                "batch, slots, tokens and count must be set");
-  *count = 0;
-  size_t total = batch->slots.size(), sequences = 0;
-  for (size_t slot = 0; slot < total; ++slot)
-    sequences += stepKind(batch, slot, false) != StepKind::None;
-  if (!sequences)
-    return SPECRT_OK;
+/// The step's rounds over the `sequences` whose prompts are in the cache.
+static specrt_status advance(specrt_batch *batch, size_t sequences,
+                             int64_t *slots, int64_t *tokens, size_t *count) {
+  size_t total = batch->slots.size();
   bool speculate = shouldSpeculate(batch, sequences);
   auto start = std::chrono::steady_clock::now();
   StepRunner runner(batch, slots, tokens, count);
@@ -403,13 +467,27 @@ specrt_status specrt_batch_step(specrt_batch *batch, int64_t *slots,
   return SPECRT_OK;
 }
 
+specrt_status specrt_batch_step(specrt_batch *batch, int64_t *slots,
+                                int64_t *tokens, size_t *count) {
+  if (!batch || !slots || !tokens || !count)
+    return fail(SPECRT_ERROR_INVALID_ARGUMENT,
+                "batch, slots, tokens and count must be set");
+  *count = 0;
+  size_t total = batch->slots.size(), sequences = 0;
+  for (size_t slot = 0; slot < total; ++slot)
+    sequences += stepKind(batch, slot, false) != StepKind::None;
+  if (sequences)
+    if (specrt_status status = advance(batch, sequences, slots, tokens, count))
+      return status;
+  return prefillChunk(batch, slots, tokens, count);
+}
+
 specrt_status specrt_batch_remove(specrt_batch *batch, int64_t slot) {
   if (!batch || slot < 0 ||
       slot >= static_cast<int64_t>(batch->slots.size()) ||
       !batch->slots[slot].active)
     return fail(SPECRT_ERROR_INVALID_ARGUMENT,
                 "slot " + std::to_string(slot) + " holds no sequence");
-  batch->slots[slot].active = false;
-  batch->slots[slot].tokens.clear();
+  batch->slots[slot] = Slot{};
   return SPECRT_OK;
 }

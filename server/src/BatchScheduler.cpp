@@ -2,7 +2,8 @@
 //
 // The batch thread of a Scheduler with SchedulerOptions::batched: between
 // rounds it admits queued sequences into free slots (each one's prefill
-// gives its first token) and retires finished ones; each round gives every
+// gives its first token, at once or from the round that prefills the
+// prompt's last chunk) and retires finished ones; each round gives every
 // active sequence its next tokens in one target forward per run of active
 // slots (specrt_batch_step), speculating as SchedulerOptions say.
 //
@@ -25,7 +26,7 @@ struct Occupant {
 /// The batch thread's view of the runtime's batch.
 class BatchRun {
 public:
-  BatchRun(specrt_model *model, specrt_speculation speculation,
+  BatchRun(specrt_model *model, const SchedulerOptions &options,
            Metrics &metrics)
       : metrics(metrics) {
     specrt_model_info info;
@@ -34,7 +35,12 @@ public:
     if (specrt_batch_open(model, &batch) != SPECRT_OK)
       return;
     slots.resize(specrt_batch_slots(batch));
-    specrt_batch_set_speculation(batch, speculation);
+    specrt_batch_set_speculation(batch, options.batchSpeculation);
+    if (specrt_batch_set_prefill_chunk(batch, options.prefillChunk) !=
+        SPECRT_OK) { // spec-serve checks first; a library user may not
+      specrt_batch_close(batch);
+      batch = nullptr;
+    }
   }
   ~BatchRun() { specrt_batch_close(batch); }
   bool opened() const { return batch != nullptr; }
@@ -89,8 +95,10 @@ void BatchRun::join(const std::shared_ptr<Sequence> &sequence) {
     return;
   }
   slots[slot] = Occupant{sequence, 0};
-  metrics.countBatchPrefill();
-  deliver(slot, first);
+  if (first >= 0) { // else its prompt enters a chunk per round
+    metrics.countBatchPrefill(1);
+    deliver(slot, first);
+  }
 }
 
 /// Streams `token` of the sequence in `slot` and ends it where its request
@@ -146,14 +154,16 @@ void BatchRun::round() {
   if (after.steps > before.steps) // not when every context was full
     metrics.countBatchStep(after.last_speculation,
                            after.target_forwards - before.target_forwards);
+  metrics.countBatchPrefill(after.prefill_forwards - before.prefill_forwards);
   std::vector<char> advanced(slots.size(), 0);
   for (size_t i = 0; i < count; ++i) {
     advanced[stepped[i]] = 1;
     if (slots[stepped[i]].sequence)
       deliver(stepped[i], tokens[i]);
   }
+  // A sequence whose prompt is still being prefilled has no tokens yet.
   for (size_t s = 0; s < slots.size(); ++s)
-    if (slots[s].sequence && !advanced[s])
+    if (slots[s].sequence && slots[s].generated && !advanced[s])
       end(static_cast<int64_t>(s), Finish::Length);
 }
 } // namespace
@@ -176,7 +186,7 @@ void Scheduler::retire(const std::vector<std::shared_ptr<Sequence>> &finished) {
 }
 
 void Scheduler::runBatch() {
-  BatchRun run(model_, options_.batchSpeculation, metrics_);
+  BatchRun run(model_, options_, metrics_);
   std::string refusal = run.opened() ? "" : specrt_last_error();
   std::unique_lock<std::mutex> lock(mutex_);
   for (;;) {

@@ -130,9 +130,9 @@ void Metrics::countBatchStep(int64_t speculationLength,
   ++roundsByLength_[speculationLength];
 }
 
-void Metrics::countBatchPrefill() {
+void Metrics::countBatchPrefill(uint64_t targetForwards) {
   std::lock_guard<std::mutex> lock(mutex_);
-  ++targetForwards_;
+  targetForwards_ += targetForwards;
 }
 
 std::string Metrics::render(const SchedulerGauges &gauges) const {

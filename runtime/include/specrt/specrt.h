@@ -263,14 +263,29 @@ typedef struct {
   uint64_t draft_catch_up;    /* positions the draft prefilled to catch up
                                  with sequences after plain steps */
   int64_t last_speculation;   /* the last step's speculation length */
+  uint64_t prefill_forwards;  /* target forwards over prompts (one per
+                                 prompt, or per chunk of one) */
+  uint64_t prefill_tokens;    /* prompt tokens they prefilled */
 } specrt_batch_stats;
 SPECRT_API void specrt_batch_get_stats(const specrt_batch *batch,
                                        specrt_batch_stats *stats);
 
-/* Starts a sequence in a free slot: prefills `prompt` and returns the slot
- * and the first generated token. SPECRT_ERROR_INVALID_ARGUMENT when no slot
- * is free, or the prompt is empty, does not fit the context or holds an id
- * outside the vocabulary. */
+/* Prefill in chunks: with `tokens` > 0, specrt_batch_add only takes a slot
+ * for the prompt (its first_token is -1), and each step, after advancing
+ * the sequences whose prompts are in the cache, prefills at most `tokens`
+ * prompt tokens, oldest prompts first; a sequence whose prompt completes
+ * gets its first token among the step's outputs, after the others'. A long
+ * prompt then delays the other sequences by a chunk per step rather than
+ * by its whole prefill. 0 (the default): specrt_batch_add prefills the
+ * whole prompt. At most the context's length. */
+SPECRT_API specrt_status specrt_batch_set_prefill_chunk(specrt_batch *batch,
+                                                        size_t tokens);
+
+/* Starts a sequence in a free slot: prefills `prompt` (or, with a prefill
+ * chunk, leaves it to the steps and sets first_token to -1) and returns the
+ * slot and the first generated token. SPECRT_ERROR_INVALID_ARGUMENT when
+ * no slot is free, or the prompt is empty, does not fit the context or
+ * holds an id outside the vocabulary. */
 SPECRT_API specrt_status specrt_batch_add(specrt_batch *batch,
                                           const int64_t *prompt,
                                           size_t length, int64_t *slot,
@@ -279,8 +294,9 @@ SPECRT_API specrt_status specrt_batch_add(specrt_batch *batch,
 /* One step: each active sequence whose context has room for its last
  * token gets its next tokens: slots[i] got tokens[i] for i < *count (both
  * arrays hold specrt_batch_step_capacity entries), in slot order, a
- * sequence's tokens in their order. A sequence whose context is full is
- * not advanced; remove it. */
+ * sequence's tokens in their order; then, with a prefill chunk, the first
+ * tokens of sequences whose prompts completed. A sequence whose context is
+ * full is not advanced; remove it. */
 SPECRT_API specrt_status specrt_batch_step(specrt_batch *batch,
                                            int64_t *slots, int64_t *tokens,
                                            size_t *count);

@@ -59,8 +59,9 @@ public:
   /// forwards it ran (shared by its sequences, whose own statistics then
   /// carry none).
   void countBatchStep(int64_t speculationLength, uint64_t targetForwards);
-  /// A batched prefill: one target forward, no round.
-  void countBatchPrefill();
+  /// Batched prefills (of whole prompts or chunks): target forwards, no
+  /// round.
+  void countBatchPrefill(uint64_t targetForwards);
 
   std::string render(const SchedulerGauges &gauges) const;
 

@@ -44,6 +44,9 @@ struct SchedulerOptions {
   bool batched = false;
   /// When batched rounds speculate (with the artifact's draft).
   specrt_speculation batchSpeculation = SPECRT_SPECULATE_ADAPTIVE;
+  /// Prompt tokens batched rounds prefill per round (0: a whole prompt
+  /// when its sequence joins; specrt_batch_set_prefill_chunk).
+  size_t prefillChunk = 0;
 };
 
 class Scheduler {

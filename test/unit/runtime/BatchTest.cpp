@@ -5,7 +5,8 @@
 // draft-batch.spec). Sixteen sequences join at random steps into whatever
 // slot is free and leave when done, as a server's requests would; each
 // one's tokens must equal what specrt_generate gives its prompt alone,
-// whether the steps speculate always, never, or as the measured costs say.
+// whether the steps speculate always, never, or as the measured costs say,
+// and whether prompts enter whole or a chunk per step.
 //
 //===----------------------------------------------------------------------===//
 
@@ -48,24 +49,33 @@ protected:
   std::vector<std::vector<int64_t>>
   runSixteen(specrt_speculation speculation,
              const std::vector<std::vector<int64_t>> &prompts,
-             specrt_batch_stats &stats);
+             specrt_batch_stats &stats, size_t prefillChunk = 0);
+
+  /// Checks that each of `outputs` begins with its prompt's tokens alone.
+  void expectTokensAlone(const std::vector<std::vector<int64_t>> &prompts,
+                         const std::vector<std::vector<int64_t>> &outputs);
+
+  /// Sixteen prompts of BOS and 1 to `longest` random printable bytes.
+  static std::vector<std::vector<int64_t>> randomPrompts(int64_t longest);
 
   specrt_model *model = nullptr;
 };
 } // namespace
 
 /// Runs 16 sequences of random prompts arriving at random steps through a
-/// batch speculating as `speculation` says; each one's first kNewTokens
-/// tokens (a step's tokens after those are dropped, as a server would).
+/// batch speculating as `speculation` says, prefilling prompts whole or
+/// `prefillChunk` tokens per step; each one's first kNewTokens tokens (a
+/// step's tokens after those are dropped, as a server would).
 std::vector<std::vector<int64_t>>
 BatchTest::runSixteen(specrt_speculation speculation,
                       const std::vector<std::vector<int64_t>> &prompts,
-                      specrt_batch_stats &stats) {
+                      specrt_batch_stats &stats, size_t prefillChunk) {
   specrt_batch *batch = nullptr;
   EXPECT_EQ(specrt_batch_open(model, &batch), SPECRT_OK) << specrt_last_error();
   EXPECT_EQ(specrt_batch_slots(batch), 4u);
   EXPECT_EQ(specrt_batch_step_capacity(batch), 16u); // 4 x (gamma + 1)
   EXPECT_EQ(specrt_batch_set_speculation(batch, speculation), SPECRT_OK);
+  EXPECT_EQ(specrt_batch_set_prefill_chunk(batch, prefillChunk), SPECRT_OK);
   std::mt19937 random(3);
   std::uniform_int_distribution<int64_t> arrivals(0, 2);
   std::map<int64_t, int64_t> sequenceOf; // slot -> sequence
@@ -83,14 +93,23 @@ BatchTest::runSixteen(specrt_speculation speculation,
                 SPECRT_OK)
           << specrt_last_error();
       sequenceOf[slot] = static_cast<int64_t>(next);
-      outputs[next].push_back(first);
+      // In chunks, the first token comes from the step completing the
+      // prompt.
+      EXPECT_EQ(first < 0, prefillChunk > 0);
+      if (first >= 0)
+        outputs[next].push_back(first);
     }
     size_t count = 0;
+    specrt_batch_stats before;
+    specrt_batch_get_stats(batch, &before);
     EXPECT_EQ(specrt_batch_step(batch, slots.data(), tokens.data(), &count),
               SPECRT_OK)
         << specrt_last_error();
+    specrt_batch_get_stats(batch, &stats);
+    if (prefillChunk)
+      EXPECT_LE(stats.prefill_tokens - before.prefill_tokens, prefillChunk);
     // Plain steps: one token for each sequence.
-    if (speculation == SPECRT_SPECULATE_NEVER)
+    else if (speculation == SPECRT_SPECULATE_NEVER)
       EXPECT_EQ(count, specrt_batch_active(batch));
     for (size_t i = 0; i < count; ++i) {
       auto sequence = sequenceOf.find(slots[i]);
@@ -110,18 +129,35 @@ BatchTest::runSixteen(specrt_speculation speculation,
   return outputs;
 }
 
-TEST_F(BatchTest, EverySequenceGetsItsTokensAlone) {
+std::vector<std::vector<int64_t>> BatchTest::randomPrompts(int64_t longest) {
   std::mt19937 random(3);
-  std::uniform_int_distribution<int64_t> byte(32, 126), size(1, 12);
+  std::uniform_int_distribution<int64_t> byte(32, 126), size(1, longest);
   std::vector<std::vector<int64_t>> prompts(16);
   for (auto &prompt : prompts) {
     prompt.push_back(256); // BOS, as spec-run gives
     for (int64_t i = 0, n = size(random); i < n; ++i)
       prompt.push_back(byte(random));
   }
-  std::vector<std::vector<int64_t>> expected;
-  for (const auto &prompt : prompts)
-    expected.push_back(alone(prompt));
+  return prompts;
+}
+
+void BatchTest::expectTokensAlone(
+    const std::vector<std::vector<int64_t>> &prompts,
+    const std::vector<std::vector<int64_t>> &outputs) {
+  for (size_t s = 0; s < prompts.size(); ++s) {
+    std::vector<int64_t> expected = alone(prompts[s]);
+    ASSERT_FALSE(expected.empty());
+    ASSERT_GE(outputs[s].size(), expected.size());
+    std::vector<int64_t> got(outputs[s].begin(),
+                             outputs[s].begin() + expected.size());
+    EXPECT_EQ(got, expected)
+        << "sequence " << s << " (prompt of " << prompts[s].size()
+        << " tokens) differs from its tokens alone";
+  }
+}
+
+TEST_F(BatchTest, EverySequenceGetsItsTokensAlone) {
+  std::vector<std::vector<int64_t>> prompts = randomPrompts(12);
   for (specrt_speculation speculation :
        {SPECRT_SPECULATE_NEVER, SPECRT_SPECULATE_ALWAYS,
         SPECRT_SPECULATE_ADAPTIVE}) {
@@ -129,15 +165,9 @@ TEST_F(BatchTest, EverySequenceGetsItsTokensAlone) {
     specrt_batch_stats stats{};
     std::vector<std::vector<int64_t>> outputs =
         runSixteen(speculation, prompts, stats);
-    for (size_t s = 0; s < prompts.size(); ++s) {
-      ASSERT_FALSE(expected[s].empty());
-      ASSERT_GE(outputs[s].size(), expected[s].size());
-      std::vector<int64_t> got(outputs[s].begin(),
-                               outputs[s].begin() + expected[s].size());
-      EXPECT_EQ(got, expected[s])
-          << "sequence " << s << " (prompt of " << prompts[s].size()
-          << " tokens) differs from its tokens alone";
-    }
+    expectTokensAlone(prompts, outputs);
+    // Whole prompts: one forward each.
+    EXPECT_EQ(stats.prefill_forwards, prompts.size());
     // Never: one token per sequence per step; always: every step proposes
     // (no sequence nears the context's end) and some proposals pass.
     EXPECT_GT(stats.steps, 0u);
@@ -154,6 +184,29 @@ TEST_F(BatchTest, EverySequenceGetsItsTokensAlone) {
       EXPECT_GT(stats.speculative_steps, 0u);
       EXPECT_LT(stats.speculative_steps, stats.steps);
     }
+  }
+}
+
+// Prompts of up to 90 tokens, 16 a step: a long one takes several steps'
+// chunks while the others decode, and nobody's tokens change.
+TEST_F(BatchTest, PromptsInChunksKeepTheirTokens) {
+  std::vector<std::vector<int64_t>> prompts = randomPrompts(90);
+  uint64_t promptTokens = 0, chunks = 0;
+  for (const auto &prompt : prompts) {
+    promptTokens += prompt.size();
+    chunks += (prompt.size() + 15) / 16;
+  }
+  for (specrt_speculation speculation :
+       {SPECRT_SPECULATE_NEVER, SPECRT_SPECULATE_ALWAYS}) {
+    SCOPED_TRACE("speculation " + std::to_string(speculation));
+    specrt_batch_stats stats{};
+    std::vector<std::vector<int64_t>> outputs =
+        runSixteen(speculation, prompts, stats, 16);
+    expectTokensAlone(prompts, outputs);
+    EXPECT_EQ(stats.prefill_tokens, promptTokens);
+    // A prompt's chunks may split across two prompts' budget in a step.
+    EXPECT_GE(stats.prefill_forwards, chunks);
+    EXPECT_LE(stats.prefill_forwards, chunks + prompts.size());
   }
 }
 
@@ -184,6 +237,10 @@ TEST_F(BatchTest, RefusesWhatDoesNotFit) {
                                          static_cast<specrt_speculation>(3)),
             SPECRT_ERROR_INVALID_ARGUMENT);
   EXPECT_NE(std::string(specrt_last_error()).find("adaptive, never, always"),
+            std::string::npos);
+  EXPECT_EQ(specrt_batch_set_prefill_chunk(batch, 129),
+            SPECRT_ERROR_INVALID_ARGUMENT);
+  EXPECT_NE(std::string(specrt_last_error()).find("at most the context (128"),
             std::string::npos);
   EXPECT_EQ(specrt_batch_remove(batch, 7), SPECRT_ERROR_INVALID_ARGUMENT);
   EXPECT_EQ(specrt_batch_remove(batch, 2), SPECRT_OK);
