@@ -2,11 +2,13 @@
 """A bounded soak of spec-serve: many clients for minutes, some of which
 go away mid-stream, and the server's memory before and after.
 
-  python3 bench/serve_soak.py [--build build] [--artifact A.spec] [--minutes 10]
-                              [--concurrency 32] [--queue 16] [--disconnect 0.2]
-                              [--warmup-seconds 30] [--json out.json]
+  python3 bench/serve_soak.py [--build build] [--artifact A.spec] [--batch]
+                              [--minutes 10] [--concurrency 32] [--queue 16]
+                              [--disconnect 0.2] [--warmup-seconds 30]
+                              [--json out.json]
 
-Starts spec-serve (--queue as given, so that a full queue answers 429) and
+Starts spec-serve (--queue as given, so that a full queue answers 429;
+with --batch, batched rounds, for an artifact compiled with --max-batch) and
 runs closed-loop clients: streamed and whole completions of random prompts
 and lengths (a client answered 429 waits as Retry-After says); a
 --disconnect fraction of the streamed ones closes the
@@ -117,6 +119,8 @@ def main():
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--build", default=os.path.join(serve_load.ROOT, "build"))
     parser.add_argument("--artifact")
+    parser.add_argument("--batch", action="store_true",
+                        help="spec-serve --batch (an artifact compiled with --max-batch)")
     parser.add_argument("--minutes", type=float, default=10)
     parser.add_argument("--concurrency", type=int, default=32)
     parser.add_argument("--queue", type=int, default=16)
@@ -126,7 +130,8 @@ def main():
     args = parser.parse_args()
     serve_load.BIN = os.path.join(args.build, "bin")
     artifact = args.artifact or serve_load.example_artifact(args.build)
-    server = serve_load.Server(artifact, ["--queue", str(args.queue)])
+    server = serve_load.Server(artifact, ["--queue", str(args.queue)] +
+                               (["--batch"] if args.batch else []))
     pid = server.process.pid
     started = time.time()
     warmup = load(server.port, args.concurrency, args.warmup_seconds, args.disconnect, 1)

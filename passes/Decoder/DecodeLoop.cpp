@@ -520,6 +520,37 @@ std::pair<Value, Value> DecodeLoopBuilder::treeRows(TreeAttr tree,
   return {positions, mask};
 }
 
+std::pair<SmallVector<Value>, Value>
+DecodeLoopBuilder::acceptedPath(TreeAttr tree, Value candidates, Value picks) {
+  // At each depth, the child of the current row whose token is the
+  // target's pick there (siblings are distinct tokens: at most one).
+  Value current = index(0), accepted = index(0);
+  SmallVector<Value> path{current};
+  for (int64_t depth = 1; depth <= tree.getMaxDepth(); ++depth) {
+    Value wanted = tensor::ExtractOp::create(b, picks, current);
+    Value next = current;
+    Value found = arith::ConstantOp::create(b, b.getBoolAttr(false));
+    for (int64_t node = 1; node <= tree.getNumNodes(); ++node) {
+      if (tree.getDepth(node) != depth)
+        continue;
+      Value isChild =
+          arith::CmpIOp::create(b, arith::CmpIPredicate::eq, current,
+                                index(tree.getParents()[node - 1]));
+      Value isWanted = arith::CmpIOp::create(
+          b, arith::CmpIPredicate::eq,
+          tensor::ExtractOp::create(b, candidates, index(node - 1)), wanted);
+      Value match = arith::AndIOp::create(b, isChild, isWanted);
+      next = arith::SelectOp::create(b, match, index(node), next);
+      found = arith::OrIOp::create(b, found, match);
+    }
+    accepted = arith::AddIOp::create(
+        b, accepted, arith::SelectOp::create(b, found, index(1), index(0)));
+    current = next;
+    path.push_back(current);
+  }
+  return {path, accepted};
+}
+
 VerifiedTree DecodeLoopBuilder::verifyTree(const DecodeState &state,
                                            TreeAttr tree, Value candidates) {
   int64_t nodes = tree.getNumNodes(), rows = nodes + 1;
@@ -553,33 +584,8 @@ VerifiedTree DecodeLoopBuilder::verifyTree(const DecodeState &state,
   // candidates would).
   Value picks =
       pickRows(logits, rule.isSampling() ? roundKey(state.steps) : Value());
-
-  // Down the tree: at each depth, the child of the current row whose token
-  // is the target's pick there (siblings are distinct tokens: at most one).
-  Value current = index(0), accepted = index(0);
-  SmallVector<Value> path{current};
-  for (int64_t depth = 1; depth <= deepest; ++depth) {
-    Value wanted = tensor::ExtractOp::create(b, picks, current);
-    Value next = current;
-    Value found = arith::ConstantOp::create(b, b.getBoolAttr(false));
-    for (int64_t node = 1; node <= nodes; ++node) {
-      if (tree.getDepth(node) != depth)
-        continue;
-      Value isChild =
-          arith::CmpIOp::create(b, arith::CmpIPredicate::eq, current,
-                                index(tree.getParents()[node - 1]));
-      Value isWanted = arith::CmpIOp::create(
-          b, arith::CmpIPredicate::eq,
-          tensor::ExtractOp::create(b, candidates, index(node - 1)), wanted);
-      Value match = arith::AndIOp::create(b, isChild, isWanted);
-      next = arith::SelectOp::create(b, match, index(node), next);
-      found = arith::OrIOp::create(b, found, match);
-    }
-    accepted = arith::AddIOp::create(
-        b, accepted, arith::SelectOp::create(b, found, index(1), index(0)));
-    current = next;
-    path.push_back(current);
-  }
+  auto [path, accepted] = acceptedPath(tree, candidates, picks);
+  Value current = path.back();
 
   // Commit the path's tokens and the target's token after it. Entries past
   // the accepted ones repeat the last row's token, inside the round's room,

@@ -216,6 +216,11 @@ public:
 
 private:
   struct Counters;
+  /// The rows down `tree` whose candidates equal the target's `picks` at
+  /// their parents, root first (once no child matches, the last row
+  /// repeats to the tree's depth), and how many candidates it accepted.
+  std::pair<llvm::SmallVector<mlir::Value>, mlir::Value>
+  acceptedPath(spec::TreeAttr tree, mlir::Value candidates, mlir::Value picks);
   mlir::Value isStop(mlir::Value token);
   /// Hands a committed `token` to the runtime's hook; whether it stops the
   /// generation (a stop token, or the runtime's request).

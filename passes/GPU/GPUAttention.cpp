@@ -138,15 +138,13 @@ static Value modifierAt(ImplicitLocOpBuilder &b, linalg::GenericOp modifier,
   return cloneBody(b, modifier, args);
 }
 
-/// out[b, h, s, d] = sum_t (exp(x_t - m) / l) * rows[b, h / repeat, t, d]
-/// with m = max_t x_t and l = sum_t exp(x_t - m): three passes over the
-/// positions per output element, each by the body of the op it replaces.
-/// x is the modifier's value, computed where each pass reads a score (not
-/// a kernel of its own).
-static Value buildSoftmaxProduct(ImplicitLocOpBuilder &b, Attention &attention,
-                                 Value scores, Value positions,
-                                 linalg::TransposeOp layout) {
-  linalg::GenericOp modifier = attention.modifier;
+/// The product's output and the map it writes it by: the layout's init
+/// through its permutation when the output is transposed, else a new
+/// tensor of the output's shape.
+static std::pair<Value, AffineMap> productOutput(ImplicitLocOpBuilder &b,
+                                                 Attention &attention,
+                                                 Value scores,
+                                                 linalg::TransposeOp layout) {
   MLIRContext *ctx = b.getContext();
   auto outType =
       cast<RankedTensorType>(attention.output.getResult(0).getType());
@@ -170,6 +168,21 @@ static Value buildSoftmaxProduct(ImplicitLocOpBuilder &b, Attention &attention,
     init = tensor::EmptyOp::create(b, outType.getShape(),
                                    outType.getElementType(), sizes);
   }
+  return {init, outMap};
+}
+
+/// out[b, h, s, d] = sum_t (exp(x_t - m) / l) * rows[b, h / repeat, t, d]
+/// with m = max_t x_t and l = sum_t exp(x_t - m): three passes over the
+/// positions per output element, each by the body of the op it replaces.
+/// x is the modifier's value, computed where each pass reads a score (not
+/// a kernel of its own).
+static Value buildSoftmaxProduct(ImplicitLocOpBuilder &b, Attention &attention,
+                                 Value scores, Value positions,
+                                 linalg::TransposeOp layout) {
+  linalg::GenericOp modifier = attention.modifier;
+  Value init;
+  AffineMap outMap;
+  std::tie(init, outMap) = productOutput(b, attention, scores, layout);
   Value maxInit = fillValue(attention.maximum.getDpsInits()[0]);
   Value sumInit = fillValue(attention.sum.getDpsInits()[0]);
   Value outInit = fillValue(attention.output.getDpsInits()[0]);

@@ -34,6 +34,8 @@ using namespace mlir;
 using namespace specula;
 
 namespace {
+struct Schedule;
+
 struct GPUContractionsPass
     : public specula::impl::SpecGPUContractionsBase<GPUContractionsPass> {
   using Base::Base;
@@ -57,6 +59,10 @@ struct GPUContractionsPass
     return success();
   }
   void runOnOperation() override;
+
+private:
+  /// How `op` is computed, if it is a weight contraction this pass takes.
+  std::optional<Schedule> scheduleFor(linalg::LinalgOp op);
 };
 
 /// How one contraction is computed.
@@ -308,6 +314,12 @@ private:
   /// (partial sums) or into the output.
   void emitTile(int64_t t, Value firstRow, ArrayRef<Value> outer, Value column,
                 Value k0, Value k1, Value slice);
+  /// Stores the `t` rows' accumulators `loop` computed (with a partner, its
+  /// rows after them) at `outputAt(i)`: into the slice's partials, or the
+  /// outputs and the epilogue.
+  void storeTile(int64_t t, scf::ForOp loop,
+                 function_ref<SmallVector<Value>(int64_t)> outputAt,
+                 Value slice);
 
   /// The epilogue's op on the `s.width` outputs whose first one's indices
   /// are `at`, their values in `accumulator` (and `op`'s, for a partner's
@@ -410,6 +422,13 @@ void ContractionBuilder::emitTile(int64_t t, Value firstRow,
     }
     b.create<scf::YieldOp>(next);
   }
+  storeTile(t, loop, outputAt, slice);
+}
+
+void ContractionBuilder::storeTile(
+    int64_t t, scf::ForOp loop,
+    function_ref<SmallVector<Value>(int64_t)> outputAt, Value slice) {
+  OpOperand *init = op.getDpsInitOperand(0);
   for (int64_t i = 0; i < t; ++i) {
     SmallVector<Value> at = outputAt(i);
     if (slice) {
@@ -808,51 +827,57 @@ prologueReaders(linalg::GenericOp producer,
   return {};
 }
 
+std::optional<Schedule>
+GPUContractionsPass::scheduleFor(linalg::LinalgOp op) {
+  if (!op.hasPureBufferSemantics() || !isMultiplyAdd(op))
+    return std::nullopt;
+  std::optional<ContractionDims> dims = matchWeightContraction(op);
+  if (!dims)
+    return std::nullopt;
+  Value weight = op.getDpsInputOperand(dims->weight)->get();
+  auto weightType = cast<MemRefType>(weight.getType());
+  auto outputType =
+      cast<MemRefType>(op.getDpsInitOperand(0)->get().getType());
+  SmallVector<int64_t> bounds = op.getStaticLoopRanges();
+  int64_t columns = bounds[dims->columns];
+  // Groups of columns are vectors when `n` is `w`'s and the output's
+  // innermost, contiguous dimension, of a static size they divide.
+  AffineMap w =
+      op.getMatchingIndexingMap(op.getDpsInputOperand(dims->weight));
+  bool vectors = w.getNumResults() > 0 &&
+                 w.getResults().back() ==
+                     getAffineDimExpr(dims->columns, op.getContext()) &&
+                 hasAlignedRows(weightType, 1) &&
+                 hasAlignedRows(outputType, 1);
+  Schedule schedule;
+  schedule.dims = *dims;
+  schedule.width = 1;
+  for (int64_t width = vectorWidth; width > 1; width /= 2)
+    if (vectors && !ShapedType::isDynamic(columns) && columns % width == 0) {
+      schedule.width = width;
+      break;
+    }
+  schedule.aligned = schedule.width > 1 &&
+                     hasAlignedRows(weightType, schedule.width) &&
+                     hasAlignedBase(weight, schedule.width * 4);
+  int64_t depth = bounds[dims->depth];
+  schedule.slices = 1;
+  schedule.depth = depth;
+  if (weightType.hasStaticShape() && !ShapedType::isDynamic(depth) &&
+      depth > sliceDepth &&
+      weightType.getNumElements() * 4 >= splitMinBytes) {
+    schedule.slices = llvm::divideCeil(depth, sliceDepth);
+    schedule.depth = sliceDepth;
+  }
+  schedule.rowTiles = rowTileSizes(rows);
+  return schedule;
+}
+
 void GPUContractionsPass::runOnOperation() {
   SmallVector<std::pair<linalg::LinalgOp, Schedule>> work;
   getOperation().walk([&](linalg::LinalgOp op) {
-    if (!op.hasPureBufferSemantics() || !isMultiplyAdd(op))
-      return;
-    std::optional<ContractionDims> dims = matchWeightContraction(op);
-    if (!dims)
-      return;
-    Value weight = op.getDpsInputOperand(dims->weight)->get();
-    auto weightType = cast<MemRefType>(weight.getType());
-    auto outputType =
-        cast<MemRefType>(op.getDpsInitOperand(0)->get().getType());
-    SmallVector<int64_t> bounds = op.getStaticLoopRanges();
-    int64_t columns = bounds[dims->columns];
-    // Groups of columns are vectors when `n` is `w`'s and the output's
-    // innermost, contiguous dimension, of a static size they divide.
-    AffineMap w =
-        op.getMatchingIndexingMap(op.getDpsInputOperand(dims->weight));
-    bool vectors = w.getNumResults() > 0 &&
-                   w.getResults().back() ==
-                       getAffineDimExpr(dims->columns, op.getContext()) &&
-                   hasAlignedRows(weightType, 1) &&
-                   hasAlignedRows(outputType, 1);
-    Schedule schedule;
-    schedule.dims = *dims;
-    schedule.width = 1;
-    for (int64_t width = vectorWidth; width > 1; width /= 2)
-      if (vectors && !ShapedType::isDynamic(columns) && columns % width == 0) {
-        schedule.width = width;
-        break;
-      }
-    schedule.aligned = schedule.width > 1 &&
-                       hasAlignedRows(weightType, schedule.width) &&
-                       hasAlignedBase(weight, schedule.width * 4);
-    int64_t depth = bounds[dims->depth];
-    schedule.slices = 1;
-    schedule.depth = depth;
-    if (weightType.hasStaticShape() && !ShapedType::isDynamic(depth) &&
-        depth > sliceDepth &&
-        weightType.getNumElements() * 4 >= splitMinBytes) {
-      schedule.slices = llvm::divideCeil(depth, sliceDepth);
-      schedule.depth = sliceDepth;
-    }
-    schedule.rowTiles = rowTileSizes(rows);
-    work.emplace_back(op, schedule);
+    if (std::optional<Schedule> schedule = scheduleFor(op))
+      work.emplace_back(op, *schedule);
   });
 
   // Prologues: elementwise producers of contractions' rows inputs (a

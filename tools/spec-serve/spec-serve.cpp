@@ -124,6 +124,27 @@ int checkOptions(Options &o) {
   return -1;
 }
 
+/// --speculation's mode; returns an exit code to stop with, or -1.
+int parseSpeculation(const std::string &mode, Options &o) {
+  if (mode != "adaptive" && mode != "always" && mode != "never")
+    return usageError("--speculation takes adaptive, always or never, not '" +
+                      mode + "'");
+  o.batchSpeculation = mode == "adaptive" ? SPECRT_SPECULATE_ADAPTIVE
+                       : mode == "always" ? SPECRT_SPECULATE_ALWAYS
+                                          : SPECRT_SPECULATE_NEVER;
+  o.speculative = mode != "never";
+  return -1;
+}
+
+/// --device's name; returns an exit code to stop with, or -1.
+int parseDevice(const std::string &name, Options &o) {
+  bool cpu = name == SPECRT_DEVICE_NAME_CPU;
+  if (!cpu && name != SPECRT_DEVICE_NAME_CUDA)
+    return usageError("--device takes cpu or cuda, not '" + name + "'");
+  o.device = cpu ? SPECRT_DEVICE_CPU : SPECRT_DEVICE_CUDA;
+  return -1;
+}
+
 /// Returns an exit code to stop with, or -1 to go on.
 int parseOptions(int argc, char **argv, Options &o) {
   for (int i = 1; i < argc; ++i) {
@@ -184,24 +205,13 @@ int parseOptions(int argc, char **argv, Options &o) {
     } else if (arg == "--speculation") {
       if (!value(text))
         return usageError("--speculation needs adaptive, always or never");
-      std::string mode = text;
-      if (mode != "adaptive" && mode != "always" && mode != "never")
-        return usageError("--speculation takes adaptive, always or never, "
-                          "not '" + mode + "'");
-      o.batchSpeculation = mode == "adaptive" ? SPECRT_SPECULATE_ADAPTIVE
-                           : mode == "always" ? SPECRT_SPECULATE_ALWAYS
-                                              : SPECRT_SPECULATE_NEVER;
-      o.speculative = mode != "never";
+      rc = parseSpeculation(text, o);
     } else if (arg == "--batch") {
       o.batched = true;
     } else if (arg == "--device") {
       if (!value(text))
         return usageError("--device needs cpu or cuda");
-      bool cpu = std::strcmp(text, SPECRT_DEVICE_NAME_CPU) == 0;
-      if (!cpu && std::strcmp(text, SPECRT_DEVICE_NAME_CUDA))
-        return usageError(std::string("--device takes cpu or cuda, not '") +
-                          text + "'");
-      o.device = cpu ? SPECRT_DEVICE_CPU : SPECRT_DEVICE_CUDA;
+      rc = parseDevice(text, o);
     } else if (!arg.empty() && arg[0] == '-') {
       return usageError("unknown option '" + arg + "'");
     } else if (o.model.empty()) {

@@ -15,6 +15,14 @@ Value specula::onnx_import::dimSize(OpBuilder &b, Location loc, Value tensor,
   return tensor::DimOp::create(b, loc, tensor, dim);
 }
 
+Value specula::onnx_import::filledTensor(OpBuilder &b, Location loc,
+                                         ArrayRef<int64_t> shape,
+                                         ValueRange sizes, Value value) {
+  Value empty = tensor::EmptyOp::create(b, loc, shape, value.getType(), sizes);
+  return linalg::FillOp::create(b, loc, ValueRange{value}, ValueRange{empty})
+      .getResult(0);
+}
+
 Value specula::onnx_import::emptyTensorLike(OpBuilder &b, Location loc,
                                             RankedTensorType type,
                                             ValueRange sources) {

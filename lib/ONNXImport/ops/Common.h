@@ -74,6 +74,11 @@ llvm::SmallVector<int64_t> dynamicShape(int64_t rank);
 mlir::FailureOr<int64_t> normalizeAxis(NodeImporter &node, int64_t axis,
                                        int64_t rank);
 
+/// A tensor of `shape` (dynamic sizes `sizes`) filled with `value`.
+mlir::Value filledTensor(mlir::OpBuilder &b, mlir::Location loc,
+                         llvm::ArrayRef<int64_t> shape, mlir::ValueRange sizes,
+                         mlir::Value value);
+
 /// The size of `dim` of `tensor` as an index value (constant when static).
 mlir::Value dimSize(mlir::OpBuilder &b, mlir::Location loc,
                     mlir::Value tensor, int64_t dim);

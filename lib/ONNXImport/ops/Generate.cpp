@@ -105,11 +105,7 @@ LogicalResult importConstantOfShape(NodeImporter &node) {
   for (int64_t d = 0; d < resultType->getRank(); ++d)
     if (resultType->isDynamicDim(d))
       sizes.push_back(extractIndex(b, loc, node.operand(0), d));
-  Value init = tensor::EmptyOp::create(b, loc, resultType->getShape(),
-                                       elementType, sizes);
-  node.setResult(
-      0, linalg::FillOp::create(b, loc, ValueRange{fill}, ValueRange{init})
-             .getResult(0));
+  node.setResult(0, filledTensor(b, loc, resultType->getShape(), sizes, fill));
   return success();
 }
 

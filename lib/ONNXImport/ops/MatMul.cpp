@@ -48,12 +48,8 @@ Value buildContraction(OpBuilder &b, Location loc, MatrixOperand lhs,
   maps.push_back(AffineMap::get(rank + 1, 0, resultExprs, context));
 
   Type elementType = resultType.getElementType();
-  Value init = tensor::EmptyOp::create(b, loc, resultType.getShape(),
-                                       elementType, dynamicSizes);
-  Value zero = scalarConstant(b, loc, elementType, 0);
-  Value filled =
-      linalg::FillOp::create(b, loc, ValueRange{zero}, ValueRange{init})
-          .getResult(0);
+  Value filled = filledTensor(b, loc, resultType.getShape(), dynamicSizes,
+                              scalarConstant(b, loc, elementType, 0));
   SmallVector<utils::IteratorType> iterators(rank,
                                              utils::IteratorType::parallel);
   iterators.push_back(utils::IteratorType::reduction);

@@ -55,13 +55,10 @@ Value reduceKeepDims(OpBuilder &b, Location loc, Value input,
   }
   Type elementType = type.getElementType();
   auto resultType = RankedTensorType::get(shape, elementType);
-  Value init = tensor::EmptyOp::create(b, loc, shape, elementType, sizes);
   Value identity = combine == Combine::Sum
                        ? scalarConstant(b, loc, elementType, 0)
                        : extremeIdentity(b, loc, elementType, /*max=*/true);
-  Value filled =
-      linalg::FillOp::create(b, loc, ValueRange{identity}, ValueRange{init})
-          .getResult(0);
+  Value filled = filledTensor(b, loc, shape, sizes, identity);
   SmallVector<AffineMap> maps{AffineMap::getMultiDimIdentityMap(rank, context),
                               AffineMap::get(rank, 0, outExprs, context)};
   auto generic = linalg::GenericOp::create(
@@ -320,6 +317,23 @@ LogicalResult importLayerNormalization(NodeImporter &node) {
 }
 /// ArgMax/ArgMin(data): the index of the first (or, with select_last_index,
 /// the last) extreme value along `axis`, as int64.
+/// Whether `candidate` replaces the running extreme `current`: greater (or
+/// less) than it, or with select_last_index, not less (or not greater).
+Value replacesExtreme(OpBuilder &b, Location loc, Value candidate,
+                      Value current, bool max, bool last) {
+  if (isa<FloatType>(candidate.getType()))
+    return arith::CmpFOp::create(
+        b, loc,
+        max ? (last ? arith::CmpFPredicate::OGE : arith::CmpFPredicate::OGT)
+            : (last ? arith::CmpFPredicate::OLE : arith::CmpFPredicate::OLT),
+        candidate, current);
+  return arith::CmpIOp::create(
+      b, loc,
+      max ? (last ? arith::CmpIPredicate::sge : arith::CmpIPredicate::sgt)
+          : (last ? arith::CmpIPredicate::sle : arith::CmpIPredicate::slt),
+      candidate, current);
+}
+
 LogicalResult importArgExtreme(NodeImporter &node, bool max) {
   Value input = node.operand(0);
   auto type = cast<RankedTensorType>(input.getType());
@@ -362,18 +376,10 @@ LogicalResult importArgExtreme(NodeImporter &node, bool max) {
   }
   // The running extreme starts at the first element's value: use the
   // opposite infinity (or integer bound) and position 0.
-  Value identity = extremeIdentity(b, loc, elementType, max);
-  Value values = linalg::FillOp::create(
-                     b, loc, ValueRange{identity},
-                     ValueRange{tensor::EmptyOp::create(b, loc, shape,
-                                                        elementType, sizes)})
-                     .getResult(0);
+  Value values = filledTensor(b, loc, shape, sizes,
+                              extremeIdentity(b, loc, elementType, max));
   Value zero = scalarConstant(b, loc, b.getI64Type(), 0);
-  Value indices = linalg::FillOp::create(
-                      b, loc, ValueRange{zero},
-                      ValueRange{tensor::EmptyOp::create(b, loc, shape,
-                                                         b.getI64Type(), sizes)})
-                      .getResult(0);
+  Value indices = filledTensor(b, loc, shape, sizes, zero);
   SmallVector<AffineMap> maps{AffineMap::getMultiDimIdentityMap(rank, context),
                               AffineMap::get(rank, 0, outExprs, context),
                               AffineMap::get(rank, 0, outExprs, context)};
@@ -383,19 +389,7 @@ LogicalResult importArgExtreme(NodeImporter &node, bool max) {
       [&](OpBuilder &nb, Location l, ValueRange args) {
         Value position = arith::IndexCastOp::create(
             nb, l, nb.getI64Type(), linalg::IndexOp::create(nb, l, *axis));
-        Value better;
-        if (isa<FloatType>(elementType))
-          better = arith::CmpFOp::create(
-              nb, l,
-              max ? (last ? arith::CmpFPredicate::OGE : arith::CmpFPredicate::OGT)
-                  : (last ? arith::CmpFPredicate::OLE : arith::CmpFPredicate::OLT),
-              args[0], args[1]);
-        else
-          better = arith::CmpIOp::create(
-              nb, l,
-              max ? (last ? arith::CmpIPredicate::sge : arith::CmpIPredicate::sgt)
-                  : (last ? arith::CmpIPredicate::sle : arith::CmpIPredicate::slt),
-              args[0], args[1]);
+        Value better = replacesExtreme(nb, l, args[0], args[1], max, last);
         // The first element always replaces the identity.
         Value first = arith::CmpIOp::create(nb, l, arith::CmpIPredicate::eq,
                                             position, zero);

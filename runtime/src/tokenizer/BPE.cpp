@@ -214,30 +214,34 @@ void BPEModel::encodeWord(const std::string &word, std::vector<int32_t> &ids) co
     consider(c.node);
   }
 
-  for (int k = 0; k >= 0; k = nodes[k].next) {
-    const Node &node = nodes[k];
-    if (node.symbol != kNoSymbol && symbolToken[node.symbol] >= 0) {
-      ids.push_back(symbolToken[node.symbol]);
-      continue;
-    }
-    std::string_view text(word.data() + node.begin, node.length);
-    if (node.symbol == kNoSymbol) { // a character no merge or token has, but an added token
-      if (int32_t id = idOf(text); id >= 0) {
-        ids.push_back(id);
-        continue;
-      }
-    }
-    if (byteFallback) {
-      bool all = true;
-      for (char b : text)
-        all &= byteTokens[static_cast<unsigned char>(b)] >= 0;
-      if (all) {
-        for (char b : text)
-          ids.push_back(byteTokens[static_cast<unsigned char>(b)]);
-        continue;
-      }
-    }
-    if (unkId >= 0)
-      ids.push_back(unkId);
+  for (int k = 0; k >= 0; k = nodes[k].next)
+    appendPiece(nodes[k].symbol,
+                std::string_view(word.data() + nodes[k].begin, nodes[k].length),
+                ids);
+}
+
+void BPEModel::appendPiece(uint32_t symbol, std::string_view text,
+                           std::vector<int32_t> &ids) const {
+  if (symbol != kNoSymbol && symbolToken[symbol] >= 0) {
+    ids.push_back(symbolToken[symbol]);
+    return;
   }
+  if (symbol == kNoSymbol) { // a character no merge or token has, but an added token
+    if (int32_t id = idOf(text); id >= 0) {
+      ids.push_back(id);
+      return;
+    }
+  }
+  if (byteFallback) {
+    bool all = true;
+    for (char b : text)
+      all &= byteTokens[static_cast<unsigned char>(b)] >= 0;
+    if (all) {
+      for (char b : text)
+        ids.push_back(byteTokens[static_cast<unsigned char>(b)]);
+      return;
+    }
+  }
+  if (unkId >= 0)
+    ids.push_back(unkId);
 }

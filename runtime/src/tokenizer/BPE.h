@@ -41,6 +41,10 @@ public:
 
 private:
   void encodeWord(const std::string &word, std::vector<int32_t> &ids) const;
+  /// Appends the ids of a merged piece: its symbol's token, an added
+  /// token's, its bytes' (byte fallback) or the unknown token's.
+  void appendPiece(uint32_t symbol, std::string_view text,
+                   std::vector<int32_t> &ids) const;
   uint32_t symbolOf(std::string_view text) const;
 
   struct StringHash {
