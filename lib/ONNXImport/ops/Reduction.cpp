@@ -315,8 +315,7 @@ LogicalResult importLayerNormalization(NodeImporter &node) {
              }));
   return success();
 }
-/// ArgMax/ArgMin(data): the index of the first (or, with select_last_index,
-/// the last) extreme value along `axis`, as int64.
+
 /// Whether `candidate` replaces the running extreme `current`: greater (or
 /// less) than it, or with select_last_index, not less (or not greater).
 Value replacesExtreme(OpBuilder &b, Location loc, Value candidate,
@@ -334,6 +333,8 @@ Value replacesExtreme(OpBuilder &b, Location loc, Value candidate,
       candidate, current);
 }
 
+/// ArgMax/ArgMin(data): the index of the first (or, with select_last_index,
+/// the last) extreme value along `axis`, as int64.
 LogicalResult importArgExtreme(NodeImporter &node, bool max) {
   Value input = node.operand(0);
   auto type = cast<RankedTensorType>(input.getType());
