@@ -106,11 +106,12 @@ BatchTest::runSixteen(specrt_speculation speculation,
               SPECRT_OK)
         << specrt_last_error();
     specrt_batch_get_stats(batch, &stats);
-    if (prefillChunk)
+    if (prefillChunk) {
       EXPECT_LE(stats.prefill_tokens - before.prefill_tokens, prefillChunk);
-    // Plain steps: one token for each sequence.
-    else if (speculation == SPECRT_SPECULATE_NEVER)
+    } else if (speculation == SPECRT_SPECULATE_NEVER) {
+      // Plain steps: one token for each sequence.
       EXPECT_EQ(count, specrt_batch_active(batch));
+    }
     for (size_t i = 0; i < count; ++i) {
       auto sequence = sequenceOf.find(slots[i]);
       if (sequence == sequenceOf.end())
