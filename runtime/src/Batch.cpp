@@ -188,11 +188,13 @@ specrt_status specrt_batch_set_speculation(specrt_batch *batch,
 
 specrt_status specrt_batch_set_prefill_chunk(specrt_batch *batch,
                                             size_t tokens) {
-  if (!batch || tokens > static_cast<size_t>(batch->capacity))
+  if (!batch)
+    return fail(SPECRT_ERROR_INVALID_ARGUMENT, "the batch must be set");
+  if (tokens > static_cast<size_t>(batch->capacity))
     return fail(SPECRT_ERROR_INVALID_ARGUMENT,
-                "the batch must be set and the chunk at most the context (" +
-                    std::to_string(batch ? batch->capacity : 0) +
-                    " tokens)");
+                "a prefill chunk of " + std::to_string(tokens) +
+                    " tokens is longer than the context (" +
+                    std::to_string(batch->capacity) + " tokens)");
   batch->prefillChunk = static_cast<int64_t>(tokens);
   return SPECRT_OK;
 }

@@ -241,7 +241,7 @@ TEST_F(BatchTest, RefusesWhatDoesNotFit) {
             std::string::npos);
   EXPECT_EQ(specrt_batch_set_prefill_chunk(batch, 129),
             SPECRT_ERROR_INVALID_ARGUMENT);
-  EXPECT_NE(std::string(specrt_last_error()).find("at most the context (128"),
+  EXPECT_NE(std::string(specrt_last_error()).find("prefill chunk of 129 tokens is longer than the context (128"),
             std::string::npos);
   EXPECT_EQ(specrt_batch_remove(batch, 7), SPECRT_ERROR_INVALID_ARGUMENT);
   EXPECT_EQ(specrt_batch_remove(batch, 2), SPECRT_OK);
