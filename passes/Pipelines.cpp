@@ -231,6 +231,12 @@ void specula::buildGraphToLLVMPipeline(OpPassManager &pm,
   if (options.fuseAttention)
     steps.attention = gpuSchedule ? BufferizationSteps::Attention::GPUKernels
                                   : BufferizationSteps::Attention::CPULoops;
+  if (!options.weights.empty() && options.weights != "f32") {
+    SpecQuantizeWeightsOptions quantize;
+    quantize.precision = options.weights;
+    quantize.outputHead = options.quantizeOutputHead;
+    pm.addPass(createSpecQuantizeWeights(quantize));
+  }
   buildBufferizationPipeline(pm, steps);
   bool parallel = options.parallelColumns && options.blockContractions &&
                   !gpuSchedule;
@@ -305,6 +311,8 @@ void specula::buildSpecToCPUPipeline(OpPassManager &pm,
   lowering.parallelMinWork = options.parallelMinWork;
   lowering.fuseAttention = options.fuseAttention;
   lowering.lineTables = options.lineTables;
+  lowering.weights = options.weights;
+  lowering.quantizeOutputHead = options.quantizeOutputHead;
   buildGraphToLLVMPipeline(pm, lowering);
   if (!options.weightsFile.empty()) {
     SpecExternalizeWeightsOptions weights;

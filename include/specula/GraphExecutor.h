@@ -53,15 +53,13 @@ class GraphExecutor {
 public:
   ~GraphExecutor();
 
-  /// Lowers `function` in `module` (consumed: it is lowered in place) and
-  /// JIT-compiles it; with `gpuScheduleThreads`, with the loops of the CUDA
-  /// schedule (spec-gpu-contractions splitting the reductions of weights of
-  /// at least `gpuSplitMinBytes`, spec-gpu-schedule) instead of the CPU's
-  /// own. Fails with a diagnostic.
+  /// Lowers `function` in `module` (consumed: it is lowered in place) with
+  /// spec-graph-to-llvm and `lowering`'s options (the loops of the CUDA
+  /// schedule with gpu-schedule-threads, 16-bit weights with weights, ...)
+  /// and JIT-compiles it. Fails with a diagnostic.
   static mlir::FailureOr<std::unique_ptr<GraphExecutor>>
   compile(mlir::ModuleOp module, llvm::StringRef function,
-          int64_t gpuScheduleThreads = 0,
-          int64_t gpuSplitMinBytes = kDefaultGPUSplitMinBytes);
+          const GraphToLLVMOptions &lowering = GraphToLLVMOptions());
 
   /// Runs the function; checks the inputs against its signature. Returns the
   /// results, or fails with `error` set.

@@ -112,6 +112,17 @@ void buildComposePipeline(mlir::OpPassManager &pm,
                           const ComposeOptions &options);
 
 struct GraphToLLVMOptions : public mlir::PassPipelineOptions<GraphToLLVMOptions> {
+  Option<std::string> weights{
+      *this, "weights",
+      llvm::cl::desc("Store the weight matrices as f16 or bf16, widened to "
+                     "f32 in the contractions (spec-quantize-weights); "
+                     "empty or f32: as the models store them"),
+      llvm::cl::init("")};
+  Option<bool> quantizeOutputHead{
+      *this, "quantize-output-head",
+      llvm::cl::desc("With weights: also the output head "
+                     "(spec-quantize-weights{output-head})"),
+      llvm::cl::init(true)};
   Option<bool> fuseElementwise{
       *this, "fuse-elementwise",
       llvm::cl::desc("Fuse producer/consumer elementwise linalg ops first, "
@@ -204,6 +215,17 @@ struct SpecToCPUOptions : public mlir::PassPipelineOptions<SpecToCPUOptions> {
                      "and spec-lower-rounds add @<decoder>_prefill and "
                      "@<decoder>_round over a cache of that many slots)"),
       llvm::cl::init(1)};
+  Option<std::string> weights{
+      *this, "weights",
+      llvm::cl::desc("Store the weight matrices as f16 or bf16 (see "
+                     "spec-graph-to-llvm); empty or f32: as the models "
+                     "store them"),
+      llvm::cl::init("")};
+  Option<bool> quantizeOutputHead{
+      *this, "quantize-output-head",
+      llvm::cl::desc("With weights: also the output head (see "
+                     "spec-graph-to-llvm)"),
+      llvm::cl::init(true)};
   Option<std::string> weightsFile{
       *this, "weights-file",
       llvm::cl::desc("Write constants of at least min-weight-bytes into this "

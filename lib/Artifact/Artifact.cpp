@@ -385,6 +385,9 @@ describeCompiledCode(ModuleOp module, const ArtifactOptions &options,
   FailureOr<llvm::json::Object> weights = describeFile(module, weightsPath);
   if (failed(ptx) || failed(weights))
     return failure();
+  // What the weight matrices are stored as (spec-quantize-weights).
+  StringRef precision = options.cpuPipeline.weights.getValue();
+  (*weights)["matrices"] = cuda || precision.empty() ? "f32" : precision;
   llvm::json::Object target{
       {"device", cuda ? SPECRT_DEVICE_NAME_CUDA : SPECRT_DEVICE_NAME_CPU},
       {"triple", machine.getTargetTriple().str()},

@@ -161,8 +161,8 @@ static void reportCheck(bool ok, const char *message) {
 }
 
 /// Lowers `module` to the LLVM dialect with spec-graph-to-llvm.
-static LogicalResult lowerToLLVM(ModuleOp module, int64_t gpuScheduleThreads,
-                                 int64_t gpuSplitMinBytes) {
+static LogicalResult lowerToLLVM(ModuleOp module,
+                                 const GraphToLLVMOptions &lowering) {
   // Bufferization and the LLVM conversions work through interfaces that
   // upstream dialects register as extensions.
   DialectRegistry extensions;
@@ -171,9 +171,6 @@ static LogicalResult lowerToLLVM(ModuleOp module, int64_t gpuScheduleThreads,
   module.getContext()->appendDialectRegistry(extensions);
 
   PassManager pm(module.getContext());
-  GraphToLLVMOptions lowering;
-  lowering.gpuScheduleThreads = gpuScheduleThreads;
-  lowering.gpuSplitMinBytes = gpuSplitMinBytes;
   buildGraphToLLVMPipeline(pm, lowering);
   return pm.run(module);
 }
@@ -253,7 +250,7 @@ GraphExecutor::~GraphExecutor() = default;
 
 FailureOr<std::unique_ptr<GraphExecutor>>
 GraphExecutor::compile(ModuleOp module, StringRef function,
-                       int64_t gpuScheduleThreads, int64_t gpuSplitMinBytes) {
+                       const GraphToLLVMOptions &lowering) {
   auto func = module.lookupSymbol<func::FuncOp>(function);
   if (!func)
     return module.emitError() << "no function @" << function << " to compile";
@@ -283,7 +280,7 @@ GraphExecutor::compile(ModuleOp module, StringRef function,
     if (failed(signature(type, executor->results)))
       return failure();
 
-  if (failed(lowerToLLVM(module, gpuScheduleThreads, gpuSplitMinBytes)))
+  if (failed(lowerToLLVM(module, lowering)))
     return failure();
   FailureOr<std::unique_ptr<ExecutionEngine>> engine = createEngine(module);
   if (failed(engine))

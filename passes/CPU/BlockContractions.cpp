@@ -322,6 +322,11 @@ LogicalResult BlockContractionsPass::vectorizeTiles(func::FuncOp func,
   RewritePatternSet patterns(func.getContext());
   vector::populateVectorReductionToContractPatterns(patterns);
   vector::populateVectorTransferPermutationMapLoweringPatterns(patterns);
+  // A 16-bit weight is widened in the tile's body: widen the vector read
+  // once, then broadcast it to the rows (the contraction takes the
+  // broadcast into its indexing maps), rather than widening every row's
+  // copy.
+  vector::populateSinkVectorOpsPatterns(patterns);
   if (failed(applyPatternsGreedily(func, std::move(patterns))))
     return failure();
   return canonicalize(func);

@@ -87,6 +87,11 @@ static cl::opt<int64_t> gpuSplitMinBytes(
              "contractions whose weights have at least this many bytes "
              "among threads (spec-gpu-contractions{split-min-bytes})"),
     cl::init(kDefaultGPUSplitMinBytes), cl::cat(category));
+static cl::opt<std::string> weightPrecision(
+    "weights",
+    cl::desc("Store the weight matrices as f16 or bf16, widened to f32 in "
+             "the contractions, as specc --weights does (default: f32)"),
+    cl::value_desc("f32|f16|bf16"), cl::init("f32"), cl::cat(category));
 static cl::opt<bool> runsFromStdin(
     "runs-from-stdin",
     cl::desc("Compile once, then run once for each line of standard input "
@@ -148,6 +153,15 @@ static std::optional<std::string> compare(const HostTensor &actual,
   }
 }
 
+/// spec-graph-to-llvm's options from the flags.
+static const GraphToLLVMOptions &loweringOptions() {
+  static GraphToLLVMOptions lowering;
+  lowering.gpuScheduleThreads = gpuScheduleThreads;
+  lowering.gpuSplitMinBytes = gpuSplitMinBytes;
+  lowering.weights = weightPrecision;
+  return lowering;
+}
+
 /// Imports `path` and compiles its graph; diagnostics go to `diagnostics`.
 /// `refused` tells an import the importer refused (a clear "not supported")
 /// from a failure after it.
@@ -181,8 +195,7 @@ importAndCompile(MLIRContext &context, StringRef path,
     pm.addPass(createSpecLowerSteps());
     if (failed(pm.run(*parsed)))
       return failure();
-    return GraphExecutor::compile(*parsed, functionName, gpuScheduleThreads,
-                                  gpuSplitMinBytes);
+    return GraphExecutor::compile(*parsed, functionName, loweringOptions());
   }
   OwningOpRef<ModuleOp> module =
       ModuleOp::create(FileLineColLoc::get(&context, path, 0, 0));
@@ -191,8 +204,7 @@ importAndCompile(MLIRContext &context, StringRef path,
       *refused = !StringRef(diagnostics).contains("importer bug");
     return failure();
   }
-  return GraphExecutor::compile(*module, "main", gpuScheduleThreads,
-                                gpuSplitMinBytes);
+  return GraphExecutor::compile(*module, "main", loweringOptions());
 }
 
 /// Runs one data set; returns an empty string on success, else why not.

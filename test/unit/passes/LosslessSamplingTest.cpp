@@ -320,8 +320,10 @@ protected:
     pm.addPass(createSpecLowerGenerate());
     pm.addPass(createSpecLowerSteps());
     EXPECT_TRUE(succeeded(pm.run(module)));
+    GraphToLLVMOptions lowering;
+    lowering.gpuScheduleThreads = gpuScheduleThreads;
     FailureOr<std::unique_ptr<GraphExecutor>> executor =
-        GraphExecutor::compile(module, function, gpuScheduleThreads);
+        GraphExecutor::compile(module, function, lowering);
     EXPECT_TRUE(succeeded(executor));
     return succeeded(executor) ? std::move(*executor) : nullptr;
   }
