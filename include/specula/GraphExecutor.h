@@ -76,6 +76,9 @@ private:
   };
   GraphExecutor() = default;
 
+  /// The weights the compiled code reads at spec_weights_base (declared
+  /// first: they outlive the code).
+  std::shared_ptr<char> weights;
   std::unique_ptr<mlir::ExecutionEngine> engine;
   std::string function;
   std::vector<TensorSignature> inputs, results;

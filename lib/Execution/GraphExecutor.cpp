@@ -3,6 +3,7 @@
 #include "specula/GraphExecutor.h"
 
 #include "lib/HostCode/Optimize.h"
+#include "passes/Common/Passes.h"
 #include "specula/Pipelines.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
@@ -14,6 +15,8 @@
 #include "mlir/Target/LLVMIR/Dialect/Builtin/BuiltinToLLVMIRTranslation.h"
 #include "mlir/Target/LLVMIR/Dialect/LLVMIR/LLVMToLLVMIRTranslation.h"
 #include "llvm/ExecutionEngine/Orc/JITTargetMachineBuilder.h"
+#include "llvm/Support/FileSystem.h"
+#include "llvm/Support/FileUtilities.h"
 #include "llvm/Support/TargetSelect.h"
 #include "llvm/Target/TargetMachine.h"
 
@@ -22,6 +25,7 @@
 #include <chrono>
 #include <cstdlib>
 #include <cstring>
+#include <fstream>
 
 using namespace mlir;
 using namespace specula;
@@ -160,9 +164,12 @@ static void reportCheck(bool ok, const char *message) {
     failedCheck = message;
 }
 
-/// Lowers `module` to the LLVM dialect with spec-graph-to-llvm.
+/// Lowers `module` to the LLVM dialect with spec-graph-to-llvm and moves
+/// its weights into `weightsFile`, as artifacts do: LLVM never sees them
+/// (it would fold loads of them into constants: minutes for 16-bit ones).
 static LogicalResult lowerToLLVM(ModuleOp module,
-                                 const GraphToLLVMOptions &lowering) {
+                                 const GraphToLLVMOptions &lowering,
+                                 StringRef weightsFile) {
   // Bufferization and the LLVM conversions work through interfaces that
   // upstream dialects register as extensions.
   DialectRegistry extensions;
@@ -172,7 +179,37 @@ static LogicalResult lowerToLLVM(ModuleOp module,
 
   PassManager pm(module.getContext());
   buildGraphToLLVMPipeline(pm, lowering);
+  SpecExternalizeWeightsOptions weights;
+  weights.path = weightsFile.str();
+  pm.addPass(createSpecExternalizeWeights(weights));
   return pm.run(module);
+}
+
+/// The contents of `path` in 64-byte aligned memory (the offsets
+/// spec-externalize-weights gives are aligned so), or null.
+static std::shared_ptr<char> readAligned(StringRef path) {
+  uint64_t size = 0;
+  if (llvm::sys::fs::file_size(path, size))
+    return nullptr;
+  size_t bytes = (std::max<uint64_t>(size, 1) + 63) / 64 * 64;
+  std::shared_ptr<char> data(static_cast<char *>(std::aligned_alloc(64, bytes)),
+                             std::free);
+  std::ifstream file(path.str(), std::ios::binary);
+  if (!data || !file.read(data.get(), static_cast<std::streamsize>(size)))
+    return nullptr;
+  return data;
+}
+
+/// Points the compiled code's spec_weights_base at `weights`.
+static LogicalResult setWeightsBase(ModuleOp module, ExecutionEngine &engine,
+                                    char *weights) {
+  llvm::Expected<void *> base = engine.lookup("spec_weights_base");
+  if (!base) {
+    llvm::consumeError(base.takeError());
+    return module.emitError() << "the compiled code has no spec_weights_base";
+  }
+  *static_cast<char **>(*base) = weights;
+  return success();
 }
 
 /// This CPU's target machine (null if LLVM cannot make one): with it the
@@ -280,10 +317,20 @@ GraphExecutor::compile(ModuleOp module, StringRef function,
     if (failed(signature(type, executor->results)))
       return failure();
 
-  if (failed(lowerToLLVM(module, lowering)))
+  SmallString<128> weightsFile;
+  if (llvm::sys::fs::createTemporaryFile("spec-graph-weights", "bin",
+                                         weightsFile))
+    return module.emitError() << "cannot create a temporary weights file";
+  llvm::FileRemover removeWeights(weightsFile);
+  if (failed(lowerToLLVM(module, lowering, weightsFile)))
     return failure();
+  executor->weights = readAligned(weightsFile);
+  if (!executor->weights)
+    return module.emitError() << "cannot read back the weights file '"
+                              << weightsFile << "'";
   FailureOr<std::unique_ptr<ExecutionEngine>> engine = createEngine(module);
-  if (failed(engine))
+  if (failed(engine) ||
+      failed(setWeightsBase(module, **engine, executor->weights.get())))
     return failure();
   executor->engine = std::move(*engine);
   return executor;
