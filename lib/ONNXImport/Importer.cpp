@@ -679,9 +679,8 @@ LogicalResult specula::importONNX(ModuleOp module, StringRef source,
     if (!report.problems.empty()) {
       InFlightDiagnostic diag = emitError(fileLoc)
                                 << "the model does not follow Specula's "
-                                   "model contract (README \"Model "
-                                   "contract\"; spec-check-model checks a "
-                                   "file): ";
+                                   "model contract (docs/model-contract.md; "
+                                   "spec-check-model checks a file): ";
       llvm::interleave(report.problems, diag, "; ");
       return diag;
     }

@@ -1,6 +1,6 @@
 //===- ModelContract.cpp - what Specula asks of a model file --------------===//
 //
-// The model contract (README "Model contract"): the configuration in
+// The model contract (docs/model-contract.md): the configuration in
 // metadata_props and the inputs and outputs each spec_role needs. specc
 // refuses a model that breaks it with every violation named, and
 // spec-check-model reports on any number of files, from this one checker.

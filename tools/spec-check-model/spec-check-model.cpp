@@ -43,7 +43,7 @@ int main(int argc, char **argv) {
   cl::ParseCommandLineOptions(
       argc, argv,
       "spec-check-model: check ONNX models against Specula's model contract "
-      "(README \"Model contract\"): the configuration in metadata_props and "
+      "(docs/model-contract.md): the configuration in metadata_props and "
       "the inputs and outputs each spec_role needs\n");
   unsigned failures = 0, checked = 0;
   auto report = [&](StringRef name, const specula::ModelContractReport &report) {

@@ -1,7 +1,7 @@
 //===- OpenMPTest.cpp - how the runtime sets up OpenMP for compiled code --===//
 //
 // Threads that spin at barriers collapse the rate when other work holds the
-// cores (docs/architecture.md, "Threads under load"), so the runtime asks
+// cores (docs/performance.md, "Threads under load"), so the runtime asks
 // libomp to put them to sleep at once, unless the environment chose a wait
 // policy. Checked on an artifact whose contractions all run on threads.
 //
