@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Weight precision (`specc --weights f16|bf16`): what 16-bit weight
+"""Weight precision (`specc --weights f16|bf16|int8`): what narrow weight
 matrices cost in quality and gain in speed.
 
 Quality, on the example target: its next-token distributions over
@@ -24,7 +24,7 @@ one token), medians; the step's weight bytes per second as a fraction of
 this machine's copy bandwidth (a 256 MiB numpy copy).
 
     /usr/bin/python3 bench/weight_precision.py [--build build]
-        [--precisions f16,bf16] [--windows 8] [--window 256]
+        [--precisions f16,bf16,int8] [--windows 8] [--window 256]
         [--prompts 8] [--acceptance-tokens 128] [--large build/large]
         [--repeats 3] [--max-new-tokens 32] [--skip-speed] [--json out.json]
 
@@ -48,6 +48,10 @@ MODELS = os.path.join(ROOT, "models")
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from forward_cost import copy_bandwidth, per_round, weight_bytes  # noqa: E402
 from speculative_speedup import PROMPTS  # noqa: E402
+
+
+# Bytes per weight by precision.
+BYTES = {"f32": 4, "f16": 2, "bf16": 2, "int8": 1}
 
 
 def run(command, stdin=None):
@@ -197,8 +201,8 @@ def speed(specc, spec_run, precisions, args, tmp):
         verify = median(s[1] for s in samples[precision])
         size = os.path.getsize(os.path.join(artifact, "weights.bin"))
         # The step reads the target's weights: the file less the draft's
-        # (about halved too at 16 bits).
-        target_bytes = size - draft_bytes * (1 if precision == "f32" else 0.5)
+        # (narrowed too).
+        target_bytes = size - draft_bytes * BYTES[precision] / 4
         rows.append({"precision": precision,
                      "compile_seconds": compile_seconds[precision],
                      "step_seconds": step, "verify6_seconds": verify,
@@ -244,7 +248,7 @@ def print_tables(results):
 def main():
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--build", default=os.path.join(ROOT, "build"))
-    parser.add_argument("--precisions", default="f16,bf16")
+    parser.add_argument("--precisions", default="f16,bf16,int8")
     parser.add_argument("--windows", type=int, default=8)
     parser.add_argument("--window", type=int, default=256)
     parser.add_argument("--large", default=os.path.join(ROOT, "build",
@@ -261,8 +265,8 @@ def main():
     parser.add_argument("--json", help="also write the results here")
     args = parser.parse_args()
     precisions = args.precisions.split(",")
-    if not all(p in ("f16", "bf16") for p in precisions):
-        sys.exit(f"error: --precisions takes f16 and bf16, got "
+    if not all(p in ("f16", "bf16", "int8") for p in precisions):
+        sys.exit(f"error: --precisions takes f16, bf16 and int8, got "
                  f"'{args.precisions}'")
     if not 1 <= args.windows <= 256 or not 2 <= args.window <= 512:
         sys.exit("error: --windows must be 1..256 and --window 2..512 "

@@ -114,9 +114,10 @@ void buildComposePipeline(mlir::OpPassManager &pm,
 struct GraphToLLVMOptions : public mlir::PassPipelineOptions<GraphToLLVMOptions> {
   Option<std::string> weights{
       *this, "weights",
-      llvm::cl::desc("Store the weight matrices as f16 or bf16, widened to "
-                     "f32 in the contractions (spec-quantize-weights); "
-                     "empty or f32: as the models store them"),
+      llvm::cl::desc("Store the weight matrices as f16, bf16 or int8, "
+                     "widened to f32 in the contractions "
+                     "(spec-quantize-weights); empty or f32: as the models "
+                     "store them"),
       llvm::cl::init("")};
   Option<bool> quantizeOutputHead{
       *this, "quantize-output-head",
@@ -217,7 +218,7 @@ struct SpecToCPUOptions : public mlir::PassPipelineOptions<SpecToCPUOptions> {
       llvm::cl::init(1)};
   Option<std::string> weights{
       *this, "weights",
-      llvm::cl::desc("Store the weight matrices as f16 or bf16 (see "
+      llvm::cl::desc("Store the weight matrices as f16, bf16 or int8 (see "
                      "spec-graph-to-llvm); empty or f32: as the models "
                      "store them"),
       llvm::cl::init("")};

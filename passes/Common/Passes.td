@@ -200,23 +200,32 @@ def SpecExternalizeWeights
 }
 
 def SpecQuantizeWeights : Pass<"spec-quantize-weights", "::mlir::ModuleOp"> {
-  let summary = "Store the weight matrices of contractions in 16 bits, "
+  let summary = "Store the weight matrices of contractions in 16 or 8 bits, "
                 "widened to f32 in the contraction";
   let description = [{
     Decode reads every weight once per forward, so its time is the weights'
-    bytes over the memory bandwidth: stored in 16 bits, they are half the
-    bytes. For each `linalg.generic` contraction whose second operand all
-    rows share (`out[..., m, n] += a[..., m, k] * w[..., k, n]`, as the
-    ONNX importer builds MatMul and Gemm) and whose `w` is an
-    `arith.constant` of f32 with at least `min-elements` elements, the pass
-    replaces `w` by the same constant converted to `precision` (`f16` or
-    `bf16`, rounded to nearest even) and widens it in the contraction's body
-    (`arith.extf` of the block argument): the code reads 16-bit weights and
-    multiplies and accumulates in f32, with the same order of accumulation,
-    so a row's result still does not depend on the row count. Each constant
-    is converted once (every function that reads it reads the one 16-bit
-    copy); a constant that other ops also read (a tied embedding table)
-    stays f32 for them.
+    bytes over the memory bandwidth: stored in 16 bits they are half the
+    bytes, in 8 bits a quarter. For each `linalg.generic` contraction whose
+    second operand all rows share (`out[..., m, n] += a[..., m, k] *
+    w[..., k, n]`, as the ONNX importer builds MatMul and Gemm) and whose
+    `w` is an `arith.constant` of f32 with at least `min-elements`
+    elements, the pass replaces `w` by the same constant in `precision`
+    and widens it in the contraction's body, so the code reads narrow
+    weights and multiplies and accumulates in f32 in the same order: a
+    row's result still does not depend on the row count.
+
+    - `f16`, `bf16`: each weight rounded to nearest even, widened with
+      `arith.extf`.
+    - `int8`: symmetric, one f32 scale per output column `n` (its largest
+      magnitude / 127), the weights rounded to nearest and widened with
+      `arith.sitofp`; the column's scale multiplies the sum after the
+      reduction (an elementwise `linalg.generic` on the result, in place),
+      so only 2-D weights of contractions that accumulate into a
+      `linalg.fill` of zero are converted.
+
+    Each constant is converted once (every function that reads it reads
+    the one converted copy); a constant that other ops also read (a tied
+    embedding table) stays f32 for them.
 
     Kept in f32: constants below `min-elements` (per-layer vectors, biases
     and norms are not contraction weights at all), operands that are not
@@ -226,18 +235,19 @@ def SpecQuantizeWeights : Pass<"spec-quantize-weights", "::mlir::ModuleOp"> {
     on the module. It fails on a constant whose data is missing (an elided
     resource) and on an unknown precision.
 
-    Example: `spec-opt --spec-quantize-weights='precision=bf16 min-elements=1024 output-head=false'`
+    Example: `spec-opt --spec-quantize-weights='precision=int8 min-elements=1024 output-head=false'`
   }];
   let options = [
     Option<"precision", "precision", "std::string", "\"\"",
-           "The weights' storage type: f16 or bf16 (required)">,
+           "The weights' storage type: f16, bf16 or int8 (required)">,
     Option<"minElements", "min-elements", "int64_t", "4096",
            "Smaller weight matrices stay f32">,
     Option<"outputHead", "output-head", "bool", "true",
            "Also convert the output head (a contraction whose result its "
            "function returns)">
   ];
-  let dependentDialects = ["::mlir::arith::ArithDialect"];
+  let dependentDialects = ["::mlir::arith::ArithDialect",
+                           "::mlir::linalg::LinalgDialect"];
 }
 
 #endif // SPECULA_PASSES_COMMON_PASSES_TD

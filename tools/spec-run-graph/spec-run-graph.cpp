@@ -89,9 +89,10 @@ static cl::opt<int64_t> gpuSplitMinBytes(
     cl::init(kDefaultGPUSplitMinBytes), cl::cat(category));
 static cl::opt<std::string> weightPrecision(
     "weights",
-    cl::desc("Store the weight matrices as f16 or bf16, widened to f32 in "
-             "the contractions, as specc --weights does (default: f32)"),
-    cl::value_desc("f32|f16|bf16"), cl::init("f32"), cl::cat(category));
+    cl::desc("Store the weight matrices as f16, bf16 or int8, widened to "
+             "f32 in the contractions, as specc --weights does (default: "
+             "f32)"),
+    cl::value_desc("f32|f16|bf16|int8"), cl::init("f32"), cl::cat(category));
 static cl::opt<bool> runsFromStdin(
     "runs-from-stdin",
     cl::desc("Compile once, then run once for each line of standard input "

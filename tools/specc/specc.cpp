@@ -159,14 +159,15 @@ static cl::opt<int64_t> maxBatch(
 static cl::opt<std::string> weightPrecision(
     "weights",
     cl::desc("Store the weight matrices as f32 (as the ONNX files hold "
-             "them; the default), f16 or bf16: half the bytes each forward "
-             "reads, widened to f32 in the contractions "
-             "(spec-quantize-weights); CPU"),
-    cl::value_desc("f32|f16|bf16"), cl::init("f32"), cl::cat(category));
+             "them; the default), f16 or bf16 (half the bytes each forward "
+             "reads), or int8 with a scale per output column (a quarter), "
+             "widened to f32 in the contractions (spec-quantize-weights); "
+             "CPU"),
+    cl::value_desc("f32|f16|bf16|int8"), cl::init("f32"), cl::cat(category));
 static cl::opt<bool> quantizeOutputHead(
     "quantize-output-head",
-    cl::desc("With --weights f16 or bf16: also the output head (default: "
-             "on; off keeps the logits' matrix in f32)"),
+    cl::desc("With --weights f16, bf16 or int8: also the output head "
+             "(default: on; off keeps the logits' matrix in f32)"),
     cl::init(true), cl::cat(category));
 enum class Emit { Artifact, ModelsMLIR, SpecMLIR, LLVMMLIR };
 static cl::opt<Emit> emit(
@@ -749,12 +750,12 @@ static LogicalResult checkFlags() {
   if (maxBatch > 1 && device == ArtifactDevice::CUDA)
     return fail("--max-batch: batched rounds run on the CPU so far (the "
                 "CUDA attention kernels take one sequence)");
-  if (weightPrecision != "f32" && weightPrecision != "f16" &&
-      weightPrecision != "bf16")
-    return fail("--weights must be f32, f16 or bf16, got '" +
+  if (!llvm::is_contained({"f32", "f16", "bf16", "int8"},
+                          weightPrecision.getValue()))
+    return fail("--weights must be f32, f16, bf16 or int8, got '" +
                 weightPrecision + "'");
   if (weightPrecision != "f32" && device == ArtifactDevice::CUDA)
-    return fail("--weights " + weightPrecision + ": 16-bit weights run on "
+    return fail("--weights " + weightPrecision + ": narrow weights run on "
                 "the CPU so far (the CUDA contraction kernels read f32)");
   if (maxBatch > 1 && sampling)
     return fail("--max-batch: batched rounds are greedy so far; drop "

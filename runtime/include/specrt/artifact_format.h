@@ -10,8 +10,8 @@
  *   weights.bin    the model weights, mapped read-only by the runtime, whose
  *                  address it stores in the library's `spec_weights_base`;
  *                  the manifest's files.weights.matrices says how the weight
- *                  matrices are stored ("f32", or "f16"/"bf16" with
- *                  `specc --weights`; the code widens them itself).
+ *                  matrices are stored ("f32", or "f16"/"bf16"/"int8"
+ *                  with `specc --weights`; the code widens them itself).
  *
  * Shared by the compiler (which writes artifacts) and the runtime (which
  * reads them); it has no dependencies.

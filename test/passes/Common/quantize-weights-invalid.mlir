@@ -1,7 +1,7 @@
 // RUN: spec-opt %s --spec-quantize-weights='precision=bf16 min-elements=1' -split-input-file -verify-diagnostics
 // RUN: not spec-opt %s --spec-quantize-weights='precision=int3' -split-input-file 2>&1 | FileCheck %s --check-prefix=PRECISION
 
-// PRECISION: error: spec-quantize-weights: unknown precision 'int3' (expected f16 or bf16)
+// PRECISION: error: spec-quantize-weights: unknown precision 'int3' (expected f16, bf16 or int8)
 
 // A resource whose data was elided (printed with --elide-resource-strings)
 // cannot be converted.
