@@ -1,4 +1,4 @@
-//===- QuantizeWeights.cpp - weight matrices stored in 16 bits ------------===//
+//===- QuantizeWeights.cpp - weight matrices stored in 16 or 8 bits -------===//
 
 #include "passes/Common/Passes.h"
 #include "passes/Common/WeightContraction.h"
@@ -103,8 +103,8 @@ public:
   WeightQuantizer(Type storage) : storage(storage) {}
   bool isInt8() const { return storage.isInteger(8); }
   unsigned bytesPerWeight() const { return isInt8() ? 1 : 2; }
-  /// `attr` (f32) in this precision; int8 scales each column `columnDim`
-  /// index by the largest magnitude in it.
+  /// `attr` (f32, 2-D for int8) in this precision; int8 gives each column
+  /// (dimension `columnDim` of `attr`) a scale, its largest magnitude / 127.
   FailureOr<NarrowWeight> narrow(ElementsAttr attr, unsigned columnDim,
                                  Location loc);
   /// `op` reading `weight` instead of its operand `index`, widened in its
