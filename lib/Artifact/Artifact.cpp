@@ -386,7 +386,7 @@ describeCompiledCode(ModuleOp module, const ArtifactOptions &options,
   if (failed(ptx) || failed(weights))
     return failure();
   // What the weight matrices are stored as (spec-quantize-weights).
-  StringRef precision = options.cpuPipeline.weights.getValue();
+  const std::string &precision = options.cpuPipeline.weights.getValue();
   (*weights)["matrices"] = cuda || precision.empty() ? "f32" : precision;
   llvm::json::Object target{
       {"device", cuda ? SPECRT_DEVICE_NAME_CUDA : SPECRT_DEVICE_NAME_CPU},
