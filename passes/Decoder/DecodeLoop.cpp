@@ -20,10 +20,6 @@ static constexpr llvm::StringLiteral kClockFunction = "specrt_clock_ns";
 /// whether the loop should stop after this round (a cancelled request).
 static constexpr llvm::StringLiteral kTokenHook = "specrt_on_token";
 
-/// Sampling keys below this are the target-only steps' (one per position);
-/// each round owns this many from its own base on.
-static constexpr int64_t kKeysPerRound = 1 << 20;
-
 FailureOr<CachedModel> CachedModel::get(func::FuncOp func, Operation *user) {
   auto is = [&](unsigned i, bool result, IOKind kind) {
     IOAttr io = result ? getResultIO(func, i) : getArgumentIO(func, i);

@@ -21,6 +21,11 @@
 
 namespace specula {
 
+/// Sampling keys below this are the target-only steps' (one per position);
+/// each round owns this many from its own base on (the batched rounds key
+/// their draws the same way).
+inline constexpr int64_t kKeysPerRound = 1 << 20;
+
 /// A model function in the in-place cache form: ([previous_hidden_states,]
 /// token_ids, position_ids, kv_cache, past_length) -> (logits
 /// [1 x n x vocab], ..., kv_cache).

@@ -4,12 +4,16 @@
 // forward. The runtime keeps one cache of sequence slots and calls these
 // functions between its own scheduling decisions (which sequence joins,
 // which leaves): a prefill per joining sequence, then rounds over the
-// batch. Each picks tokens with the decode loops' own greedy rule, so a
-// sequence's tokens are its target-only greedy tokens in any batch.
+// batch. Each picks tokens with the decode loops' own rule and, when it
+// samples, draws with the keys the decode loops would use at the same
+// positions and rounds, each sequence its own: a sequence's tokens do not
+// depend on what else is in the batch.
 //
 //===----------------------------------------------------------------------===//
 
 #include "passes/Decoder/Passes.h"
+
+#include "passes/Decoder/DecodeLoop.h"
 
 #include "dialects/spec/SpecOps.h"
 
@@ -50,11 +54,22 @@ struct Forward {
   Value logits, cache;
 };
 
+/// One token per sequence, and (sampled) the distributions they were drawn
+/// from, `rows x vocab`.
+struct Picks {
+  Value tokens, probs;
+};
+
+/// The key of row `row`'s draw (an index in the loop over the rows).
+using RowKey = llvm::function_ref<Value(ImplicitLocOpBuilder &, Value row)>;
+
 /// Builds one decoder's prefills and rounds.
 class RoundBuilder {
 public:
-  RoundBuilder(SlotModel target, std::optional<SlotModel> draft, Location loc)
-      : target(target), draft(draft), loc(loc), context(loc.getContext()) {}
+  RoundBuilder(SlotModel target, std::optional<SlotModel> draft,
+               VerificationRuleAttrInterface rule, Location loc)
+      : target(target), draft(draft), rule(rule), loc(loc),
+        context(loc.getContext()) {}
   void buildPrefill(ImplicitLocOpBuilder &b, func::FuncOp func,
                     const SlotModel &model);
   void buildRound(ImplicitLocOpBuilder &b, func::FuncOp func);
@@ -73,13 +88,19 @@ private:
                   Value rowPositions, Value cache, Value first, Value lengths);
   Value pick(ImplicitLocOpBuilder &b, const SlotModel &model, Value logits,
              Value rows, OpFoldResult row);
+  Picks sample(ImplicitLocOpBuilder &b, const SlotModel &model, Value logits,
+               Value rows, OpFoldResult row, RowKey keyOf);
   Value pickAll(ImplicitLocOpBuilder &b, Value logits, Value rows,
                 int64_t columns);
   Value acceptedCounts(ImplicitLocOpBuilder &b, ArrayRef<Value> proposals,
                        Value picks, Value rows);
+  std::pair<Value, Value> acceptSampled(ImplicitLocOpBuilder &b,
+                                        ArrayRef<Picks> proposals,
+                                        Value logits, Value rows, Value keys);
 
   SlotModel target;
   std::optional<SlotModel> draft;
+  VerificationRuleAttrInterface rule;
   Location loc;
   MLIRContext *context;
 };
@@ -253,6 +274,44 @@ Value RoundBuilder::pick(ImplicitLocOpBuilder &b, const SlotModel &model,
       .getTokens();
 }
 
+/// Row `row` of each of `rows` sequences' logits sampled under the rule,
+/// sequence b with the key keyOf(b): one draw at a time, since spec.propose
+/// keys all its rows with one key.
+Picks RoundBuilder::sample(ImplicitLocOpBuilder &b, const SlotModel &model,
+                           Value logits, Value rows, OpFoldResult row,
+                           RowKey keyOf) {
+  Type f = cast<RankedTensorType>(logits.getType()).getElementType();
+  Type i64 = b.getI64Type();
+  auto rowType = RankedTensorType::get({1, model.vocab}, f);
+  OpFoldResult vocab = b.getIndexAttr(model.vocab);
+  Value init[] = {
+      tensor::EmptyOp::create(b, ArrayRef<OpFoldResult>{rows}, i64),
+      tensor::EmptyOp::create(b, ArrayRef<OpFoldResult>{rows, vocab}, f)};
+  auto loop = scf::ForOp::create(
+      b, arith::ConstantIndexOp::create(b, 0), rows,
+      arith::ConstantIndexOp::create(b, 1), init,
+      [&](OpBuilder &nested, Location l, Value r, ValueRange args) {
+        ImplicitLocOpBuilder nb(l, nested);
+        OpFoldResult one = nb.getIndexAttr(1), zero = nb.getIndexAttr(0);
+        Value logitsRow = tensor::ExtractSliceOp::create(
+            nb, rowType, logits, {r, row, zero}, {one, one, vocab},
+            {one, one, one});
+        auto drawn =
+            ProposeOp::create(nb, RankedTensorType::get({1}, i64), rowType,
+                              logitsRow, keyOf(nb, r), rule);
+        Value token = tensor::ExtractOp::create(
+            nb, drawn.getTokens(),
+            ValueRange{arith::ConstantIndexOp::create(nb, 0)});
+        Value probs = tensor::InsertSliceOp::create(
+            nb, drawn.getProbs(), args[1], {r, zero}, {one, vocab},
+            {one, one});
+        scf::YieldOp::create(
+            nb, ValueRange{tensor::InsertOp::create(nb, token, args[0], r),
+                           probs});
+      });
+  return {loop.getResult(0), loop.getResult(1)};
+}
+
 /// The target's greedy picks at every row: rows x columns.
 Value RoundBuilder::pickAll(ImplicitLocOpBuilder &b, Value logits, Value rows,
                             int64_t columns) {
@@ -306,15 +365,88 @@ Value RoundBuilder::acceptedCounts(ImplicitLocOpBuilder &b,
   return loop.getResult(0);
 }
 
-/// @<decoder>_prefill(cache, slot, start, tokens) -> (next token, cache):
-/// tokens at positions start.. of slot `slot` (a prompt, or a chunk of one
-/// after `start` positions already cached).
+/// Rejection sampling per sequence: sequence b's proposals (their tokens
+/// and distributions at row b of `proposals`) against its gamma + 1 rows of
+/// the target's `logits`, with its round's last key (keys[b] is its round
+/// key). Returns what each commits, rows x (gamma + 1) (the accepted
+/// proposals, then the target's token after them), and how many.
+std::pair<Value, Value> RoundBuilder::acceptSampled(ImplicitLocOpBuilder &b,
+                                                    ArrayRef<Picks> proposals,
+                                                    Value logits, Value rows,
+                                                    Value keys) {
+  auto gamma = static_cast<int64_t>(proposals.size());
+  Type f = cast<RankedTensorType>(logits.getType()).getElementType();
+  Type i64 = b.getI64Type();
+  int64_t draftVocab = draft->vocab;
+  Value init[] = {tensor::EmptyOp::create(
+                      b, ArrayRef<OpFoldResult>{rows, b.getIndexAttr(gamma + 1)},
+                      i64),
+                  tensor::EmptyOp::create(b, ArrayRef<OpFoldResult>{rows}, i64)};
+  auto loop = scf::ForOp::create(
+      b, arith::ConstantIndexOp::create(b, 0), rows,
+      arith::ConstantIndexOp::create(b, 1), init,
+      [&](OpBuilder &nested, Location l, Value r, ValueRange args) {
+        ImplicitLocOpBuilder nb(l, nested);
+        OpFoldResult one = nb.getIndexAttr(1), zero = nb.getIndexAttr(0);
+        SmallVector<Value> tokens;
+        Value q = tensor::EmptyOp::create(
+            nb, ArrayRef<int64_t>{gamma, draftVocab}, f);
+        for (auto [k, proposal] : llvm::enumerate(proposals)) {
+          tokens.push_back(tensor::ExtractOp::create(nb, proposal.tokens, r));
+          Value row = tensor::ExtractSliceOp::create(
+              nb, RankedTensorType::get({1, draftVocab}, f), proposal.probs,
+              {r, zero}, {one, nb.getIndexAttr(draftVocab)}, {one, one});
+          q = tensor::InsertSliceOp::create(
+              nb, row, q, {nb.getIndexAttr(k), zero},
+              {one, nb.getIndexAttr(draftVocab)}, {one, one});
+        }
+        Value proposed = tensor::FromElementsOp::create(
+            nb, RankedTensorType::get({gamma}, i64), tokens);
+        Value targetRows = tensor::ExtractSliceOp::create(
+            nb, RankedTensorType::get({gamma + 1, target.vocab}, f), logits,
+            {r, zero, zero},
+            {one, nb.getIndexAttr(gamma + 1), nb.getIndexAttr(target.vocab)},
+            {one, one, one});
+        Value key = arith::AddIOp::create(
+            nb, tensor::ExtractOp::create(nb, keys, r),
+            arith::ConstantOp::create(
+                nb, nb.getI64IntegerAttr(kKeysPerRound - 1)));
+        auto accept = AcceptOp::create(nb, nb.getIndexType(), i64, proposed,
+                                       targetRows, q, key, rule);
+        // The accepted proposals, then the target's token at the first
+        // rejected one (or after all of them).
+        tokens.push_back(accept.getNext());
+        Value committed = tensor::InsertOp::create(
+            nb, accept.getNext(),
+            tensor::FromElementsOp::create(
+                nb, RankedTensorType::get({gamma + 1}, i64), tokens),
+            accept.getCount());
+        Value picks = tensor::InsertSliceOp::create(
+            nb, committed, args[0], {r, zero},
+            {one, nb.getIndexAttr(gamma + 1)}, {one, one});
+        Value count = arith::IndexCastOp::create(
+            nb, i64,
+            arith::AddIOp::create(nb, accept.getCount(),
+                                  arith::ConstantIndexOp::create(nb, 1)));
+        scf::YieldOp::create(
+            nb, ValueRange{picks,
+                           tensor::InsertOp::create(nb, count, args[1], r)});
+      });
+  return {loop.getResult(0), loop.getResult(1)};
+}
+
+/// @<decoder>_prefill(cache, slot, start, tokens, key) -> (next token,
+/// cache): tokens at positions start.. of slot `slot` (a prompt, or a chunk
+/// of one after `start` positions already cached). The target's next token
+/// follows the rule, sampled with `key` (the sequence's seed, as the decode
+/// loops draw their first token); the draft's is its greedy pick.
 void RoundBuilder::buildPrefill(ImplicitLocOpBuilder &b, func::FuncOp func,
                                 const SlotModel &model) {
   Block *entry = func.addEntryBlock();
   b.setInsertionPointToStart(entry);
   Value cache = entry->getArgument(0), slot = entry->getArgument(1),
-        start = entry->getArgument(2), tokens = entry->getArgument(3);
+        start = entry->getArgument(2), tokens = entry->getArgument(3),
+        key = entry->getArgument(4);
   Value c1 = arith::ConstantIndexOp::create(b, 1);
   Value count = tensor::DimOp::create(b, tokens, 0);
   Type idsType = model.func.getArgumentTypes()[model.tokens];
@@ -327,18 +459,39 @@ void RoundBuilder::buildPrefill(ImplicitLocOpBuilder &b, func::FuncOp func,
   Value rowPositions = span(b, start, count, positionsType);
   Forward result = forward(b, model, toRows(b, tokens, c1, count, idsType),
                            rowPositions, cache, slot, past);
+  OpFoldResult lastRow = arith::SubIOp::create(b, count, c1).getResult();
+  Value picked =
+      model.isTarget && rule.isSampling()
+          ? sample(b, model, result.logits, c1, lastRow,
+                   [&](ImplicitLocOpBuilder &, Value) { return key; })
+                .tokens
+          : pick(b, model, result.logits, c1, lastRow);
   Value next = tensor::ExtractOp::create(
-      b, pick(b, model, result.logits, c1, arith::SubIOp::create(b, count, c1)
-                                               .getResult()),
-      ValueRange{arith::ConstantIndexOp::create(b, 0)});
+      b, picked, ValueRange{arith::ConstantIndexOp::create(b, 0)});
   func::ReturnOp::create(b, ValueRange{next, result.cache});
 }
-/// @<decoder>_round(cache, first, lengths, tokens) -> (next tokens, cache).
+
+/// keys[r] + lengths[r] + offset: sequence r's key at its position
+/// lengths[r] + offset.
+static Value keyAtPosition(ImplicitLocOpBuilder &b, Value keys, Value lengths,
+                           Value r, int64_t offset) {
+  Value key = arith::AddIOp::create(b, tensor::ExtractOp::create(b, keys, r),
+                                    tensor::ExtractOp::create(b, lengths, r));
+  if (offset == 0)
+    return key;
+  return arith::AddIOp::create(
+      b, key, arith::ConstantOp::create(b, b.getI64IntegerAttr(offset)));
+}
+
+/// @<decoder>_round(cache, first, lengths, tokens, keys) -> (next tokens,
+/// cache). Sampled, sequence b draws with keys[b] + lengths[b] (its seed
+/// plus its position, as the decode loops' target-only steps do).
 void RoundBuilder::buildRound(ImplicitLocOpBuilder &b, func::FuncOp func) {
   Block *entry = func.addEntryBlock();
   b.setInsertionPointToStart(entry);
   Value cache = entry->getArgument(0), first = entry->getArgument(1),
-        lengths = entry->getArgument(2), tokens = entry->getArgument(3);
+        lengths = entry->getArgument(2), tokens = entry->getArgument(3),
+        keys = entry->getArgument(4);
   Value batch = tensor::DimOp::create(b, tokens, 0);
   Type idsType = target.func.getArgumentTypes()[target.tokens];
   Type positionsType = target.func.getArgumentTypes()[target.positions];
@@ -346,35 +499,46 @@ void RoundBuilder::buildRound(ImplicitLocOpBuilder &b, func::FuncOp func) {
   Value ids = columns(b, tokens, idsType);
   Forward result =
       forward(b, target, ids, rowPositions, cache, first, lengths);
-  Value next = pick(b, target, result.logits, batch, b.getIndexAttr(0));
+  Value next =
+      rule.isSampling()
+          ? sample(b, target, result.logits, batch, b.getIndexAttr(0),
+                   [&](ImplicitLocOpBuilder &nb, Value r) {
+                     return keyAtPosition(nb, keys, lengths, r, 0);
+                   })
+                .tokens
+          : pick(b, target, result.logits, batch, b.getIndexAttr(0));
   func::ReturnOp::create(b, ValueRange{next, result.cache});
 }
 
 /// @<decoder>_spec_round(cache, draft cache, first, lengths, previous,
-/// tokens) -> (picks, counts, cache, draft cache). Row b's sequence holds
-/// lengths[b] positions in the target's cache and at least lengths[b] - 1
-/// in the draft's; `previous` and `tokens` are its tokens at lengths[b] - 1
-/// and lengths[b]. The draft proposes gamma tokens (its first forward
-/// feeds both, so a draft one position behind catches up), the target
-/// verifies them in one forward of gamma + 1 rows per sequence, and
-/// sequence b commits picks[b, 0 .. counts[b]).
+/// tokens, keys) -> (picks, counts, cache, draft cache). Row b's sequence
+/// holds lengths[b] positions in the target's cache and at least
+/// lengths[b] - 1 in the draft's; `previous` and `tokens` are its tokens at
+/// lengths[b] - 1 and lengths[b]. The draft proposes gamma tokens (its
+/// first forward feeds both, so a draft one position behind catches up),
+/// the target verifies them in one forward of gamma + 1 rows per sequence,
+/// and sequence b commits picks[b, 0 .. counts[b]). Sampled, keys[b] is the
+/// sequence's round key, and the draws and the acceptance use the keys the
+/// decode loop's round would.
 void RoundBuilder::buildSpecRound(ImplicitLocOpBuilder &b, func::FuncOp func,
                                   int64_t gamma) {
   Block *entry = func.addEntryBlock();
   b.setInsertionPointToStart(entry);
   Value cache = entry->getArgument(0), draftCache = entry->getArgument(1),
         first = entry->getArgument(2), lengths = entry->getArgument(3),
-        previous = entry->getArgument(4), tokens = entry->getArgument(5);
+        previous = entry->getArgument(4), tokens = entry->getArgument(5),
+        keys = entry->getArgument(6);
   Value batch = tensor::DimOp::create(b, tokens, 0);
   auto argumentType = [](const SlotModel &model, unsigned index) {
     return model.func.getArgumentTypes()[index];
   };
-  SmallVector<Value> proposals;
+  SmallVector<Picks> proposals;
   for (int64_t step = 0; step < gamma; ++step) {
     // Step 0 feeds positions length - 1 and length, step k > 0 length + k.
     int64_t offset = step == 0 ? -1 : step;
     SmallVector<Value> fed = step == 0 ? SmallVector<Value>{previous, tokens}
-                                       : SmallVector<Value>{proposals.back()};
+                                       : SmallVector<Value>{
+                                             proposals.back().tokens};
     // Built in order, not as call arguments (evaluated in any order).
     Value rowPositions = positions(b, lengths, offset, fed.size(),
                                    argumentType(*draft, draft->positions));
@@ -383,18 +547,32 @@ void RoundBuilder::buildSpecRound(ImplicitLocOpBuilder &b, func::FuncOp func,
     Forward drafted =
         forward(b, *draft, ids, rowPositions, draftCache, first, past);
     draftCache = drafted.cache;
-    proposals.push_back(pick(b, *draft, drafted.logits, batch,
-                             b.getIndexAttr(fed.size() - 1)));
+    OpFoldResult lastRow = b.getIndexAttr(fed.size() - 1);
+    proposals.push_back(
+        rule.isSampling()
+            ? sample(b, *draft, drafted.logits, batch, lastRow,
+                     [&](ImplicitLocOpBuilder &nb, Value r) {
+                       return keyAtPosition(nb, keys, lengths, r, step);
+                     })
+            : Picks{pick(b, *draft, drafted.logits, batch, lastRow), {}});
   }
   SmallVector<Value> verified{tokens};
-  llvm::append_range(verified, proposals);
+  for (const Picks &proposal : proposals)
+    verified.push_back(proposal.tokens);
   Value rowPositions = positions(b, lengths, 0, gamma + 1,
                                  argumentType(target, target.positions));
   Value ids = columns(b, verified, argumentType(target, target.tokens));
   Forward result =
       forward(b, target, ids, rowPositions, cache, first, lengths);
-  Value picks = pickAll(b, result.logits, batch, gamma + 1);
-  Value counts = acceptedCounts(b, proposals, picks, batch);
+  Value picks, counts;
+  if (rule.isSampling()) {
+    std::tie(picks, counts) =
+        acceptSampled(b, proposals, result.logits, batch, keys);
+  } else {
+    picks = pickAll(b, result.logits, batch, gamma + 1);
+    counts = acceptedCounts(b, ArrayRef<Value>(verified).drop_front(), picks,
+                            batch);
+  }
   func::ReturnOp::create(b, ValueRange{picks, counts, result.cache, draftCache});
 }
 
@@ -452,10 +630,6 @@ static FailureOr<SlotModel> lookupSlotModel(DecoderOp decoder,
 }
 
 LogicalResult LowerRoundsPass::lower(DecoderOp decoder, SymbolTable &symbols) {
-  if (decoder.getRule().isSampling())
-    return decoder.emitError() << "decoder @" << decoder.getSymName()
-                               << ": batched rounds are greedy so far; its "
-                                  "rule samples";
   FailureOr<SlotModel> target = lookupSlotModel(
       decoder, symbols, SpecDialect::kSlotTargetAttrName, "target");
   if (failed(target))
@@ -471,10 +645,11 @@ LogicalResult LowerRoundsPass::lower(DecoderOp decoder, SymbolTable &symbols) {
   ModuleOp module = getOperation();
   ImplicitLocOpBuilder b(decoder.getLoc(), module.getBody(),
                          module.getBody()->end());
-  Type cache = target->cacheType, index = b.getIndexType();
+  Type cache = target->cacheType, index = b.getIndexType(),
+       i64 = b.getI64Type();
   auto tokens = RankedTensorType::get({ShapedType::kDynamic}, b.getI64Type());
   std::string prefix = decoder.getSymName().str();
-  RoundBuilder builder(*target, draft, decoder.getLoc());
+  RoundBuilder builder(*target, draft, decoder.getRule(), decoder.getLoc());
   auto addStep = [&](StringRef entry, TypeRange inputs, TypeRange results) {
     b.setInsertionPointToEnd(module.getBody());
     auto step = func::FuncOp::create(b, prefix + "_" + entry.str() + "_step",
@@ -483,9 +658,9 @@ LogicalResult LowerRoundsPass::lower(DecoderOp decoder, SymbolTable &symbols) {
     return std::make_pair(step, prefix + "_" + entry.str());
   };
   SmallVector<std::pair<func::FuncOp, std::string>> steps{
-      addStep("prefill", {cache, index, index, tokens},
-              {b.getI64Type(), cache}),
-      addStep("round", {cache, index, tokens, tokens}, {tokens, cache})};
+      addStep("prefill", {cache, index, index, tokens, i64}, {i64, cache}),
+      addStep("round", {cache, index, tokens, tokens, tokens},
+              {tokens, cache})};
   builder.buildPrefill(b, steps[0].first, *target);
   builder.buildRound(b, steps[1].first);
   if (draft) {
@@ -493,11 +668,13 @@ LogicalResult LowerRoundsPass::lower(DecoderOp decoder, SymbolTable &symbols) {
     int64_t gamma = cast<DraftProposerAttr>(decoder.getProposer()).getGamma();
     auto picks = RankedTensorType::get({ShapedType::kDynamic, gamma + 1},
                                        b.getI64Type());
-    steps.push_back(addStep("draft_prefill", {draftCache, index, index, tokens},
-                            {b.getI64Type(), draftCache}));
-    steps.push_back(addStep(
-        "spec_round", {cache, draftCache, index, tokens, tokens, tokens},
-        {picks, tokens, cache, draftCache}));
+    steps.push_back(addStep("draft_prefill",
+                            {draftCache, index, index, tokens, i64},
+                            {i64, draftCache}));
+    steps.push_back(
+        addStep("spec_round",
+                {cache, draftCache, index, tokens, tokens, tokens, tokens},
+                {picks, tokens, cache, draftCache}));
     builder.buildPrefill(b, steps[2].first, *draft);
     builder.buildSpecRound(b, steps[3].first, gamma);
   }

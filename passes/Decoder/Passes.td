@@ -434,15 +434,17 @@ def SpecLowerRounds : Pass<"spec-lower-rounds", "::mlir::ModuleOp"> {
 
     ```mlir
     // %tokens into slot %slot at positions %start..: the prompt, or a chunk
-    // of it after %start cached positions; returns the next token.
+    // of it after %start cached positions; returns the next token (sampled:
+    // drawn with %key, the sequence's seed).
     func.func private @<decoder>_prefill_step(%cache: !spec.kv_cache<...>,
-        %slot: index, %start: index, %tokens: tensor<?xi64>)
+        %slot: index, %start: index, %tokens: tensor<?xi64>, %key: i64)
         -> (i64, !spec.kv_cache<...>)
     // One token for each sequence of slots [%first, %first + n): its last
-    // token at its length; returns the next ones.
+    // token at its length; returns the next ones (sampled: sequence b's
+    // drawn with %keys[b] + %lengths[b], its seed plus its position).
     func.func private @<decoder>_round_step(%cache: !spec.kv_cache<...>,
-        %first: index, %lengths: tensor<?xi64>, %tokens: tensor<?xi64>)
-        -> (tensor<?xi64>, !spec.kv_cache<...>)
+        %first: index, %lengths: tensor<?xi64>, %tokens: tensor<?xi64>,
+        %keys: tensor<?xi64>) -> (tensor<?xi64>, !spec.kv_cache<...>)
     ```
 
     A decoder with a draft (and its batched twin, `spec.slot_draft`) also
@@ -451,15 +453,17 @@ def SpecLowerRounds : Pass<"spec-lower-rounds", "::mlir::ModuleOp"> {
     ```mlir
     func.func private @<decoder>_draft_prefill_step(
         %draft_cache: !spec.kv_cache<...>, %slot: index, %start: index,
-        %tokens: tensor<?xi64>) -> (i64, !spec.kv_cache<...>)
+        %tokens: tensor<?xi64>, %key: i64) -> (i64, !spec.kv_cache<...>)
     // The draft proposes gamma tokens per sequence (its first forward feeds
     // the tokens at lengths - 1 and lengths, %previous and %tokens), the
     // target verifies every sequence's in one forward; sequence b commits
-    // %picks[b, 0 .. %counts[b]).
+    // %picks[b, 0 .. %counts[b]). Sampled, %keys[b] is sequence b's round
+    // key.
     func.func private @<decoder>_spec_round_step(%cache, %draft_cache,
         %first: index, %lengths: tensor<?xi64>, %previous: tensor<?xi64>,
-        %tokens: tensor<?xi64>) -> (tensor<?x(gamma+1)xi64>,
-        tensor<?xi64>, !spec.kv_cache<...>, !spec.kv_cache<...>)
+        %tokens: tensor<?xi64>, %keys: tensor<?xi64>)
+        -> (tensor<?x(gamma+1)xi64>, tensor<?xi64>, !spec.kv_cache<...>,
+            !spec.kv_cache<...>)
     ```
 
     and the entries a runtime calls through MLIR's C interface, named as
@@ -470,15 +474,23 @@ def SpecLowerRounds : Pass<"spec-lower-rounds", "::mlir::ModuleOp"> {
     shape of its first cache.
 
     All run the batched target (`spec.verify`) and pick tokens with the
-    decoder's greedy rule (`spec.propose`, the argmax the decode loops
-    use); a speculative round commits the target's picks up to its first
+    decoder's rule (`spec.propose`, `spec.accept`), as its decode loops do.
+    Greedy, a speculative round commits the target's picks up to its first
     disagreement with the draft, so each sequence's tokens are its
     target-only greedy tokens, whatever else shares its rounds and however
     the runtime mixes plain and speculative rounds (the speculation length
-    per round, 0 or gamma, is the runtime's choice).
+    per round, 0 or gamma, is the runtime's choice). Sampled, each sequence
+    draws with its own keys, the ones its decode loop would use for the
+    same draws (a round's keys are the seed + the sequence's target
+    forwards x 2^20, its draft draws take the round key + their position,
+    its acceptance the round's last key): a sequence's tokens do not
+    depend on the rest of the batch, and with every round speculative they
+    are the decode loop's tokens for the same seed. Rejection sampling is
+    lossless per round, so a mix of plain and speculative rounds samples
+    the target's distribution too, though not the same tokens as another
+    mix.
 
-    Refused: a decoder whose rule samples (rounds are greedy so far), and a
-    batched target or draft that does not take token ids, positions, a
+    Refused: a batched target or draft that does not take token ids, positions, a
     cache of slots, a first slot and past lengths (and nothing else) or
     does not return logits and the cache.
   }];

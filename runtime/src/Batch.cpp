@@ -13,6 +13,8 @@
 
 #include "Model.h"
 
+#include "specrt/artifact_format.h"
+
 #include <algorithm>
 #include <array>
 #include <chrono>
@@ -54,6 +56,11 @@ struct Slot {
   bool prefilling = false;
   int64_t prefilled = 0;
   uint64_t arrival = 0;
+  /// The key of its draws when the artifact samples, and the target
+  /// forwards since its prompt (the prefill counting one), which key its
+  /// rounds as specrt_generate's loop keys them.
+  uint64_t seed = 0;
+  int64_t forwards = 0;
 
   int64_t length() const { return static_cast<int64_t>(tokens.size()) - 1; }
 };
@@ -212,7 +219,8 @@ static specrt_status prefill(specrt_batch *batch, Slot &slot, int64_t index,
   int64_t token = 0;
   if (specrt_status status = batch->model->device->prefill(
           SlotCache::Target, batch->cache.data, index, slot.prefilled,
-          slot.tokens.data() + slot.prefilled, count, token, error))
+          slot.tokens.data() + slot.prefilled, count,
+          static_cast<int64_t>(slot.seed), token, error))
     return fail(status, error);
   ++batch->stats.prefill_forwards;
   batch->stats.prefill_tokens += count;
@@ -223,6 +231,7 @@ static specrt_status prefill(specrt_batch *batch, Slot &slot, int64_t index,
     return fail(SPECRT_ERROR_FORMAT,
                 "the prefill returned token " + std::to_string(token));
   slot.prefilling = false;
+  slot.forwards = 1;
   slot.tokens.push_back(token);
   *first = token;
   return SPECRT_OK;
@@ -231,6 +240,13 @@ static specrt_status prefill(specrt_batch *batch, Slot &slot, int64_t index,
 specrt_status specrt_batch_add(specrt_batch *batch, const int64_t *prompt,
                                size_t length, int64_t *slot,
                                int64_t *first_token) {
+  return specrt_batch_add_seeded(batch, prompt, length, 0, slot, first_token);
+}
+
+specrt_status specrt_batch_add_seeded(specrt_batch *batch,
+                                      const int64_t *prompt, size_t length,
+                                      uint64_t seed, int64_t *slot,
+                                      int64_t *first_token) {
   if (!batch || !prompt || !slot || !first_token)
     return fail(SPECRT_ERROR_INVALID_ARGUMENT,
                 "batch, prompt, slot and first_token must be set");
@@ -254,7 +270,7 @@ specrt_status specrt_batch_add(specrt_batch *batch, const int64_t *prompt,
   int64_t index = free - batch->slots.begin();
   // The draft's cache is filled when a speculative step first needs it.
   *free = Slot{true, {prompt, prompt + length}, 0, true, 0,
-               batch->arrivals++};
+               batch->arrivals++, seed, 0};
   *slot = index;
   *first_token = -1;
   if (batch->prefillChunk)
@@ -362,14 +378,21 @@ specrt_status StepRunner::commit(size_t slot, const int64_t *picked,
 
 specrt_status StepRunner::plain(size_t first, size_t end) {
   size_t n = end - first;
-  std::vector<int64_t> lengths(n), lasts(n), next(n);
+  std::vector<int64_t> lengths(n), lasts(n), keys(n), next(n);
   for (size_t i = 0; i < n; ++i) {
-    lengths[i] = batch->slots[first + i].length();
-    lasts[i] = batch->slots[first + i].tokens.back();
+    Slot &s = batch->slots[first + i];
+    lengths[i] = s.length();
+    lasts[i] = s.tokens.back();
+    // A plain step draws at its seed + position, as specrt_generate's
+    // target-only steps do.
+    keys[i] = static_cast<int64_t>(s.seed);
+    ++s.forwards;
   }
-  if (specrt_status status = batch->model->device->round(
-          batch->cache.data, static_cast<int64_t>(first), n, lengths.data(),
-          lasts.data(), next.data(), error))
+  SlotRun run{static_cast<int64_t>(first), n, lengths.data(), nullptr,
+              lasts.data(), keys.data()};
+  if (specrt_status status =
+          batch->model->device->round(batch->cache.data, run, next.data(),
+                                      error))
     return fail(status, error);
   for (size_t i = 0; i < n; ++i)
     if (specrt_status status = commit(first + i, &next[i], 1))
@@ -389,7 +412,7 @@ specrt_status StepRunner::catchUpDraft(size_t slot) {
   if (specrt_status status = batch->model->device->prefill(
           SlotCache::Draft, batch->draftCache.data,
           static_cast<int64_t>(slot), s.draftLength,
-          s.tokens.data() + s.draftLength, missing, ignored, error))
+          s.tokens.data() + s.draftLength, missing, 0, ignored, error))
     return fail(status, error);
   catchingUp += std::chrono::steady_clock::now() - start;
   batch->stats.draft_catch_up += missing;
@@ -400,20 +423,25 @@ specrt_status StepRunner::catchUpDraft(size_t slot) {
 specrt_status StepRunner::speculative(size_t first, size_t end) {
   size_t n = end - first;
   int64_t width = batch->proposals + 1;
-  std::vector<int64_t> lengths(n), previous(n), lasts(n), counts(n),
+  std::vector<int64_t> lengths(n), previous(n), lasts(n), keys(n), counts(n),
       picks(n * width);
   for (size_t i = 0; i < n; ++i) {
     if (specrt_status status = catchUpDraft(first + i))
       return status;
-    const Slot &s = batch->slots[first + i];
+    Slot &s = batch->slots[first + i];
     lengths[i] = s.length();
     previous[i] = s.tokens[s.length() - 1];
     lasts[i] = s.tokens.back();
+    // The round key specrt_generate's loop gives the round after as many
+    // target forwards (wrapping, as its 64-bit keys do).
+    keys[i] = static_cast<int64_t>(
+        s.seed + static_cast<uint64_t>(s.forwards++) * SPECRT_KEYS_PER_ROUND);
   }
+  SlotRun run{static_cast<int64_t>(first), n, lengths.data(),
+              previous.data(), lasts.data(), keys.data()};
   if (specrt_status status = batch->model->device->specRound(
-          batch->cache.data, batch->draftCache.data,
-          static_cast<int64_t>(first), n, lengths.data(), previous.data(),
-          lasts.data(), picks.data(), counts.data(), error))
+          batch->cache.data, batch->draftCache.data, run, picks.data(),
+          counts.data(), error))
     return fail(status, error);
   for (size_t i = 0; i < n; ++i) {
     if (counts[i] < 1 || counts[i] > width)

@@ -77,22 +77,19 @@ public:
 
   specrt_status prefill(SlotCache which, float *cache, int64_t slot,
                         int64_t start, const int64_t *tokens, size_t length,
-                        int64_t &token, std::string &error) override {
-    return library.prefill(which, cache, slot, start, tokens, length, token,
-                           error);
+                        int64_t key, int64_t &token,
+                        std::string &error) override {
+    return library.prefill(which, cache, slot, start, tokens, length, key,
+                           token, error);
   }
-  specrt_status round(float *cache, int64_t first, size_t count,
-                      const int64_t *lengths, const int64_t *tokens,
-                      int64_t *next, std::string &error) override {
-    return library.round(cache, first, count, lengths, tokens, next, error);
+  specrt_status round(float *cache, const SlotRun &run, int64_t *next,
+                      std::string &error) override {
+    return library.round(cache, run, next, error);
   }
-  specrt_status specRound(float *cache, float *draftCache, int64_t first,
-                          size_t count, const int64_t *lengths,
-                          const int64_t *previous, const int64_t *tokens,
+  specrt_status specRound(float *cache, float *draftCache, const SlotRun &run,
                           int64_t *picks, int64_t *counts,
                           std::string &error) override {
-    return library.specRound(cache, draftCache, first, count, lengths,
-                             previous, tokens, picks, counts, error);
+    return library.specRound(cache, draftCache, run, picks, counts, error);
   }
 
 private:
@@ -307,7 +304,8 @@ static constexpr const char *kNoBatchedDraft =
 specrt_status HostLibrary::prefill(SlotCache which, float *cache,
                                    int64_t slot, int64_t start,
                                    const int64_t *tokens, size_t length,
-                                   int64_t &token, std::string &error) {
+                                   int64_t key, int64_t &token,
+                                   std::string &error) {
   bool draft = which == SlotCache::Draft;
   specrt_prefill_fn entry = draft ? draftPrefillEntry : prefillEntry;
   if (!entry) {
@@ -320,25 +318,24 @@ specrt_status HostLibrary::prefill(SlotCache which, float *cache,
   specrt_memref_i64 input =
       inputMemref(tokens, static_cast<int64_t>(length));
   beforeRun();
-  token = entry(&descriptor, slot, start, &input);
+  token = entry(&descriptor, slot, start, &input, key);
   return checkedRun(error);
 }
 
-specrt_status HostLibrary::round(float *cache, int64_t first, size_t count,
-                                 const int64_t *lengths,
-                                 const int64_t *tokens, int64_t *next,
-                                 std::string &error) {
+specrt_status HostLibrary::round(float *cache, const SlotRun &run,
+                                 int64_t *next, std::string &error) {
   if (!roundEntry) {
     error = "the artifact has no batched rounds (specc --max-batch)";
     return SPECRT_ERROR_UNSUPPORTED;
   }
   specrt_memref_f32_6d descriptor = cacheDescriptor(cache, cacheShape);
-  auto n = static_cast<int64_t>(count);
-  specrt_memref_i64 lengthsIn = inputMemref(lengths, n),
-                    tokensIn = inputMemref(tokens, n);
+  auto n = static_cast<int64_t>(run.count);
+  specrt_memref_i64 lengthsIn = inputMemref(run.lengths, n),
+                    tokensIn = inputMemref(run.tokens, n),
+                    keysIn = inputMemref(run.keys, n);
   specrt_memref_i64 result{};
   beforeRun();
-  roundEntry(&result, &descriptor, first, &lengthsIn, &tokensIn);
+  roundEntry(&result, &descriptor, run.first, &lengthsIn, &tokensIn, &keysIn);
   specrt_status status = checkedRun(error);
   if (status == SPECRT_OK && (!result.aligned || result.size != n)) {
     error = "the round returned " + std::to_string(result.size) +
@@ -352,10 +349,7 @@ specrt_status HostLibrary::round(float *cache, int64_t first, size_t count,
 }
 
 specrt_status HostLibrary::specRound(float *cache, float *draftCache,
-                                     int64_t first, size_t count,
-                                     const int64_t *lengths,
-                                     const int64_t *previous,
-                                     const int64_t *tokens, int64_t *picks,
+                                     const SlotRun &run, int64_t *picks,
                                      int64_t *counts, std::string &error) {
   if (!specRoundEntry) {
     error = kNoBatchedDraft;
@@ -363,14 +357,15 @@ specrt_status HostLibrary::specRound(float *cache, float *draftCache,
   }
   specrt_memref_f32_6d target = cacheDescriptor(cache, cacheShape);
   specrt_memref_f32_6d draft = cacheDescriptor(draftCache, draftCacheShape);
-  auto n = static_cast<int64_t>(count);
-  specrt_memref_i64 lengthsIn = inputMemref(lengths, n),
-                    previousIn = inputMemref(previous, n),
-                    tokensIn = inputMemref(tokens, n);
+  auto n = static_cast<int64_t>(run.count);
+  specrt_memref_i64 lengthsIn = inputMemref(run.lengths, n),
+                    previousIn = inputMemref(run.previous, n),
+                    tokensIn = inputMemref(run.tokens, n),
+                    keysIn = inputMemref(run.keys, n);
   specrt_spec_round_result result{};
   beforeRun();
-  specRoundEntry(&result, &target, &draft, first, &lengthsIn, &previousIn,
-                 &tokensIn);
+  specRoundEntry(&result, &target, &draft, run.first, &lengthsIn, &previousIn,
+                 &tokensIn, &keysIn);
   specrt_status status = checkedRun(error);
   const specrt_memref_i64_2d &p = result.picks;
   const specrt_memref_i64 &c = result.counts;
@@ -394,22 +389,20 @@ specrt_status HostLibrary::specRound(float *cache, float *draftCache,
 }
 
 specrt_status Device::prefill(SlotCache, float *, int64_t, int64_t,
-                              const int64_t *, size_t, int64_t &,
+                              const int64_t *, size_t, int64_t, int64_t &,
                               std::string &error) {
   error = "batched rounds run on the CPU so far";
   return SPECRT_ERROR_UNSUPPORTED;
 }
 
-specrt_status Device::specRound(float *, float *, int64_t, size_t,
-                                const int64_t *, const int64_t *,
-                                const int64_t *, int64_t *, int64_t *,
-                                std::string &error) {
+specrt_status Device::specRound(float *, float *, const SlotRun &,
+                                int64_t *, int64_t *, std::string &error) {
   error = "batched rounds run on the CPU so far";
   return SPECRT_ERROR_UNSUPPORTED;
 }
 
-specrt_status Device::round(float *, int64_t, size_t, const int64_t *,
-                            const int64_t *, int64_t *, std::string &error) {
+specrt_status Device::round(float *, const SlotRun &, int64_t *,
+                            std::string &error) {
   error = "batched rounds run on the CPU so far";
   return SPECRT_ERROR_UNSUPPORTED;
 }

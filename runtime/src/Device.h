@@ -39,6 +39,17 @@ std::string checkDecodeOutput(const DecodeOutput &output,
 /// Which of a batch's caches of slots an entry writes.
 enum class SlotCache { Target, Draft };
 
+/// A run of consecutive slots a batched round advances: slots [first,
+/// first + count), sequence i at lengths[i] with its last token tokens[i]
+/// (and, for a speculative round, the one before it, previous[i]) and the
+/// key of its draws, keys[i] (artifact_format.h).
+struct SlotRun {
+  int64_t first = 0;
+  size_t count = 0;
+  const int64_t *lengths = nullptr, *previous = nullptr, *tokens = nullptr,
+                *keys = nullptr;
+};
+
 class Device {
 public:
   virtual ~Device() = default;
@@ -61,24 +72,20 @@ public:
   /// Batched rounds (artifacts with decoder.max_batch) over `cache`, a
   /// cache of slots of the manifest's batch_cache_shape in host memory (or
   /// the draft's, batch_draft_cache_shape): `tokens` into `slot` at
-  /// positions start.., the token after them into `token`; one round over
-  /// slots [first, first + count), each at lengths[i] with tokens[i], their
-  /// next tokens into `next`; one speculative round (specrt_spec_round_fn)
-  /// over them, sequence i's picks at picks[i * (proposals + 1)..] and how
-  /// many it commits in counts[i].
+  /// positions start.., the token after them (drawn with `key`) into
+  /// `token`; one round over a run of slots, their next tokens into `next`;
+  /// one speculative round (specrt_spec_round_fn) over them, sequence i's
+  /// picks at picks[i * (proposals + 1)..] and how many it commits in
+  /// counts[i].
   virtual specrt_status prefill(SlotCache which, float *cache, int64_t slot,
                                 int64_t start, const int64_t *tokens,
-                                size_t length, int64_t &token,
+                                size_t length, int64_t key, int64_t &token,
                                 std::string &error);
   virtual specrt_status specRound(float *cache, float *draftCache,
-                                  int64_t first, size_t count,
-                                  const int64_t *lengths,
-                                  const int64_t *previous,
-                                  const int64_t *tokens, int64_t *picks,
+                                  const SlotRun &run, int64_t *picks,
                                   int64_t *counts, std::string &error);
-  virtual specrt_status round(float *cache, int64_t first, size_t count,
-                              const int64_t *lengths, const int64_t *tokens,
-                              int64_t *next, std::string &error);
+  virtual specrt_status round(float *cache, const SlotRun &run, int64_t *next,
+                              std::string &error);
 };
 
 /// The message of the first run-time check (specrt_check) that failed on
@@ -145,15 +152,11 @@ public:
   /// Device::specRound).
   specrt_status prefill(SlotCache which, float *cache, int64_t slot,
                         int64_t start, const int64_t *tokens, size_t length,
-                        int64_t &token, std::string &error);
-  specrt_status round(float *cache, int64_t first, size_t count,
-                      const int64_t *lengths, const int64_t *tokens,
-                      int64_t *next, std::string &error);
-  specrt_status specRound(float *cache, float *draftCache, int64_t first,
-                          size_t count, const int64_t *lengths,
-                          const int64_t *previous, const int64_t *tokens,
-                          int64_t *picks, int64_t *counts,
-                          std::string &error);
+                        int64_t key, int64_t &token, std::string &error);
+  specrt_status round(float *cache, const SlotRun &run, int64_t *next,
+                      std::string &error);
+  specrt_status specRound(float *cache, float *draftCache, const SlotRun &run,
+                          int64_t *picks, int64_t *counts, std::string &error);
 
 private:
   void *handle = nullptr;

@@ -84,8 +84,9 @@ void BatchRun::join(const std::shared_ptr<Sequence> &sequence) {
   }
   int64_t slot = -1, first = -1;
   specrt_status status =
-      specrt_batch_add(batch, request.prompt.data(), request.prompt.size(),
-                       &slot, &first);
+      specrt_batch_add_seeded(batch, request.prompt.data(),
+                              request.prompt.size(), request.seed, &slot,
+                              &first);
   if (status != SPECRT_OK) {
     SequenceStats stats;
     stats.runtimeStatus = status;

@@ -8,6 +8,8 @@
 
 #include <cerrno>
 #include <cstring>
+#include <mutex>
+#include <random>
 #include <thread>
 
 using namespace specserve;
@@ -200,6 +202,16 @@ void HttpServer::completions(const httplib::Request &request,
     respondWhole(*completion, std::move(sequence), response);
 }
 
+/// The seed of a request that gives none: a draw of its own, so that
+/// sampling artifacts answer the same prompt with new text each time (as
+/// OpenAI's API and vLLM do); a request that gives a seed is reproducible.
+static uint64_t freshSeed() {
+  static std::mutex mutex;
+  static std::mt19937_64 generator{std::random_device{}()};
+  std::lock_guard<std::mutex> lock(mutex);
+  return generator();
+}
+
 std::shared_ptr<Sequence>
 HttpServer::startSequence(const CompletionRequest &completion,
                           httplib::Response &response) {
@@ -218,7 +230,7 @@ HttpServer::startSequence(const CompletionRequest &completion,
     return nullptr;
   }
   request.maxTokens = completion.maxTokens;
-  request.seed = completion.seed;
+  request.seed = completion.seed ? *completion.seed : freshSeed();
   request.temperature = completion.temperature;
   request.topP = completion.topP;
   auto sequence = std::make_shared<Sequence>(std::move(request));

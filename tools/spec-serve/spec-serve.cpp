@@ -51,7 +51,7 @@ const char *kUsage =
     "  --batch                batched rounds (an artifact compiled with specc\n"
     "                         --max-batch B): one thread gives every active\n"
     "                         sequence its next tokens in one target forward,\n"
-    "                         B at once; greedy\n"
+    "                         B at once\n"
     "  --speculation MODE     with --batch and a draft, when rounds speculate:\n"
     "                         adaptive (default: the length, 0 or the draft's,\n"
     "                         that measured costs favour at the load), always\n"

@@ -757,9 +757,6 @@ static LogicalResult checkFlags() {
   if (weightPrecision != "f32" && device == ArtifactDevice::CUDA)
     return fail("--weights " + weightPrecision + ": narrow weights run on "
                 "the CPU so far (the CUDA contraction kernels read f32)");
-  if (maxBatch > 1 && sampling)
-    return fail("--max-batch: batched rounds are greedy so far; drop "
-                "--sampling");
   return success();
 }
 

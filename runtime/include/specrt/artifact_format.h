@@ -16,7 +16,7 @@
  * Shared by the compiler (which writes artifacts) and the runtime (which
  * reads them); it has no dependencies.
  *
- * Entry points (ABI "mlir-ciface-7"), one per decode loop:
+ * Entry points (ABI "mlir-ciface-8"), one per decode loop:
  *
  *   void entry(specrt_entry_result *result, specrt_memref_i64 *prompt,
  *              int64_t max_new_tokens, int64_t seed,
@@ -32,35 +32,42 @@
  * the entries update in place:
  *
  *   int64_t prefill(specrt_memref_f32_6d *cache, int64_t slot,
- *                   int64_t start, specrt_memref_i64 *tokens);
+ *                   int64_t start, specrt_memref_i64 *tokens, int64_t key);
  *   void round(specrt_memref_i64 *next, specrt_memref_f32_6d *cache,
  *              int64_t first_slot, specrt_memref_i64 *lengths,
- *              specrt_memref_i64 *tokens);
+ *              specrt_memref_i64 *tokens, specrt_memref_i64 *keys);
  *
  * prefill writes `tokens` into `slot` at positions start.. (a prompt from
  * 0, or a chunk of it after `start` cached positions) and returns the token
- * after them (greedy); round takes each sequence of slots [first_slot,
+ * after them; round takes each sequence of slots [first_slot,
  * first_slot + n) at its length with its last token and writes their next
  * tokens into `next` (allocated by the compiled code, freed by the caller).
+ * Tokens follow the decoder's rule (decoder.verify). Sampled, the draws are
+ * keyed as the decode loops key them: prefill's `key` is the sequence's
+ * seed, round's keys[i] sequence i's seed (it draws at key + length); the
+ * greedy entries ignore the keys.
  * The cache's shape is the manifest's decoder.batch_cache_shape.
  *
  * With a draft (entry_points.draft_prefill/spec_round), the caller also
  * keeps the draft's cache of slots (decoder.batch_draft_cache_shape):
  *
  *   int64_t draft_prefill(specrt_memref_f32_6d *draft_cache, int64_t slot,
- *                         int64_t start, specrt_memref_i64 *tokens);
+ *                         int64_t start, specrt_memref_i64 *tokens,
+ *                         int64_t key);
  *   void spec_round(specrt_spec_round_result *result,
  *                   specrt_memref_f32_6d *cache,
  *                   specrt_memref_f32_6d *draft_cache, int64_t first_slot,
  *                   specrt_memref_i64 *lengths, specrt_memref_i64 *previous,
- *                   specrt_memref_i64 *tokens);
+ *                   specrt_memref_i64 *tokens, specrt_memref_i64 *keys);
  *
  * spec_round needs each sequence's draft cache to hold at least its
  * length - 1 positions; `previous` are the tokens at length - 1. The
  * draft proposes decoder.proposals tokens per sequence, the target
  * verifies them in one forward, and sequence i commits
  * picks[i][0 .. counts[i]) (1 to proposals + 1 tokens): its draft cache
- * then holds at least its new length - 1 positions.
+ * then holds at least its new length - 1 positions. Sampled, keys[i] is
+ * sequence i's round key: its seed + its target forwards so far (the
+ * prefill counting one) x 2^20.
  *
  * Compiled code calls back into the runtime for its buffers
  * (_mlir_memref_to_llvm_alloc / _free), strided copies (memrefCopy), the
@@ -87,7 +94,10 @@
 /* Version 2: decoder.so states its facts (SPECRT_FACTS_SYMBOL). */
 #define SPECRT_ARTIFACT_FORMAT_VERSION 2
 /* 6: specrt_on_token returns whether to stop (cancellation). */
-#define SPECRT_ARTIFACT_ABI "mlir-ciface-7"
+#define SPECRT_ARTIFACT_ABI "mlir-ciface-8"
+/* Sampling keys each decode round owns: a round key is the seed + the
+ * sequence's target forwards x this. */
+#define SPECRT_KEYS_PER_ROUND ((int64_t)1 << 20)
 #define SPECRT_MANIFEST_FILE "manifest.json"
 #define SPECRT_LIBRARY_FILE "decoder.so"
 #define SPECRT_WEIGHTS_FILE "weights.bin"
@@ -142,18 +152,20 @@ typedef struct {
 
 typedef int64_t (*specrt_prefill_fn)(specrt_memref_f32_6d *cache,
                                      int64_t slot, int64_t start,
-                                     specrt_memref_i64 *tokens);
+                                     specrt_memref_i64 *tokens, int64_t key);
 typedef void (*specrt_spec_round_fn)(specrt_spec_round_result *result,
                                      specrt_memref_f32_6d *cache,
                                      specrt_memref_f32_6d *draft_cache,
                                      int64_t first_slot,
                                      specrt_memref_i64 *lengths,
                                      specrt_memref_i64 *previous,
-                                     specrt_memref_i64 *tokens);
+                                     specrt_memref_i64 *tokens,
+                                     specrt_memref_i64 *keys);
 typedef void (*specrt_round_fn)(specrt_memref_i64 *next,
                                 specrt_memref_f32_6d *cache,
                                 int64_t first_slot, specrt_memref_i64 *lengths,
-                                specrt_memref_i64 *tokens);
+                                specrt_memref_i64 *tokens,
+                                specrt_memref_i64 *keys);
 
 /* What an entry point returns: the sequence buffer (prompt, then generated
  * tokens), the sequence's length, how many target forwards ran, how many

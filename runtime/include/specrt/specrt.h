@@ -205,7 +205,7 @@ SPECRT_API specrt_status specrt_detokenize(const specrt_model *model,
                                            size_t *length);
 
 /* Batched rounds: many sequences share each target forward (an artifact
- * compiled with `specc --max-batch B`; greedy, CPU). A batch holds B slots
+ * compiled with `specc --max-batch B`; CPU). A batch holds B slots
  * in one cache; a sequence joins a free slot with its prompt's prefill,
  * and each step advances every active sequence in one target forward per
  * run of consecutive active slots. With a draft (`specc --draft ...
@@ -213,7 +213,12 @@ SPECRT_API specrt_status specrt_detokenize(const specrt_model *model,
  * decoder.proposals tokens per sequence, the target verifies them all, and
  * each sequence gets 1 to proposals + 1 tokens. A sequence's tokens are its
  * greedy tokens alone, whatever else is in the batch, whether steps
- * speculate or not. One thread drives a batch (add, step, remove);
+ * speculate or not. An artifact that samples (specc --sampling) draws each
+ * sequence's tokens with its own seed (specrt_batch_add_seeded): they do
+ * not depend on the rest of the batch, and when every step speculates
+ * (SPECRT_SPECULATE_ALWAYS) they are specrt_generate's for that seed;
+ * steps that do not speculate draw other tokens from the same
+ * distribution. One thread drives a batch (add, step, remove);
  * different batches may run on different threads.
  *
  *   specrt_batch *batch;
@@ -290,6 +295,14 @@ SPECRT_API specrt_status specrt_batch_add(specrt_batch *batch,
                                           const int64_t *prompt,
                                           size_t length, int64_t *slot,
                                           int64_t *first_token);
+/* specrt_batch_add with the sequence's seed: the key of its draws when the
+ * artifact samples, as specrt_generate_options.seed (specrt_batch_add's
+ * is 0); greedy artifacts ignore it. */
+SPECRT_API specrt_status specrt_batch_add_seeded(specrt_batch *batch,
+                                                 const int64_t *prompt,
+                                                 size_t length, uint64_t seed,
+                                                 int64_t *slot,
+                                                 int64_t *first_token);
 
 /* One step: each active sequence whose context has room for its last
  * token gets its next tokens: slots[i] got tokens[i] for i < *count (both

@@ -42,7 +42,7 @@ struct CompletionRequest {
   std::optional<std::string> promptText;
   std::vector<int64_t> promptIds; ///< when the prompt is token ids
   int64_t maxTokens = 16;         ///< OpenAI's default
-  uint64_t seed = 0;
+  std::optional<uint64_t> seed; ///< not given: a fresh one per request
   std::vector<std::string> stop;
   bool stream = false;
   bool includeUsage = false; ///< stream_options.include_usage

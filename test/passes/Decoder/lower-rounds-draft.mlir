@@ -34,12 +34,12 @@ func.func private @draft_slots(
 spec.decoder @decoder target(@target) proposer(#spec.draft<@draft, gamma = 2>) verify(#spec.greedy) {spec.slot_target = @target_slots, spec.slot_draft = @draft_slots}
 
 // CHECK-LABEL: func.func private @decoder_draft_prefill_step(
-// CHECK-SAME: %[[DCACHE:[^:]*]]: !spec.kv_cache<1x4x1x64x8xf32>, %[[SLOT:[^:]*]]: index, %[[START:[^:]*]]: index, %[[TOKENS:[^:]*]]: tensor<?xi64>) -> (i64, !spec.kv_cache<1x4x1x64x8xf32>)
+// CHECK-SAME: %[[DCACHE:[^:]*]]: !spec.kv_cache<1x4x1x64x8xf32>, %[[SLOT:[^:]*]]: index, %[[START:[^:]*]]: index, %[[TOKENS:[^:]*]]: tensor<?xi64>, %{{[^:]*}}: i64) -> (i64, !spec.kv_cache<1x4x1x64x8xf32>)
 // CHECK: %[[FWD:.*]]:2 = call @draft_slots(%{{.*}}, %{{.*}}, %[[DCACHE]], %[[SLOT]], %{{.*}})
 // CHECK: return %{{.*}}, %[[FWD]]#1
 
 // CHECK-LABEL: func.func private @decoder_spec_round_step(
-// CHECK-SAME: %[[CACHE:[^:]*]]: !spec.kv_cache<2x4x2x64x8xf32>, %[[DCACHE:[^:]*]]: !spec.kv_cache<1x4x1x64x8xf32>, %[[FIRST:[^:]*]]: index, %[[LENGTHS:[^:]*]]: tensor<?xi64>, %[[PREVIOUS:[^:]*]]: tensor<?xi64>, %[[TOKENS:[^:]*]]: tensor<?xi64>) -> (tensor<?x3xi64>, tensor<?xi64>, !spec.kv_cache<2x4x2x64x8xf32>, !spec.kv_cache<1x4x1x64x8xf32>)
+// CHECK-SAME: %[[CACHE:[^:]*]]: !spec.kv_cache<2x4x2x64x8xf32>, %[[DCACHE:[^:]*]]: !spec.kv_cache<1x4x1x64x8xf32>, %[[FIRST:[^:]*]]: index, %[[LENGTHS:[^:]*]]: tensor<?xi64>, %[[PREVIOUS:[^:]*]]: tensor<?xi64>, %[[TOKENS:[^:]*]]: tensor<?xi64>, %{{[^:]*}}: tensor<?xi64>) -> (tensor<?x3xi64>, tensor<?xi64>, !spec.kv_cache<2x4x2x64x8xf32>, !spec.kv_cache<1x4x1x64x8xf32>)
 // CHECK: %[[B:.*]] = tensor.dim %[[TOKENS]]
 // Draft step 0: [previous, last] at lengths - 1 and lengths, past lengths - 1.
 // CHECK: linalg.generic {{.*}} ins(%[[LENGTHS]] : tensor<?xi64>) outs(%{{.*}} : tensor<?x2xi64>)

@@ -1,20 +1,5 @@
 // RUN: spec-opt %s --spec-lower-rounds -split-input-file -verify-diagnostics
 
-func.func private @target(tensor<?x?xi64>) -> tensor<?x?x16xf32>
-    attributes {spec.role = #spec.role<target>}
-func.func private @target_slots(
-    tensor<?x?xi64> {spec.io = #spec.io<token_ids>},
-    tensor<?x?xi64> {spec.io = #spec.io<position_ids>},
-    !spec.kv_cache<2x4x2x64x8xf32> {spec.io = #spec.io<kv_cache>},
-    index {spec.io = #spec.io<first_slot>},
-    tensor<?xi64> {spec.io = #spec.io<past_lengths>})
-    -> (tensor<?x?x16xf32> {spec.io = #spec.io<logits>},
-        !spec.kv_cache<2x4x2x64x8xf32> {spec.io = #spec.io<kv_cache>})
-// expected-error @below {{decoder @decoder: batched rounds are greedy so far; its rule samples}}
-spec.decoder @decoder target(@target) proposer(#spec.none) verify(#spec.rejection<temperature = 0.7>) {spec.slot_target = @target_slots}
-
-// -----
-
 // Before spec-kv-cache-inplace: the functional cache.
 func.func private @target(tensor<?x?xi64>) -> tensor<?x?x16xf32>
     attributes {spec.role = #spec.role<target>}

@@ -21,7 +21,7 @@ spec.decoder @decoder target(@target) proposer(#spec.none) verify(#spec.greedy) 
 // The prefill: the tokens as one row at positions %start.., into slot
 // %slot at past length %start; the greedy pick at its last row.
 // CHECK-LABEL: func.func private @decoder_prefill_step(
-// CHECK-SAME: %[[CACHE:[^:]*]]: !spec.kv_cache<2x4x2x64x8xf32>, %[[SLOT:[^:]*]]: index, %[[START:[^:]*]]: index, %[[TOKENS:[^:]*]]: tensor<?xi64>) -> (i64, !spec.kv_cache<2x4x2x64x8xf32>)
+// CHECK-SAME: %[[CACHE:[^:]*]]: !spec.kv_cache<2x4x2x64x8xf32>, %[[SLOT:[^:]*]]: index, %[[START:[^:]*]]: index, %[[TOKENS:[^:]*]]: tensor<?xi64>, %{{[^:]*}}: i64) -> (i64, !spec.kv_cache<2x4x2x64x8xf32>)
 // CHECK: %[[N:.*]] = tensor.dim %[[TOKENS]]
 // CHECK: %[[PAST:.*]] = arith.index_cast %[[START]] : index to i64
 // CHECK: %[[ONE:.*]] = tensor.from_elements %[[PAST]] : tensor<1xi64>
@@ -40,7 +40,7 @@ spec.decoder @decoder target(@target) proposer(#spec.none) verify(#spec.greedy) 
 
 // The round: sequence b of slot %first + b, its last token at its length.
 // CHECK-LABEL: func.func private @decoder_round_step(
-// CHECK-SAME: %[[CACHE:[^:]*]]: !spec.kv_cache<2x4x2x64x8xf32>, %[[FIRST:[^:]*]]: index, %[[LENGTHS:[^:]*]]: tensor<?xi64>, %[[TOKENS:[^:]*]]: tensor<?xi64>) -> (tensor<?xi64>, !spec.kv_cache<2x4x2x64x8xf32>)
+// CHECK-SAME: %[[CACHE:[^:]*]]: !spec.kv_cache<2x4x2x64x8xf32>, %[[FIRST:[^:]*]]: index, %[[LENGTHS:[^:]*]]: tensor<?xi64>, %[[TOKENS:[^:]*]]: tensor<?xi64>, %{{[^:]*}}: tensor<?xi64>) -> (tensor<?xi64>, !spec.kv_cache<2x4x2x64x8xf32>)
 // CHECK: %[[B:.*]] = tensor.dim %[[TOKENS]]
 // CHECK: linalg.generic {{.*}} ins(%[[LENGTHS]] : tensor<?xi64>) outs(%{{.*}} : tensor<?x1xi64>)
 // CHECK: %[[POSITIONS:.*]] = tensor.cast %{{.*}} : tensor<?x1xi64> to tensor<?x?xi64>
@@ -55,8 +55,8 @@ spec.decoder @decoder target(@target) proposer(#spec.none) verify(#spec.greedy) 
 // among their results; bufferized, the steps write the caller's cache in
 // place.
 // CHECK-LABEL: func.func @decoder_prefill(
-// CHECK-SAME: %[[CACHE:[^:]*]]: !spec.kv_cache<2x4x2x64x8xf32>, %[[SLOT:[^:]*]]: index, %[[START:[^:]*]]: index, %[[TOKENS:[^:]*]]: tensor<?xi64>) -> i64 attributes {llvm.emit_c_interface, spec.slot_cache_shape = array<i64: 2, 2, 4, 2, 64, 8>}
-// CHECK-NEXT: %[[STEP:.*]]:2 = call @decoder_prefill_step(%[[CACHE]], %[[SLOT]], %[[START]], %[[TOKENS]])
+// CHECK-SAME: %[[CACHE:[^:]*]]: !spec.kv_cache<2x4x2x64x8xf32>, %[[SLOT:[^:]*]]: index, %[[START:[^:]*]]: index, %[[TOKENS:[^:]*]]: tensor<?xi64>, %[[KEY:[^:]*]]: i64) -> i64 attributes {llvm.emit_c_interface, spec.slot_cache_shape = array<i64: 2, 2, 4, 2, 64, 8>}
+// CHECK-NEXT: %[[STEP:.*]]:2 = call @decoder_prefill_step(%[[CACHE]], %[[SLOT]], %[[START]], %[[TOKENS]], %[[KEY]])
 // CHECK-NEXT: return %[[STEP]]#0 : i64
 // CHECK-LABEL: func.func @decoder_round(
 // CHECK-SAME: -> tensor<?xi64> attributes {llvm.emit_c_interface, spec.slot_cache_shape = array<i64: 2, 2, 4, 2, 64, 8>}

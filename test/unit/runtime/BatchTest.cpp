@@ -6,7 +6,11 @@
 // slot is free and leave when done, as a server's requests would; each
 // one's tokens must equal what specrt_generate gives its prompt alone,
 // whether the steps speculate always, never, or as the measured costs say,
-// and whether prompts enter whole or a chunk per step.
+// and whether prompts enter whole or a chunk per step. The same decoder
+// compiled to sample (draft-batch-sampled.spec) draws each sequence's
+// tokens with its own seed: every step speculating, they are
+// specrt_generate's for that seed, and with plain steps those of the
+// target alone.
 //
 //===----------------------------------------------------------------------===//
 
@@ -16,25 +20,36 @@
 
 #include <map>
 #include <random>
+#include <set>
 #include <vector>
 
 namespace {
 constexpr const char *kArtifact = SPECULA_TEST_ARTIFACTS "/draft-batch.spec";
+constexpr const char *kSampledArtifact =
+    SPECULA_TEST_ARTIFACTS "/draft-batch-sampled.spec";
 constexpr int64_t kNewTokens = 24;
 
 class BatchTest : public ::testing::Test {
 protected:
   void SetUp() override {
-    ASSERT_EQ(specrt_open(kArtifact, nullptr, &model), SPECRT_OK)
+    ASSERT_EQ(specrt_open(artifact(), nullptr, &model), SPECRT_OK)
         << specrt_last_error();
   }
   void TearDown() override { specrt_close(model); }
+  virtual const char *artifact() const { return kArtifact; }
 
-  /// What specrt_generate gives `prompt` alone (it stops early at EOS).
-  std::vector<int64_t> alone(const std::vector<int64_t> &prompt) {
+  /// Sequence s's seed (greedy artifacts ignore it).
+  static uint64_t seedOf(size_t sequence) { return 1000 + sequence; }
+
+  /// What specrt_generate gives `prompt` alone with `seed` (it stops early
+  /// at EOS), speculating or with the target alone.
+  std::vector<int64_t> alone(const std::vector<int64_t> &prompt,
+                             uint64_t seed = 0, bool speculative = true) {
     specrt_generate_options options;
     specrt_generate_options_init(&options);
     options.max_new_tokens = kNewTokens;
+    options.seed = seed;
+    options.speculative = speculative;
     specrt_result result;
     EXPECT_EQ(specrt_generate(model, prompt.data(), prompt.size(), &options,
                               &result),
@@ -51,9 +66,11 @@ protected:
              const std::vector<std::vector<int64_t>> &prompts,
              specrt_batch_stats &stats, size_t prefillChunk = 0);
 
-  /// Checks that each of `outputs` begins with its prompt's tokens alone.
+  /// Checks that each of `outputs` begins with its prompt's tokens alone
+  /// (with its seed, speculating or not).
   void expectTokensAlone(const std::vector<std::vector<int64_t>> &prompts,
-                         const std::vector<std::vector<int64_t>> &outputs);
+                         const std::vector<std::vector<int64_t>> &outputs,
+                         bool speculative = true);
 
   /// Sixteen prompts of BOS and 1 to `longest` random printable bytes.
   static std::vector<std::vector<int64_t>> randomPrompts(int64_t longest);
@@ -88,8 +105,9 @@ BatchTest::runSixteen(specrt_speculation speculation,
                                        specrt_batch_active(batch) < 4;
          --n, ++next) {
       int64_t slot = -1, first = -1;
-      EXPECT_EQ(specrt_batch_add(batch, prompts[next].data(),
-                                 prompts[next].size(), &slot, &first),
+      EXPECT_EQ(specrt_batch_add_seeded(batch, prompts[next].data(),
+                                        prompts[next].size(), seedOf(next),
+                                        &slot, &first),
                 SPECRT_OK)
           << specrt_last_error();
       sequenceOf[slot] = static_cast<int64_t>(next);
@@ -144,9 +162,9 @@ std::vector<std::vector<int64_t>> BatchTest::randomPrompts(int64_t longest) {
 
 void BatchTest::expectTokensAlone(
     const std::vector<std::vector<int64_t>> &prompts,
-    const std::vector<std::vector<int64_t>> &outputs) {
+    const std::vector<std::vector<int64_t>> &outputs, bool speculative) {
   for (size_t s = 0; s < prompts.size(); ++s) {
-    std::vector<int64_t> expected = alone(prompts[s]);
+    std::vector<int64_t> expected = alone(prompts[s], seedOf(s), speculative);
     ASSERT_FALSE(expected.empty());
     ASSERT_GE(outputs[s].size(), expected.size());
     std::vector<int64_t> got(outputs[s].begin(),
@@ -209,6 +227,45 @@ TEST_F(BatchTest, PromptsInChunksKeepTheirTokens) {
     EXPECT_GE(stats.prefill_forwards, chunks);
     EXPECT_LE(stats.prefill_forwards, chunks + prompts.size());
   }
+}
+
+namespace {
+class SampledBatchTest : public BatchTest {
+  const char *artifact() const override { return kSampledArtifact; }
+};
+} // namespace
+
+// Each sequence draws with its own seed, whatever shares its steps: every
+// step speculating, its tokens are specrt_generate's for its seed (the
+// batch keys each round's draws as the decode loop keys them); with plain
+// steps, those of the target alone for its seed; prompts whole or in
+// chunks.
+TEST_F(SampledBatchTest, SeededSequencesGetTheirTokensAlone) {
+  std::vector<std::vector<int64_t>> prompts = randomPrompts(40);
+  struct Case {
+    specrt_speculation speculation;
+    size_t prefillChunk;
+  };
+  for (Case c : {Case{SPECRT_SPECULATE_ALWAYS, 0},
+                 Case{SPECRT_SPECULATE_NEVER, 0},
+                 Case{SPECRT_SPECULATE_ALWAYS, 16}}) {
+    SCOPED_TRACE("speculation " + std::to_string(c.speculation) +
+                 ", prefill chunk " + std::to_string(c.prefillChunk));
+    specrt_batch_stats stats{};
+    std::vector<std::vector<int64_t>> outputs =
+        runSixteen(c.speculation, prompts, stats, c.prefillChunk);
+    expectTokensAlone(prompts, outputs,
+                      c.speculation == SPECRT_SPECULATE_ALWAYS);
+    if (c.speculation == SPECRT_SPECULATE_ALWAYS) {
+      EXPECT_EQ(stats.speculative_steps, stats.steps);
+      EXPECT_GT(stats.accepted, 0u);
+    }
+  }
+  // It samples: other seeds draw other tokens.
+  std::set<std::vector<int64_t>> drawn;
+  for (uint64_t seed = 1; seed <= 4; ++seed)
+    drawn.insert(alone(prompts[0], seed));
+  EXPECT_GT(drawn.size(), 1u);
 }
 
 TEST_F(BatchTest, RefusesWhatDoesNotFit) {

@@ -166,18 +166,39 @@ def check_api(server, reference):
         finish, streamed_stop == stopped["choices"][0]["text"]))
 
 
-def check_concurrent(server):
-    """Every request answered alone, then all at once: the same tokens."""
-    alone = [server.complete(prompt=p, max_tokens=32)["choices"][0]["text"]
-             for p in PROMPTS]
+def check_concurrent(server, seeded=False):
+    """Every request answered alone, then all at once: the same tokens
+    (seeded: request i with seed i)."""
+    def body(i):
+        return dict(prompt=PROMPTS[i], max_tokens=32, **({"seed": i} if seeded else {}))
+    alone = [server.complete(**body(i))["choices"][0]["text"]
+             for i in range(len(PROMPTS))]
     with concurrent.futures.ThreadPoolExecutor(len(PROMPTS)) as pool:
         def one(i):
             if i % 2:
-                return streamed_text(server.stream(prompt=PROMPTS[i], max_tokens=32))[0]
-            return server.complete(prompt=PROMPTS[i], max_tokens=32)["choices"][0]["text"]
+                return streamed_text(server.stream(**body(i)))[0]
+            return server.complete(**body(i))["choices"][0]["text"]
         together = list(pool.map(one, range(len(PROMPTS))))
     same = sum(a == b for a, b in zip(alone, together))
     print("concurrent: %d of %d identical to alone" % (same, len(PROMPTS)))
+
+
+def check_seeded(server, reference, seed):
+    """A sampling artifact: a request with spec-run's seed gets the text of
+    `reference` (a run of spec-run with that seed), streamed or not; other
+    seeds draw other texts."""
+    whole = server.complete(prompt=PROMPT, max_tokens=48, seed=seed)
+    text = whole["choices"][0]["text"]
+    print("seed %d: same as spec-run: %s" % (seed, text == reference["text"]))
+    streamed, _ = streamed_text(
+        server.stream(prompt=PROMPT, max_tokens=48, seed=seed))
+    print("streamed: same as whole: %s" % (streamed == text))
+    others = {server.complete(prompt=PROMPT, max_tokens=48, seed=s)
+              ["choices"][0]["text"] for s in range(seed + 1, seed + 5)}
+    print("four other seeds: another text: %s" % bool(others - {text}))
+    unseeded = {server.complete(prompt=PROMPT, max_tokens=48)
+                ["choices"][0]["text"] for _ in range(4)}
+    print("four requests without a seed: several texts: %s" % (len(unseeded) > 1))
 
 
 def check_refusals(server):
@@ -275,6 +296,9 @@ def main():
     parser.add_argument("artifact")
     parser.add_argument("--check", required=True)
     parser.add_argument("--reference")
+    parser.add_argument("--seed", type=int, default=7)
+    parser.add_argument("--run", default="speculative",
+                        help="which of the reference's runs to expect")
     args, extra = parser.parse_known_args()
     extra = [e for e in extra if e != "--"]
     server = Server(args.binary, args.artifact, extra)
@@ -299,6 +323,9 @@ def run(server, args):
         check_concurrent(server)
         status, text = server.get("/metrics")
         print("slots: %s" % re.search(r"^specula_slots (\S+)", text, re.M).group(1))
+    elif args.check == "seeded":
+        check_seeded(server, json.load(open(args.reference))[args.run], args.seed)
+        check_concurrent(server, seeded=True)
     elif args.check == "batched-cancel":
         check_cancel(server)
     if args.check == "sigterm":
