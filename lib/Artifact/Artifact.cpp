@@ -322,8 +322,10 @@ static FailureOr<llvm::json::Array> slotCacheShape(ModuleOp module,
 }
 
 /// Batched rounds (spec-lower-rounds) over a cache of max_batch slots: the
-/// entries, and their caches' shapes in the manifest's decoder section.
-/// The draft's entries are there when the decoder has a draft.
+/// entries, and their caches' shapes in the manifest's decoder section,
+/// with what proposes in them (batch_proposer): a draft (its prefill and
+/// cache too), the Medusa heads fused into the target (every entry also
+/// returns proposals), or none.
 static LogicalResult describeRounds(ModuleOp module,
                                     const ArtifactOptions &options,
                                     llvm::json::Object &entryPoints,
@@ -331,12 +333,17 @@ static LogicalResult describeRounds(ModuleOp module,
   auto entry = [&](StringRef kind) {
     return options.decoder + "_" + kind.str();
   };
-  bool drafts = module.lookupSymbol<LLVM::LLVMFuncOp>(entry("spec_round"));
+  auto has = [&](StringRef kind) {
+    return static_cast<bool>(module.lookupSymbol<LLVM::LLVMFuncOp>(entry(kind)));
+  };
+  bool drafts = has("draft_prefill"), speculates = has("spec_round");
   SmallVector<StringRef> kinds{"prefill", "round"};
+  if (speculates)
+    kinds.push_back("spec_round");
   if (drafts)
-    kinds.append({"draft_prefill", "spec_round"});
+    kinds.push_back("draft_prefill");
   for (StringRef kind : kinds) {
-    if (!module.lookupSymbol<LLVM::LLVMFuncOp>(entry(kind)))
+    if (!has(kind))
       return module.emitError() << "the pipeline produced no batched "
                                 << kind << " @" << entry(kind);
     entryPoints[kind] = "_mlir_ciface_" + entry(kind);
@@ -345,6 +352,7 @@ static LogicalResult describeRounds(ModuleOp module,
   if (failed(shape))
     return failure();
   decoder["max_batch"] = static_cast<int64_t>(options.cpuPipeline.maxBatch);
+  decoder["batch_proposer"] = drafts ? "draft" : speculates ? "heads" : "none";
   decoder["batch_cache_shape"] = std::move(*shape);
   if (!drafts)
     return success();

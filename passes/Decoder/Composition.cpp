@@ -87,3 +87,15 @@ FailureOr<DecoderOp> specula::createMTPDecoder(
   return createDecoder(module, name, target,
                        MTPProposerAttr::get(context, refs), rule, tree);
 }
+
+bool specula::proposesWithHeadsInRounds(spec::DecoderOp decoder,
+                                        SymbolTable &symbols) {
+  auto heads = dyn_cast<spec::MTPProposerAttr>(decoder.getProposer());
+  if (!heads || decoder.getTreeAttr() || decoder.getRule().isSampling())
+    return false;
+  auto first = symbols.lookup<func::FuncOp>(heads.getHeads().front().getValue());
+  auto role = first ? first->getAttrOfType<spec::RoleAttr>(
+                          spec::SpecDialect::kRoleAttrName)
+                    : spec::RoleAttr();
+  return role && role.getKind() == spec::FunctionRole::MedusaHead;
+}

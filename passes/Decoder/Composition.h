@@ -14,6 +14,7 @@
 #include "dialects/spec/SpecOps.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/IR/SymbolTable.h"
 
 namespace specula {
 
@@ -49,6 +50,13 @@ createMTPDecoder(mlir::ModuleOp module, llvm::StringRef name,
                  llvm::StringRef target, llvm::ArrayRef<std::string> heads,
                  spec::VerificationRuleAttrInterface rule,
                  spec::TreeAttr tree = {});
+
+/// Whether `decoder`'s batched rounds propose with Medusa heads fused into
+/// its target: a chain of heads verified greedily (spec-lower-rounds
+/// builds no sampled or tree rounds of heads; such decoders' rounds run the
+/// target alone).
+bool proposesWithHeadsInRounds(spec::DecoderOp decoder,
+                               mlir::SymbolTable &symbols);
 
 } // namespace specula
 

@@ -13,6 +13,7 @@
 
 #include "passes/Decoder/Passes.h"
 
+#include "passes/Decoder/Composition.h"
 #include "passes/Decoder/DecodeLoop.h"
 
 #include "dialects/spec/SpecOps.h"
@@ -47,11 +48,15 @@ struct SlotModel {
   KVCacheType cacheType;
   int64_t vocab;
   bool isTarget;
+  /// The results that are the logits of Medusa heads fused into it, by
+  /// depth, when rounds propose with them.
+  SmallVector<unsigned> heads;
 };
 
-/// A batched model's logits and updated cache.
+/// A batched model's logits, updated cache and heads' logits.
 struct Forward {
   Value logits, cache;
+  SmallVector<Value> heads;
 };
 
 /// One token per sequence, and (sampled) the distributions they were drawn
@@ -75,6 +80,7 @@ public:
   void buildRound(ImplicitLocOpBuilder &b, func::FuncOp func);
   void buildSpecRound(ImplicitLocOpBuilder &b, func::FuncOp func,
                       int64_t gamma);
+  void buildHeadsSpecRound(ImplicitLocOpBuilder &b, func::FuncOp func);
 
 private:
   Value toRows(ImplicitLocOpBuilder &b, Value values, Value rows,
@@ -94,6 +100,11 @@ private:
                 int64_t columns);
   Value acceptedCounts(ImplicitLocOpBuilder &b, ArrayRef<Value> proposals,
                        Value picks, Value rows);
+  Value headPicks(ImplicitLocOpBuilder &b, const Forward &result, Value rows,
+                  OpFoldResult row);
+  Value headPicksAfter(ImplicitLocOpBuilder &b, const Forward &result,
+                       Value rows, Value counts);
+  Type proposalsType(ImplicitLocOpBuilder &b) const;
   std::pair<Value, Value> acceptSampled(ImplicitLocOpBuilder &b,
                                         ArrayRef<Picks> proposals,
                                         Value logits, Value rows, Value keys);
@@ -255,7 +266,12 @@ Forward RoundBuilder::forward(ImplicitLocOpBuilder &b, const SlotModel &model,
                              /*arg_attrs=*/nullptr, /*res_attrs=*/nullptr)
                 .getOperation()
           : func::CallOp::create(b, model.func, operands).getOperation();
-  return {call->getResult(model.logits), call->getResult(model.cacheResult)};
+  Forward result{call->getResult(model.logits),
+                 call->getResult(model.cacheResult),
+                 {}};
+  for (unsigned head : model.heads)
+    result.heads.push_back(call->getResult(head));
+  return result;
 }
 
 /// The greedy pick at row `row` of each of `rows` sequences.
@@ -365,6 +381,64 @@ Value RoundBuilder::acceptedCounts(ImplicitLocOpBuilder &b,
   return loop.getResult(0);
 }
 
+/// The proposals of `rows` sequences for their next round: each head's
+/// greedy pick at row `row` of each sequence's forward, rows x heads.
+Type RoundBuilder::proposalsType(ImplicitLocOpBuilder &b) const {
+  return RankedTensorType::get(
+      {ShapedType::kDynamic, static_cast<int64_t>(target.heads.size())},
+      b.getI64Type());
+}
+
+Value RoundBuilder::headPicks(ImplicitLocOpBuilder &b, const Forward &result,
+                              Value rows, OpFoldResult row) {
+  SmallVector<Value> picks;
+  for (Value logits : result.heads)
+    picks.push_back(pick(b, target, logits, rows, row));
+  return columns(b, picks, proposalsType(b));
+}
+
+/// headPicks at each sequence's own row: the last it committed, counts[b]
+/// - 1, after which its next round's proposals follow.
+Value RoundBuilder::headPicksAfter(ImplicitLocOpBuilder &b,
+                                   const Forward &result, Value rows,
+                                   Value counts) {
+  Type f = cast<RankedTensorType>(result.logits.getType()).getElementType();
+  Type i64 = b.getI64Type();
+  auto rowType = RankedTensorType::get({1, target.vocab}, f);
+  auto heads = static_cast<int64_t>(result.heads.size());
+  Value init = tensor::EmptyOp::create(
+      b, ArrayRef<OpFoldResult>{rows, b.getIndexAttr(heads)}, i64);
+  auto loop = scf::ForOp::create(
+      b, arith::ConstantIndexOp::create(b, 0), rows,
+      arith::ConstantIndexOp::create(b, 1), ValueRange{init},
+      [&](OpBuilder &nested, Location l, Value r, ValueRange args) {
+        ImplicitLocOpBuilder nb(l, nested);
+        OpFoldResult one = nb.getIndexAttr(1), zero = nb.getIndexAttr(0);
+        Value last = arith::SubIOp::create(
+            nb,
+            arith::IndexCastOp::create(nb, nb.getIndexType(),
+                                       tensor::ExtractOp::create(nb, counts, r)),
+            arith::ConstantIndexOp::create(nb, 1));
+        Value table = args[0];
+        for (auto [k, logits] : llvm::enumerate(result.heads)) {
+          Value row = tensor::ExtractSliceOp::create(
+              nb, rowType, logits, {r, last, zero},
+              {one, one, nb.getIndexAttr(target.vocab)}, {one, one, one});
+          auto picked = ProposeOp::create(
+              nb, RankedTensorType::get({1}, i64), rowType, row, Value(),
+              GreedyAttr::get(context));
+          Value token = tensor::ExtractOp::create(
+              nb, picked.getTokens(),
+              ValueRange{arith::ConstantIndexOp::create(nb, 0)});
+          table = tensor::InsertOp::create(
+              nb, token, table,
+              ValueRange{r, arith::ConstantIndexOp::create(nb, k)});
+        }
+        scf::YieldOp::create(nb, table);
+      });
+  return tensor::CastOp::create(b, proposalsType(b), loop.getResult(0));
+}
+
 /// Rejection sampling per sequence: sequence b's proposals (their tokens
 /// and distributions at row b of `proposals`) against its gamma + 1 rows of
 /// the target's `logits`, with its round's last key (keys[b] is its round
@@ -439,7 +513,9 @@ std::pair<Value, Value> RoundBuilder::acceptSampled(ImplicitLocOpBuilder &b,
 /// cache): tokens at positions start.. of slot `slot` (a prompt, or a chunk
 /// of one after `start` positions already cached). The target's next token
 /// follows the rule, sampled with `key` (the sequence's seed, as the decode
-/// loops draw their first token); the draft's is its greedy pick.
+/// loops draw their first token); the draft's is its greedy pick. With
+/// heads, it also returns their proposals after the prompt
+/// (`tensor<heads x i64>`) before the cache.
 void RoundBuilder::buildPrefill(ImplicitLocOpBuilder &b, func::FuncOp func,
                                 const SlotModel &model) {
   Block *entry = func.addEntryBlock();
@@ -468,7 +544,17 @@ void RoundBuilder::buildPrefill(ImplicitLocOpBuilder &b, func::FuncOp func,
           : pick(b, model, result.logits, c1, lastRow);
   Value next = tensor::ExtractOp::create(
       b, picked, ValueRange{arith::ConstantIndexOp::create(b, 0)});
-  func::ReturnOp::create(b, ValueRange{next, result.cache});
+  SmallVector<Value> results{next};
+  if (!result.heads.empty()) {
+    auto heads = static_cast<int64_t>(result.heads.size());
+    Value table = tensor::CastOp::create(
+        b, RankedTensorType::get({1, heads}, b.getI64Type()),
+        headPicks(b, result, c1, lastRow));
+    results.push_back(tensor::CollapseShapeOp::create(
+        b, table, ArrayRef<ReassociationIndices>{{0, 1}}));
+  }
+  results.push_back(result.cache);
+  func::ReturnOp::create(b, results);
 }
 
 /// keys[r] + lengths[r] + offset: sequence r's key at its position
@@ -485,7 +571,9 @@ static Value keyAtPosition(ImplicitLocOpBuilder &b, Value keys, Value lengths,
 
 /// @<decoder>_round(cache, first, lengths, tokens, keys) -> (next tokens,
 /// cache). Sampled, sequence b draws with keys[b] + lengths[b] (its seed
-/// plus its position, as the decode loops' target-only steps do).
+/// plus its position, as the decode loops' target-only steps do). With
+/// heads, it also returns their proposals for each sequence's next round
+/// (rows x heads) before the cache.
 void RoundBuilder::buildRound(ImplicitLocOpBuilder &b, func::FuncOp func) {
   Block *entry = func.addEntryBlock();
   b.setInsertionPointToStart(entry);
@@ -507,7 +595,47 @@ void RoundBuilder::buildRound(ImplicitLocOpBuilder &b, func::FuncOp func) {
                    })
                 .tokens
           : pick(b, target, result.logits, batch, b.getIndexAttr(0));
-  func::ReturnOp::create(b, ValueRange{next, result.cache});
+  SmallVector<Value> results{next};
+  if (!result.heads.empty())
+    results.push_back(headPicks(b, result, batch, b.getIndexAttr(0)));
+  results.push_back(result.cache);
+  func::ReturnOp::create(b, results);
+}
+
+/// @<decoder>_spec_round(cache, first, lengths, tokens, proposals, keys) ->
+/// (picks, counts, proposals, cache) with Medusa heads: sequence b's
+/// proposals (row b, from its previous round's heads) are verified after
+/// its last token in one forward of heads + 1 rows per sequence; it
+/// commits picks[b, 0 .. counts[b]), and the heads at its last committed
+/// row give its next proposals. Greedy (keys unused).
+void RoundBuilder::buildHeadsSpecRound(ImplicitLocOpBuilder &b,
+                                       func::FuncOp func) {
+  Block *entry = func.addEntryBlock();
+  b.setInsertionPointToStart(entry);
+  Value cache = entry->getArgument(0), first = entry->getArgument(1),
+        lengths = entry->getArgument(2), tokens = entry->getArgument(3),
+        proposed = entry->getArgument(4);
+  Value batch = tensor::DimOp::create(b, tokens, 0);
+  auto heads = static_cast<int64_t>(target.heads.size());
+  OpFoldResult one = b.getIndexAttr(1);
+  SmallVector<Value> verified{tokens};
+  for (int64_t k = 0; k < heads; ++k)
+    verified.push_back(tensor::ExtractSliceOp::create(
+        b, RankedTensorType::get({ShapedType::kDynamic}, b.getI64Type()),
+        proposed, {b.getIndexAttr(0), b.getIndexAttr(k)}, {batch, one},
+        {one, one}));
+  Type argumentTypes[] = {
+      target.func.getArgumentTypes()[target.positions],
+      target.func.getArgumentTypes()[target.tokens]};
+  Value rowPositions = positions(b, lengths, 0, heads + 1, argumentTypes[0]);
+  Value ids = columns(b, verified, argumentTypes[1]);
+  Forward result =
+      forward(b, target, ids, rowPositions, cache, first, lengths);
+  Value picks = pickAll(b, result.logits, batch, heads + 1);
+  Value counts = acceptedCounts(b, ArrayRef<Value>(verified).drop_front(),
+                                picks, batch);
+  Value next = headPicksAfter(b, result, batch, counts);
+  func::ReturnOp::create(b, ValueRange{picks, counts, next, result.cache});
 }
 
 /// @<decoder>_spec_round(cache, draft cache, first, lengths, previous,
@@ -629,10 +757,36 @@ static FailureOr<SlotModel> lookupSlotModel(DecoderOp decoder,
   return analyzeSlotModel(func, decoder, what);
 }
 
+/// The results of `target` that are the logits of its `count` fused heads,
+/// by depth, into target.heads.
+static LogicalResult findHeads(SlotModel &target, DecoderOp decoder,
+                               size_t count) {
+  for (size_t k = 1; k <= count; ++k) {
+    std::optional<unsigned> found =
+        findResult(target.func, IOKind::HeadLogits, k);
+    auto type = found ? dyn_cast<RankedTensorType>(
+                            target.func.getResultTypes()[*found])
+                      : RankedTensorType();
+    if (!type || type.getRank() != 3 || type.isDynamicDim(2) ||
+        type.getDimSize(2) != target.vocab)
+      return decoder.emitError()
+             << "decoder @" << decoder.getSymName() << ": its batched target @"
+             << target.func.getSymName() << " does not return the logits of "
+             << "head " << k << " for every row";
+    target.heads.push_back(*found);
+  }
+  return success();
+}
+
 LogicalResult LowerRoundsPass::lower(DecoderOp decoder, SymbolTable &symbols) {
   FailureOr<SlotModel> target = lookupSlotModel(
       decoder, symbols, SpecDialect::kSlotTargetAttrName, "target");
   if (failed(target))
+    return failure();
+  if (proposesWithHeadsInRounds(decoder, symbols) &&
+      failed(findHeads(
+          *target, decoder,
+          cast<MTPProposerAttr>(decoder.getProposer()).getHeads().size())))
     return failure();
   std::optional<SlotModel> draft;
   if (decoder->hasAttr(SpecDialect::kSlotDraftAttrName)) {
@@ -657,12 +811,28 @@ LogicalResult LowerRoundsPass::lower(DecoderOp decoder, SymbolTable &symbols) {
     step.setPrivate();
     return std::make_pair(step, prefix + "_" + entry.str());
   };
+  // With heads, every forward also gives each sequence's next proposals.
+  auto heads = static_cast<int64_t>(target->heads.size());
+  auto proposals = RankedTensorType::get({ShapedType::kDynamic, heads}, i64);
+  SmallVector<Type> prefillResults{i64}, roundResults{tokens};
+  if (heads) {
+    prefillResults.push_back(RankedTensorType::get({heads}, i64));
+    roundResults.push_back(proposals);
+  }
+  prefillResults.push_back(cache);
+  roundResults.push_back(cache);
   SmallVector<std::pair<func::FuncOp, std::string>> steps{
-      addStep("prefill", {cache, index, index, tokens, i64}, {i64, cache}),
-      addStep("round", {cache, index, tokens, tokens, tokens},
-              {tokens, cache})};
+      addStep("prefill", {cache, index, index, tokens, i64}, prefillResults),
+      addStep("round", {cache, index, tokens, tokens, tokens}, roundResults)};
   builder.buildPrefill(b, steps[0].first, *target);
   builder.buildRound(b, steps[1].first);
+  if (heads) {
+    auto picks = RankedTensorType::get({ShapedType::kDynamic, heads + 1}, i64);
+    steps.push_back(addStep("spec_round",
+                            {cache, index, tokens, tokens, proposals, tokens},
+                            {picks, tokens, proposals, cache}));
+    builder.buildHeadsSpecRound(b, steps.back().first);
+  }
   if (draft) {
     Type draftCache = draft->cacheType;
     int64_t gamma = cast<DraftProposerAttr>(decoder.getProposer()).getGamma();

@@ -411,7 +411,11 @@ def SpecSlotTarget : Pass<"spec-slot-target", "::mlir::ModuleOp"> {
     cache of that many slots, the batch's rows each at their own length)
     and names the clone on the decoder (`spec.slot_target`), for
     `spec-lower-rounds` to build the rounds on. The decoder's own loops keep
-    the target they had.
+    the target they had. A target with heads fused in (`spec.fused_from`)
+    is cloned as it is when the heads propose in the rounds (Medusa heads,
+    greedy, a chain); otherwise the target they were fused into is, so that
+    rounds compute no heads they do not use. A draft gets a twin too
+    (`spec.slot_draft`).
 
     Refused: `slots` below 1, and a decoder that already has a batched
     target.
@@ -490,9 +494,28 @@ def SpecLowerRounds : Pass<"spec-lower-rounds", "::mlir::ModuleOp"> {
     the target's distribution too, though not the same tokens as another
     mix.
 
+    With Medusa heads fused into the target (greedy, a chain), every
+    forward's heads give each sequence its next proposals, and the entries
+    carry them instead of a draft's:
+
+    ```mlir
+    func.func private @<decoder>_prefill_step(...) -> (i64,
+        tensor<heads x i64>, !spec.kv_cache<...>)
+    func.func private @<decoder>_round_step(...) -> (tensor<?xi64>,
+        tensor<? x heads x i64>, !spec.kv_cache<...>)
+    // Sequence b's proposals (%proposals row b) verified after its last
+    // token; the heads at its last committed row give its next ones.
+    func.func private @<decoder>_spec_round_step(%cache, %first: index,
+        %lengths: tensor<?xi64>, %tokens: tensor<?xi64>,
+        %proposals: tensor<? x heads x i64>, %keys: tensor<?xi64>)
+        -> (tensor<? x (heads+1) x i64>, tensor<?xi64>,
+            tensor<? x heads x i64>, !spec.kv_cache<...>)
+    ```
+
     Refused: a batched target or draft that does not take token ids, positions, a
     cache of slots, a first slot and past lengths (and nothing else) or
-    does not return logits and the cache.
+    does not return logits and the cache, and a batched target without the
+    logits of every head for every row when heads propose.
   }];
   let dependentDialects = ["::specula::spec::SpecDialect",
                            "::mlir::arith::ArithDialect",

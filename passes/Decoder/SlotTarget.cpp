@@ -10,6 +10,8 @@
 
 #include "passes/Decoder/Passes.h"
 
+#include "passes/Decoder/Composition.h"
+
 #include "dialects/spec/SpecOps.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
@@ -62,6 +64,14 @@ void SlotTargetPass::runOnOperation() {
       return signalPassFailure();
     }
     auto target = symbols.lookup<func::FuncOp>(decoder.getTarget());
+    // Rounds that do not propose with the heads fused into the target run
+    // the target they were fused into: plain rounds compute no heads.
+    if (auto source = target ? target->getAttrOfType<FlatSymbolRefAttr>(
+                                   SpecDialect::kFusedFromAttrName)
+                             : FlatSymbolRefAttr())
+      if (!proposesWithHeadsInRounds(decoder, symbols))
+        if (auto unfused = symbols.lookup<func::FuncOp>(source.getValue()))
+          target = unfused;
     if (!target) {
       decoder.emitError() << "decoder @" << decoder.getSymName()
                           << ": no target function @" << decoder.getTarget();

@@ -61,6 +61,9 @@ struct Slot {
   /// rounds as specrt_generate's loop keys them.
   uint64_t seed = 0;
   int64_t forwards = 0;
+  /// With heads, what they proposed after its last token: its next
+  /// speculative round verifies them.
+  std::vector<int64_t> proposals;
 
   int64_t length() const { return static_cast<int64_t>(tokens.size()) - 1; }
 };
@@ -129,9 +132,11 @@ struct specrt_batch {
   std::vector<Slot> slots;
   /// Positions each slot holds (the smaller of the two caches').
   int64_t capacity = 0;
-  /// Tokens the draft proposes per sequence in a speculative step (0: no
-  /// draft).
+  /// Tokens the draft or the heads propose per sequence in a speculative
+  /// step (0: no proposer in the rounds).
   int64_t proposals = 0;
+  /// Whether the heads fused into the target propose (no draft cache).
+  bool heads = false;
   specrt_speculation speculation = SPECRT_SPECULATE_ADAPTIVE;
   /// Prompt tokens prefilled per step (0: a whole prompt when it joins).
   int64_t prefillChunk = 0;
@@ -151,7 +156,7 @@ specrt_status specrt_batch_open(specrt_model *model, specrt_batch **batch) {
                 "the artifact has no batched rounds; compile it with specc "
                 "--max-batch");
   auto opened = std::make_unique<specrt_batch>(m.maxBatch);
-  bool drafts = !m.specRoundEntry.empty();
+  bool drafts = m.batchProposer == "draft";
   if (!opened->cache.allocate(m.batchCacheShape) ||
       (drafts && !opened->draftCache.allocate(m.batchDraftCacheShape)))
     return fail(SPECRT_ERROR_OUT_OF_MEMORY,
@@ -159,10 +164,11 @@ specrt_status specrt_batch_open(specrt_model *model, specrt_batch **batch) {
                     std::to_string(m.maxBatch) + " slots");
   opened->model = model;
   opened->capacity = m.batchCacheShape[4];
-  if (drafts) {
+  if (drafts)
     opened->capacity = std::min(opened->capacity, m.batchDraftCacheShape[4]);
+  if (!m.specRoundEntry.empty())
     opened->proposals = m.proposals;
-  }
+  opened->heads = m.batchProposer == "heads";
   *batch = opened.release();
   return SPECRT_OK;
 }
@@ -217,10 +223,12 @@ static specrt_status prefill(specrt_batch *batch, Slot &slot, int64_t index,
                              int64_t count, int64_t *first) {
   std::string error;
   int64_t token = 0;
+  slot.proposals.resize(batch->heads ? batch->proposals : 0);
   if (specrt_status status = batch->model->device->prefill(
           SlotCache::Target, batch->cache.data, index, slot.prefilled,
           slot.tokens.data() + slot.prefilled, count,
-          static_cast<int64_t>(slot.seed), token, error))
+          static_cast<int64_t>(slot.seed), token, slot.proposals.data(),
+          error))
     return fail(status, error);
   ++batch->stats.prefill_forwards;
   batch->stats.prefill_tokens += count;
@@ -270,7 +278,7 @@ specrt_status specrt_batch_add_seeded(specrt_batch *batch,
   int64_t index = free - batch->slots.begin();
   // The draft's cache is filled when a speculative step first needs it.
   *free = Slot{true, {prompt, prompt + length}, 0, true, 0,
-               batch->arrivals++, seed, 0};
+               batch->arrivals++, seed, 0, {}};
   *slot = index;
   *first_token = -1;
   if (batch->prefillChunk)
@@ -343,6 +351,8 @@ private:
   specrt_status speculative(size_t first, size_t end);
   specrt_status catchUpDraft(size_t slot);
   specrt_status commit(size_t slot, const int64_t *picked, int64_t picks);
+  void keepProposals(size_t first, size_t end,
+                     const std::vector<int64_t> &proposals);
 
   specrt_batch *batch;
   int64_t *slots, *tokens;
@@ -389,15 +399,29 @@ specrt_status StepRunner::plain(size_t first, size_t end) {
     ++s.forwards;
   }
   SlotRun run{static_cast<int64_t>(first), n, lengths.data(), nullptr,
-              lasts.data(), keys.data()};
+              lasts.data(), keys.data(), nullptr};
+  std::vector<int64_t> proposals(batch->heads ? n * batch->proposals : 0);
+  RoundOutput out{next.data(), nullptr, nullptr, proposals.data()};
   if (specrt_status status =
-          batch->model->device->round(batch->cache.data, run, next.data(),
-                                      error))
+          batch->model->device->round(batch->cache.data, run, out, error))
     return fail(status, error);
+  keepProposals(first, end, proposals);
   for (size_t i = 0; i < n; ++i)
     if (specrt_status status = commit(first + i, &next[i], 1))
       return status;
   return SPECRT_OK;
+}
+
+/// With heads, each sequence of slots [first, end) keeps what they
+/// proposed for its next round.
+void StepRunner::keepProposals(size_t first, size_t end,
+                               const std::vector<int64_t> &proposals) {
+  if (!batch->heads)
+    return;
+  auto width = static_cast<size_t>(batch->proposals);
+  for (size_t i = 0; i < end - first; ++i)
+    batch->slots[first + i].proposals.assign(
+        proposals.begin() + i * width, proposals.begin() + (i + 1) * width);
 }
 
 /// Prefills the draft's cache of `slot` up to its length - 1, where a
@@ -412,7 +436,8 @@ specrt_status StepRunner::catchUpDraft(size_t slot) {
   if (specrt_status status = batch->model->device->prefill(
           SlotCache::Draft, batch->draftCache.data,
           static_cast<int64_t>(slot), s.draftLength,
-          s.tokens.data() + s.draftLength, missing, 0, ignored, error))
+          s.tokens.data() + s.draftLength, missing, 0, ignored, nullptr,
+          error))
     return fail(status, error);
   catchingUp += std::chrono::steady_clock::now() - start;
   batch->stats.draft_catch_up += missing;
@@ -424,25 +449,29 @@ specrt_status StepRunner::speculative(size_t first, size_t end) {
   size_t n = end - first;
   int64_t width = batch->proposals + 1;
   std::vector<int64_t> lengths(n), previous(n), lasts(n), keys(n), counts(n),
-      picks(n * width);
+      picks(n * width), proposed, next;
   for (size_t i = 0; i < n; ++i) {
-    if (specrt_status status = catchUpDraft(first + i))
-      return status;
+    if (!batch->heads)
+      if (specrt_status status = catchUpDraft(first + i))
+        return status;
     Slot &s = batch->slots[first + i];
     lengths[i] = s.length();
     previous[i] = s.tokens[s.length() - 1];
     lasts[i] = s.tokens.back();
+    proposed.insert(proposed.end(), s.proposals.begin(), s.proposals.end());
     // The round key specrt_generate's loop gives the round after as many
     // target forwards (wrapping, as its 64-bit keys do).
     keys[i] = static_cast<int64_t>(
         s.seed + static_cast<uint64_t>(s.forwards++) * SPECRT_KEYS_PER_ROUND);
   }
+  next.resize(proposed.size());
   SlotRun run{static_cast<int64_t>(first), n, lengths.data(),
-              previous.data(), lasts.data(), keys.data()};
+              previous.data(), lasts.data(), keys.data(), proposed.data()};
+  RoundOutput out{nullptr, picks.data(), counts.data(), next.data()};
   if (specrt_status status = batch->model->device->specRound(
-          batch->cache.data, batch->draftCache.data, run, picks.data(),
-          counts.data(), error))
+          batch->cache.data, batch->draftCache.data, run, out, error))
     return fail(status, error);
+  keepProposals(first, end, next);
   for (size_t i = 0; i < n; ++i) {
     if (counts[i] < 1 || counts[i] > width)
       return fail(SPECRT_ERROR_FORMAT,

@@ -77,19 +77,19 @@ public:
 
   specrt_status prefill(SlotCache which, float *cache, int64_t slot,
                         int64_t start, const int64_t *tokens, size_t length,
-                        int64_t key, int64_t &token,
+                        int64_t key, int64_t &token, int64_t *proposals,
                         std::string &error) override {
     return library.prefill(which, cache, slot, start, tokens, length, key,
-                           token, error);
+                           token, proposals, error);
   }
-  specrt_status round(float *cache, const SlotRun &run, int64_t *next,
+  specrt_status round(float *cache, const SlotRun &run, const RoundOutput &out,
                       std::string &error) override {
-    return library.round(cache, run, next, error);
+    return library.round(cache, run, out, error);
   }
   specrt_status specRound(float *cache, float *draftCache, const SlotRun &run,
-                          int64_t *picks, int64_t *counts,
+                          const RoundOutput &out,
                           std::string &error) override {
-    return library.specRound(cache, draftCache, run, picks, counts, error);
+    return library.specRound(cache, draftCache, run, out, error);
   }
 
 private:
@@ -183,7 +183,18 @@ specrt_status HostLibrary::open(const std::string &directory,
       reinterpret_cast<specrt_entry_fn>(symbol(manifest.targetOnlyEntry));
   if (!base || !generate || !targetOnly)
     return SPECRT_ERROR_FORMAT;
-  if (manifest.maxBatch > 0) {
+  if (manifest.maxBatch > 0 && manifest.batchProposer == "heads") {
+    headsPrefillEntry = reinterpret_cast<specrt_heads_prefill_fn>(
+        symbol(manifest.prefillEntry));
+    headsRoundEntry =
+        reinterpret_cast<specrt_heads_round_fn>(symbol(manifest.roundEntry));
+    headsSpecRoundEntry = reinterpret_cast<specrt_heads_spec_round_fn>(
+        symbol(manifest.specRoundEntry));
+    if (!headsPrefillEntry || !headsRoundEntry || !headsSpecRoundEntry)
+      return SPECRT_ERROR_FORMAT;
+    headProposals = manifest.proposals;
+    cacheShape = manifest.batchCacheShape;
+  } else if (manifest.maxBatch > 0) {
     prefillEntry =
         reinterpret_cast<specrt_prefill_fn>(symbol(manifest.prefillEntry));
     roundEntry = reinterpret_cast<specrt_round_fn>(symbol(manifest.roundEntry));
@@ -191,7 +202,7 @@ specrt_status HostLibrary::open(const std::string &directory,
       return SPECRT_ERROR_FORMAT;
     cacheShape = manifest.batchCacheShape;
   }
-  if (!manifest.specRoundEntry.empty()) {
+  if (manifest.batchProposer == "draft") {
     draftPrefillEntry = reinterpret_cast<specrt_prefill_fn>(
         symbol(manifest.draftPrefillEntry));
     specRoundEntry = reinterpret_cast<specrt_spec_round_fn>(
@@ -301,14 +312,39 @@ static specrt_memref_i64 inputMemref(const int64_t *values, int64_t count) {
 static constexpr const char *kNoBatchedDraft =
     "the artifact has no batched draft (specc --draft --max-batch)";
 
+/// Copies a rows x columns result into `out` (row-major) and frees it;
+/// false when its shape is not that.
+static bool takeTable(const specrt_memref_i64_2d &table, int64_t rows,
+                      int64_t columns, int64_t *out) {
+  bool fits = table.aligned && table.sizes[0] == rows &&
+              table.sizes[1] == columns;
+  for (int64_t i = 0; fits && i < rows; ++i)
+    for (int64_t j = 0; j < columns; ++j)
+      out[i * columns + j] = table.aligned[table.offset + i * table.strides[0] +
+                                           j * table.strides[1]];
+  _mlir_memref_to_llvm_free(table.allocated);
+  return fits;
+}
+
+/// Copies `count` values of a rank-1 result into `out` and frees it; false
+/// when it does not hold that many.
+static bool takeVector(const specrt_memref_i64 &vector, int64_t count,
+                       int64_t *out) {
+  bool fits = vector.aligned && vector.size == count;
+  for (int64_t i = 0; fits && i < count; ++i)
+    out[i] = vector.aligned[vector.offset + i * vector.stride];
+  _mlir_memref_to_llvm_free(vector.allocated);
+  return fits;
+}
+
 specrt_status HostLibrary::prefill(SlotCache which, float *cache,
                                    int64_t slot, int64_t start,
                                    const int64_t *tokens, size_t length,
                                    int64_t key, int64_t &token,
-                                   std::string &error) {
+                                   int64_t *proposals, std::string &error) {
   bool draft = which == SlotCache::Draft;
   specrt_prefill_fn entry = draft ? draftPrefillEntry : prefillEntry;
-  if (!entry) {
+  if (!entry && !(headsPrefillEntry && !draft)) {
     error = draft ? kNoBatchedDraft
                   : "the artifact has no batched rounds (specc --max-batch)";
     return SPECRT_ERROR_UNSUPPORTED;
@@ -318,12 +354,27 @@ specrt_status HostLibrary::prefill(SlotCache which, float *cache,
   specrt_memref_i64 input =
       inputMemref(tokens, static_cast<int64_t>(length));
   beforeRun();
-  token = entry(&descriptor, slot, start, &input, key);
-  return checkedRun(error);
+  if (entry) {
+    token = entry(&descriptor, slot, start, &input, key);
+    return checkedRun(error);
+  }
+  specrt_heads_prefill_result result{};
+  headsPrefillEntry(&result, &descriptor, slot, start, &input, key);
+  token = result.token;
+  specrt_status status = checkedRun(error);
+  if (!takeVector(result.proposals, headProposals, proposals) &&
+      status == SPECRT_OK) {
+    error = "the prefill returned " + std::to_string(result.proposals.size) +
+            " proposals for " + std::to_string(headProposals) + " heads";
+    status = SPECRT_ERROR_FORMAT;
+  }
+  return status;
 }
 
 specrt_status HostLibrary::round(float *cache, const SlotRun &run,
-                                 int64_t *next, std::string &error) {
+                                 const RoundOutput &out, std::string &error) {
+  if (headsRoundEntry)
+    return headsRound(cache, run, out, error);
   if (!roundEntry) {
     error = "the artifact has no batched rounds (specc --max-batch)";
     return SPECRT_ERROR_UNSUPPORTED;
@@ -337,20 +388,44 @@ specrt_status HostLibrary::round(float *cache, const SlotRun &run,
   beforeRun();
   roundEntry(&result, &descriptor, run.first, &lengthsIn, &tokensIn, &keysIn);
   specrt_status status = checkedRun(error);
-  if (status == SPECRT_OK && (!result.aligned || result.size != n)) {
-    error = "the round returned " + std::to_string(result.size) +
-            " tokens for " + std::to_string(n) + " sequences";
+  int64_t size = result.size;
+  if (!takeVector(result, n, out.next) && status == SPECRT_OK) {
+    error = "the round returned " + std::to_string(size) + " tokens for " +
+            std::to_string(n) + " sequences";
     status = SPECRT_ERROR_FORMAT;
   }
-  for (int64_t i = 0; status == SPECRT_OK && i < n; ++i)
-    next[i] = result.aligned[result.offset + i * result.stride];
-  _mlir_memref_to_llvm_free(result.allocated);
+  return status;
+}
+
+specrt_status HostLibrary::headsRound(float *cache, const SlotRun &run,
+                                      const RoundOutput &out,
+                                      std::string &error) {
+  specrt_memref_f32_6d descriptor = cacheDescriptor(cache, cacheShape);
+  auto n = static_cast<int64_t>(run.count);
+  specrt_memref_i64 lengthsIn = inputMemref(run.lengths, n),
+                    tokensIn = inputMemref(run.tokens, n),
+                    keysIn = inputMemref(run.keys, n);
+  specrt_heads_round_result result{};
+  beforeRun();
+  headsRoundEntry(&result, &descriptor, run.first, &lengthsIn, &tokensIn,
+                  &keysIn);
+  specrt_status status = checkedRun(error);
+  bool fits = takeVector(result.next, n, out.next);
+  fits &= takeTable(result.proposals, n, headProposals, out.proposals);
+  if (!fits && status == SPECRT_OK) {
+    error = "the round returned no tokens and proposals for " +
+            std::to_string(n) + " sequences";
+    status = SPECRT_ERROR_FORMAT;
+  }
   return status;
 }
 
 specrt_status HostLibrary::specRound(float *cache, float *draftCache,
-                                     const SlotRun &run, int64_t *picks,
-                                     int64_t *counts, std::string &error) {
+                                     const SlotRun &run,
+                                     const RoundOutput &out,
+                                     std::string &error) {
+  if (headsSpecRoundEntry)
+    return headsSpecRound(cache, run, out, error);
   if (!specRoundEntry) {
     error = kNoBatchedDraft;
     return SPECRT_ERROR_UNSUPPORTED;
@@ -367,41 +442,58 @@ specrt_status HostLibrary::specRound(float *cache, float *draftCache,
   specRoundEntry(&result, &target, &draft, run.first, &lengthsIn, &previousIn,
                  &tokensIn, &keysIn);
   specrt_status status = checkedRun(error);
-  const specrt_memref_i64_2d &p = result.picks;
-  const specrt_memref_i64 &c = result.counts;
-  if (status == SPECRT_OK &&
-      (!p.aligned || !c.aligned || p.sizes[0] != n || c.size != n)) {
-    error = "the speculative round returned picks for " +
-            std::to_string(p.sizes[0]) + " and counts for " +
-            std::to_string(c.size) + " of " + std::to_string(n) +
-            " sequences";
+  int64_t width = result.picks.sizes[1];
+  bool fits = takeVector(result.counts, n, out.counts);
+  fits &= takeTable(result.picks, n, width, out.picks);
+  if (!fits && status == SPECRT_OK) {
+    error = "the speculative round returned no picks and counts for " +
+            std::to_string(n) + " sequences";
     status = SPECRT_ERROR_FORMAT;
   }
-  for (int64_t i = 0; status == SPECRT_OK && i < n; ++i) {
-    counts[i] = c.aligned[c.offset + i * c.stride];
-    for (int64_t j = 0; j < p.sizes[1]; ++j)
-      picks[i * p.sizes[1] + j] =
-          p.aligned[p.offset + i * p.strides[0] + j * p.strides[1]];
+  return status;
+}
+
+specrt_status HostLibrary::headsSpecRound(float *cache, const SlotRun &run,
+                                          const RoundOutput &out,
+                                          std::string &error) {
+  specrt_memref_f32_6d descriptor = cacheDescriptor(cache, cacheShape);
+  auto n = static_cast<int64_t>(run.count);
+  specrt_memref_i64 lengthsIn = inputMemref(run.lengths, n),
+                    tokensIn = inputMemref(run.tokens, n),
+                    keysIn = inputMemref(run.keys, n);
+  auto *proposals = const_cast<int64_t *>(run.proposals);
+  specrt_memref_i64_2d proposalsIn{proposals, proposals, 0,
+                                   {n, headProposals}, {headProposals, 1}};
+  specrt_heads_spec_round_result result{};
+  beforeRun();
+  headsSpecRoundEntry(&result, &descriptor, run.first, &lengthsIn, &tokensIn,
+                      &proposalsIn, &keysIn);
+  specrt_status status = checkedRun(error);
+  bool fits = takeVector(result.counts, n, out.counts);
+  fits &= takeTable(result.picks, n, headProposals + 1, out.picks);
+  fits &= takeTable(result.proposals, n, headProposals, out.proposals);
+  if (!fits && status == SPECRT_OK) {
+    error = "the speculative round returned no picks, counts and proposals "
+            "for " + std::to_string(n) + " sequences";
+    status = SPECRT_ERROR_FORMAT;
   }
-  _mlir_memref_to_llvm_free(result.picks.allocated);
-  _mlir_memref_to_llvm_free(result.counts.allocated);
   return status;
 }
 
 specrt_status Device::prefill(SlotCache, float *, int64_t, int64_t,
                               const int64_t *, size_t, int64_t, int64_t &,
-                              std::string &error) {
+                              int64_t *, std::string &error) {
   error = "batched rounds run on the CPU so far";
   return SPECRT_ERROR_UNSUPPORTED;
 }
 
 specrt_status Device::specRound(float *, float *, const SlotRun &,
-                                int64_t *, int64_t *, std::string &error) {
+                                const RoundOutput &, std::string &error) {
   error = "batched rounds run on the CPU so far";
   return SPECRT_ERROR_UNSUPPORTED;
 }
 
-specrt_status Device::round(float *, const SlotRun &, int64_t *,
+specrt_status Device::round(float *, const SlotRun &, const RoundOutput &,
                             std::string &error) {
   error = "batched rounds run on the CPU so far";
   return SPECRT_ERROR_UNSUPPORTED;

@@ -41,13 +41,22 @@ enum class SlotCache { Target, Draft };
 
 /// A run of consecutive slots a batched round advances: slots [first,
 /// first + count), sequence i at lengths[i] with its last token tokens[i]
-/// (and, for a speculative round, the one before it, previous[i]) and the
-/// key of its draws, keys[i] (artifact_format.h).
+/// (and, for a speculative round, the one before it, previous[i], with a
+/// draft, or its proposals at proposals[i * proposals ..], with heads) and
+/// the key of its draws, keys[i] (artifact_format.h).
 struct SlotRun {
   int64_t first = 0;
   size_t count = 0;
   const int64_t *lengths = nullptr, *previous = nullptr, *tokens = nullptr,
-                *keys = nullptr;
+                *keys = nullptr, *proposals = nullptr;
+};
+
+/// Where a round's results go: the next tokens of a plain round, the picks
+/// (picks[i * (proposals + 1)..]) and counts of a speculative one, and with
+/// heads each sequence's next proposals (proposals[i * proposals..]).
+struct RoundOutput {
+  int64_t *next = nullptr, *picks = nullptr, *counts = nullptr,
+          *proposals = nullptr;
 };
 
 class Device {
@@ -73,19 +82,18 @@ public:
   /// cache of slots of the manifest's batch_cache_shape in host memory (or
   /// the draft's, batch_draft_cache_shape): `tokens` into `slot` at
   /// positions start.., the token after them (drawn with `key`) into
-  /// `token`; one round over a run of slots, their next tokens into `next`;
-  /// one speculative round (specrt_spec_round_fn) over them, sequence i's
-  /// picks at picks[i * (proposals + 1)..] and how many it commits in
-  /// counts[i].
+  /// `token` (and with heads their proposals after it into `proposals`);
+  /// one round over a run of slots; one speculative round
+  /// (specrt_spec_round_fn or specrt_heads_spec_round_fn) over them.
   virtual specrt_status prefill(SlotCache which, float *cache, int64_t slot,
                                 int64_t start, const int64_t *tokens,
                                 size_t length, int64_t key, int64_t &token,
-                                std::string &error);
+                                int64_t *proposals, std::string &error);
   virtual specrt_status specRound(float *cache, float *draftCache,
-                                  const SlotRun &run, int64_t *picks,
-                                  int64_t *counts, std::string &error);
-  virtual specrt_status round(float *cache, const SlotRun &run, int64_t *next,
-                              std::string &error);
+                                  const SlotRun &run, const RoundOutput &out,
+                                  std::string &error);
+  virtual specrt_status round(float *cache, const SlotRun &run,
+                              const RoundOutput &out, std::string &error);
 };
 
 /// The message of the first run-time check (specrt_check) that failed on
@@ -152,11 +160,12 @@ public:
   /// Device::specRound).
   specrt_status prefill(SlotCache which, float *cache, int64_t slot,
                         int64_t start, const int64_t *tokens, size_t length,
-                        int64_t key, int64_t &token, std::string &error);
-  specrt_status round(float *cache, const SlotRun &run, int64_t *next,
+                        int64_t key, int64_t &token, int64_t *proposals,
+                        std::string &error);
+  specrt_status round(float *cache, const SlotRun &run, const RoundOutput &out,
                       std::string &error);
   specrt_status specRound(float *cache, float *draftCache, const SlotRun &run,
-                          int64_t *picks, int64_t *counts, std::string &error);
+                          const RoundOutput &out, std::string &error);
 
 private:
   void *handle = nullptr;
@@ -172,8 +181,19 @@ private:
   specrt_prefill_fn prefillEntry = nullptr, draftPrefillEntry = nullptr;
   specrt_round_fn roundEntry = nullptr;
   specrt_spec_round_fn specRoundEntry = nullptr;
+  /// With heads (decoder.batch_proposer "heads") instead of the three
+  /// above, and the proposals each sequence gets.
+  specrt_heads_prefill_fn headsPrefillEntry = nullptr;
+  specrt_heads_round_fn headsRoundEntry = nullptr;
+  specrt_heads_spec_round_fn headsSpecRoundEntry = nullptr;
+  int64_t headProposals = 0;
   /// The caches of slots' shapes, from the manifest.
   std::vector<int64_t> cacheShape, draftCacheShape;
+
+  specrt_status headsRound(float *cache, const SlotRun &run,
+                           const RoundOutput &out, std::string &error);
+  specrt_status headsSpecRound(float *cache, const SlotRun &run,
+                               const RoundOutput &out, std::string &error);
 
   void beforeRun();
   static specrt_memref_f32_6d cacheDescriptor(float *cache,

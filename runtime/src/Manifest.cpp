@@ -436,20 +436,27 @@ static void readBatchedRounds(FieldReader &fields, Manifest &m) {
   m.prefillEntry = fields.string("entry_points.prefill");
   m.roundEntry = fields.string("entry_points.round");
   m.batchCacheShape = fields.integers("decoder.batch_cache_shape");
-  if (fields.find("entry_points.spec_round", /*required=*/false)) {
-    m.draftPrefillEntry = fields.string("entry_points.draft_prefill");
+  m.batchProposer = fields.string("decoder.batch_proposer");
+  if (m.batchProposer == "draft" || m.batchProposer == "heads")
     m.specRoundEntry = fields.string("entry_points.spec_round");
+  if (m.batchProposer == "draft") {
+    m.draftPrefillEntry = fields.string("entry_points.draft_prefill");
     m.batchDraftCacheShape = fields.integers("decoder.batch_draft_cache_shape");
   }
   if (!fields.error.empty())
     return;
+  if (m.batchProposer != "draft" && m.batchProposer != "heads" &&
+      m.batchProposer != "none")
+    return fields.problem("decoder.batch_proposer",
+                          "is '" + m.batchProposer +
+                              "'; expected 'draft', 'heads' or 'none'");
   const char *shapeRule = "must be 2 x layers x max_batch x kv_heads x "
                           "capacity x head_dim, positive and under 1 TB";
   if (m.maxBatch < 2)
     fields.problem("decoder.max_batch", "must be at least 2");
   else if (!isSlotCacheShape(m.batchCacheShape, m.maxBatch))
     fields.problem("decoder.batch_cache_shape", shapeRule);
-  else if (!m.specRoundEntry.empty() &&
+  else if (m.batchProposer == "draft" &&
            !isSlotCacheShape(m.batchDraftCacheShape, m.maxBatch))
     fields.problem("decoder.batch_draft_cache_shape", shapeRule);
 }

@@ -32,8 +32,10 @@ struct Manifest {
   int64_t maxBatch = 0;
   std::string prefillEntry, roundEntry;
   std::vector<int64_t> batchCacheShape;
-  /// With a draft, its prefill and the speculative round (empty without),
-  /// and the shape of the draft's cache of slots.
+  /// What proposes in the rounds (decoder.batch_proposer): "draft", "heads"
+  /// or "none". The speculative round (empty with none); with a draft, its
+  /// prefill and the shape of the draft's cache of slots.
+  std::string batchProposer;
   std::string draftPrefillEntry, specRoundEntry;
   std::vector<int64_t> batchDraftCacheShape;
   ArtifactFile library, weights;

@@ -69,6 +69,25 @@
  * sequence i's round key: its seed + its target forwards so far (the
  * prefill counting one) x 2^20.
  *
+ * decoder.batch_proposer says what proposes in the rounds: "draft" (the
+ * entries above), "none" (prefill and round only), or "heads": Medusa
+ * heads fused into the target (greedy), whose every forward also gives
+ * each sequence its next decoder.proposals proposals, so that prefill,
+ * round and spec_round return them (specrt_heads_*_result) and spec_round
+ * takes them:
+ *
+ *   void prefill(specrt_heads_prefill_result *result, cache, slot, start,
+ *                tokens, key);
+ *   void round(specrt_heads_round_result *result, cache, first_slot,
+ *              lengths, tokens, keys);
+ *   void spec_round(specrt_heads_spec_round_result *result, cache,
+ *                   first_slot, lengths, tokens,
+ *                   specrt_memref_i64_2d *proposals, keys);
+ *
+ * spec_round verifies row i of `proposals` after sequence i's last token;
+ * sequence i commits picks[i][0 .. counts[i]) and its next proposals are
+ * row i of result->proposals.
+ *
  * Compiled code calls back into the runtime for its buffers
  * (_mlir_memref_to_llvm_alloc / _free), strided copies (memrefCopy), the
  * time (int64_t specrt_clock_ns(void), a monotonic clock), each committed
@@ -149,6 +168,38 @@ typedef struct {
   specrt_memref_i64_2d picks;
   specrt_memref_i64 counts;
 } specrt_spec_round_result;
+
+/* What the entries of rounds with heads return (decoder.batch_proposer
+ * "heads"): besides their tokens, each sequence's next proposals. */
+typedef struct {
+  int64_t token;
+  specrt_memref_i64 proposals;
+} specrt_heads_prefill_result;
+typedef struct {
+  specrt_memref_i64 next;
+  specrt_memref_i64_2d proposals;
+} specrt_heads_round_result;
+typedef struct {
+  specrt_memref_i64_2d picks;
+  specrt_memref_i64 counts;
+  specrt_memref_i64_2d proposals;
+} specrt_heads_spec_round_result;
+
+typedef void (*specrt_heads_prefill_fn)(specrt_heads_prefill_result *result,
+                                        specrt_memref_f32_6d *cache,
+                                        int64_t slot, int64_t start,
+                                        specrt_memref_i64 *tokens,
+                                        int64_t key);
+typedef void (*specrt_heads_round_fn)(specrt_heads_round_result *result,
+                                      specrt_memref_f32_6d *cache,
+                                      int64_t first_slot,
+                                      specrt_memref_i64 *lengths,
+                                      specrt_memref_i64 *tokens,
+                                      specrt_memref_i64 *keys);
+typedef void (*specrt_heads_spec_round_fn)(
+    specrt_heads_spec_round_result *result, specrt_memref_f32_6d *cache,
+    int64_t first_slot, specrt_memref_i64 *lengths, specrt_memref_i64 *tokens,
+    specrt_memref_i64_2d *proposals, specrt_memref_i64 *keys);
 
 typedef int64_t (*specrt_prefill_fn)(specrt_memref_f32_6d *cache,
                                      int64_t slot, int64_t start,

@@ -209,8 +209,9 @@ SPECRT_API specrt_status specrt_detokenize(const specrt_model *model,
  * in one cache; a sequence joins a free slot with its prompt's prefill,
  * and each step advances every active sequence in one target forward per
  * run of consecutive active slots. With a draft (`specc --draft ...
- * --max-batch B`), a step may be speculative: the draft proposes
- * decoder.proposals tokens per sequence, the target verifies them all, and
+ * --max-batch B`) or Medusa heads (greedy, a chain), a step may be
+ * speculative: the draft or the heads propose decoder.proposals tokens per
+ * sequence, the target verifies them all, and
  * each sequence gets 1 to proposals + 1 tokens. A sequence's tokens are its
  * greedy tokens alone, whatever else is in the batch, whether steps
  * speculate or not. An artifact that samples (specc --sampling) draws each

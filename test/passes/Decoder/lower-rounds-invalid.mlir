@@ -56,3 +56,22 @@ func.func private @draft_slots(
     -> (tensor<?x?x16xf32> {spec.io = #spec.io<logits>})
 // expected-error @below {{decoder @decoder: its batched draft @draft_slots takes no kv_cache (run spec-kv-cache-inplace first)}}
 spec.decoder @decoder target(@target) proposer(#spec.draft<@draft, gamma = 2>) verify(#spec.greedy) {spec.slot_target = @target_slots, spec.slot_draft = @draft_slots}
+
+// -----
+
+// Medusa heads propose in greedy rounds only through the head logits the
+// batched target returns for every row.
+func.func private @target(tensor<?x?xi64>) -> tensor<?x?x16xf32>
+    attributes {spec.role = #spec.role<target>}
+func.func private @head1(tensor<?x4xf32>) -> tensor<?x16xf32>
+    attributes {spec.role = #spec.role<medusa_head, depth = 1>}
+func.func private @target_slots(
+    tensor<?x?xi64> {spec.io = #spec.io<token_ids>},
+    tensor<?x?xi64> {spec.io = #spec.io<position_ids>},
+    !spec.kv_cache<2x4x2x64x8xf32> {spec.io = #spec.io<kv_cache>},
+    index {spec.io = #spec.io<first_slot>},
+    tensor<?xi64> {spec.io = #spec.io<past_lengths>})
+    -> (tensor<?x?x16xf32> {spec.io = #spec.io<logits>},
+        !spec.kv_cache<2x4x2x64x8xf32> {spec.io = #spec.io<kv_cache>})
+// expected-error @below {{decoder @decoder: its batched target @target_slots does not return the logits of head 1 for every row}}
+spec.decoder @decoder target(@target) proposer(#spec.mtp<[@head1]>) verify(#spec.greedy) {spec.slot_target = @target_slots}

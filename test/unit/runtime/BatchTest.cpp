@@ -6,7 +6,8 @@
 // slot is free and leave when done, as a server's requests would; each
 // one's tokens must equal what specrt_generate gives its prompt alone,
 // whether the steps speculate always, never, or as the measured costs say,
-// and whether prompts enter whole or a chunk per step. The same decoder
+// and whether prompts enter whole or a chunk per step; also with Medusa
+// heads proposing (medusa-batch.spec). The draft decoder
 // compiled to sample (draft-batch-sampled.spec) draws each sequence's
 // tokens with its own seed: every step speculating, they are
 // specrt_generate's for that seed, and with plain steps those of the
@@ -27,6 +28,8 @@ namespace {
 constexpr const char *kArtifact = SPECULA_TEST_ARTIFACTS "/draft-batch.spec";
 constexpr const char *kSampledArtifact =
     SPECULA_TEST_ARTIFACTS "/draft-batch-sampled.spec";
+constexpr const char *kMedusaArtifact =
+    SPECULA_TEST_ARTIFACTS "/medusa-batch.spec";
 constexpr int64_t kNewTokens = 24;
 
 class BatchTest : public ::testing::Test {
@@ -71,6 +74,16 @@ protected:
   void expectTokensAlone(const std::vector<std::vector<int64_t>> &prompts,
                          const std::vector<std::vector<int64_t>> &outputs,
                          bool speculative = true);
+
+  /// 16 sequences each get their tokens alone, whether steps speculate
+  /// never, always or adaptively.
+  void expectEverySequenceAlone();
+
+  /// A sequence alone in a batch whose steps all speculate takes as many
+  /// steps to its first kNewTokens tokens as specrt_generate takes rounds:
+  /// the rounds propose what the decode loop proposes (a worse proposal
+  /// would still give the same tokens, in more steps).
+  void expectRoundsOfTheDecodeLoop(const std::vector<int64_t> &prompt);
 
   /// Sixteen prompts of BOS and 1 to `longest` random printable bytes.
   static std::vector<std::vector<int64_t>> randomPrompts(int64_t longest);
@@ -175,7 +188,7 @@ void BatchTest::expectTokensAlone(
   }
 }
 
-TEST_F(BatchTest, EverySequenceGetsItsTokensAlone) {
+void BatchTest::expectEverySequenceAlone() {
   std::vector<std::vector<int64_t>> prompts = randomPrompts(12);
   for (specrt_speculation speculation :
        {SPECRT_SPECULATE_NEVER, SPECRT_SPECULATE_ALWAYS,
@@ -206,6 +219,45 @@ TEST_F(BatchTest, EverySequenceGetsItsTokensAlone) {
   }
 }
 
+void BatchTest::expectRoundsOfTheDecodeLoop(
+    const std::vector<int64_t> &prompt) {
+  specrt_generate_options options;
+  specrt_generate_options_init(&options);
+  options.max_new_tokens = kNewTokens;
+  specrt_result result;
+  ASSERT_EQ(specrt_generate(model, prompt.data(), prompt.size(), &options,
+                            &result),
+            SPECRT_OK)
+      << specrt_last_error();
+  int64_t rounds = result.rounds;
+  size_t generated = result.num_tokens;
+  specrt_result_free(&result);
+  ASSERT_EQ(generated, static_cast<size_t>(kNewTokens)) << "ended early";
+  specrt_batch *batch = nullptr;
+  ASSERT_EQ(specrt_batch_open(model, &batch), SPECRT_OK);
+  ASSERT_EQ(specrt_batch_set_speculation(batch, SPECRT_SPECULATE_ALWAYS),
+            SPECRT_OK);
+  int64_t slot = -1, first = -1;
+  ASSERT_EQ(specrt_batch_add(batch, prompt.data(), prompt.size(), &slot,
+                             &first),
+            SPECRT_OK);
+  std::vector<int64_t> slots(16), tokens(16);
+  int64_t steps = 0;
+  for (size_t got = 1; got < static_cast<size_t>(kNewTokens); ++steps) {
+    size_t count = 0;
+    ASSERT_EQ(specrt_batch_step(batch, slots.data(), tokens.data(), &count),
+              SPECRT_OK);
+    got += count;
+  }
+  specrt_batch_close(batch);
+  EXPECT_EQ(steps, rounds);
+}
+
+TEST_F(BatchTest, EverySequenceGetsItsTokensAlone) {
+  expectEverySequenceAlone();
+  expectRoundsOfTheDecodeLoop({256, 'd', 'e', 'f', ' '});
+}
+
 // Prompts of up to 90 tokens, 16 a step: a long one takes several steps'
 // chunks while the others decode, and nobody's tokens change.
 TEST_F(BatchTest, PromptsInChunksKeepTheirTokens) {
@@ -233,7 +285,27 @@ namespace {
 class SampledBatchTest : public BatchTest {
   const char *artifact() const override { return kSampledArtifact; }
 };
+/// Medusa heads fused into the target propose in the rounds (3 heads).
+class MedusaBatchTest : public BatchTest {
+  const char *artifact() const override { return kMedusaArtifact; }
+};
 } // namespace
+
+// Each forward's heads give the sequence's next proposals, plain or
+// speculative, so that any step may speculate.
+TEST_F(MedusaBatchTest, EverySequenceGetsItsTokensAlone) {
+  expectEverySequenceAlone();
+  expectRoundsOfTheDecodeLoop({256, 'd', 'e', 'f', ' '});
+}
+
+TEST_F(MedusaBatchTest, PromptsInChunksKeepTheirTokens) {
+  std::vector<std::vector<int64_t>> prompts = randomPrompts(90);
+  specrt_batch_stats stats{};
+  expectTokensAlone(prompts,
+                    runSixteen(SPECRT_SPECULATE_ALWAYS, prompts, stats, 16));
+  EXPECT_EQ(stats.speculative_steps, stats.steps);
+  EXPECT_EQ(stats.draft_catch_up, 0u);
+}
 
 // Each sequence draws with its own seed, whatever shares its steps: every
 // step speculating, its tokens are specrt_generate's for its seed (the
