@@ -381,14 +381,15 @@ Value RoundBuilder::acceptedCounts(ImplicitLocOpBuilder &b,
   return loop.getResult(0);
 }
 
-/// The proposals of `rows` sequences for their next round: each head's
-/// greedy pick at row `row` of each sequence's forward, rows x heads.
+/// Proposals by sequence: rows x heads.
 Type RoundBuilder::proposalsType(ImplicitLocOpBuilder &b) const {
   return RankedTensorType::get(
       {ShapedType::kDynamic, static_cast<int64_t>(target.heads.size())},
       b.getI64Type());
 }
 
+/// The proposals of `rows` sequences for their next round: each head's
+/// greedy pick at row `row` of each sequence's forward.
 Value RoundBuilder::headPicks(ImplicitLocOpBuilder &b, const Forward &result,
                               Value rows, OpFoldResult row) {
   SmallVector<Value> picks;
