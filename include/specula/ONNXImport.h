@@ -35,6 +35,19 @@ struct ONNXImportOptions {
   /// metadata_props entries for the keys the model lacks (what an export
   /// folder's config.json states; readExportFolderMetadata).
   std::map<std::string, std::string> defaultMetadata;
+  /// Import float16 and bfloat16 tensors as f32 (exactly: every half value
+  /// is an f32 value), as Specula's CPU and GPU kernels compute: a
+  /// half-precision export becomes its f32 twin, and the weights' stored
+  /// precision is reported (ONNXImportFacts) for specc --weights to keep.
+  /// Off, they import as f16 (bfloat16 is refused), as ONNX computes them.
+  bool halfAsFloat = false;
+};
+
+/// What importONNX found that its caller may act on.
+struct ONNXImportFacts {
+  /// The precision the model's weight matrices were stored in, by most
+  /// elements: "f32", "f16" or "bf16".
+  std::string weightPrecision = "f32";
 };
 
 /// What the model contract asks of one model file and what it lacks.
@@ -105,9 +118,11 @@ mlir::FailureOr<std::string> tokenizerFingerprint(llvm::StringRef path,
 /// used in diagnostics; external data files are looked up beside it. Emits
 /// one error naming the file (and node, operator and opset where it applies)
 /// and fails on invalid or unsupported input; `module` is unchanged then.
+/// `facts`, when given, receives what the import found.
 mlir::LogicalResult importONNX(mlir::ModuleOp module, llvm::StringRef source,
                                llvm::StringRef sourceName,
-                               const ONNXImportOptions &options = {});
+                               const ONNXImportOptions &options = {},
+                               ONNXImportFacts *facts = nullptr);
 
 /// The operator types in `source` that the importer has no handler for (at
 /// the model's opset), each once, sorted; empty when all are supported.

@@ -2,6 +2,7 @@
 
 #include "specula/ONNXImport.h"
 
+#include "lib/ONNXImport/HalfToFloat.h"
 #include "lib/ONNXImport/ModelContract.h"
 #include "lib/ONNXImport/ModelLoader.h"
 #include "lib/ONNXImport/NodeImporter.h"
@@ -657,7 +658,8 @@ InFlightDiagnostic NodeImporter::emitError() {
 
 LogicalResult specula::importONNX(ModuleOp module, StringRef source,
                                   StringRef sourceName,
-                                  const ONNXImportOptions &options) {
+                                  const ONNXImportOptions &options,
+                                  ONNXImportFacts *facts) {
   MLIRContext *context = module.getContext();
   Location fileLoc = FileLineColLoc::get(context, sourceName, 0, 0);
   onnx::ModelProto model;
@@ -673,6 +675,11 @@ LogicalResult specula::importONNX(ModuleOp module, StringRef source,
                  llvm::sys::path::parent_path(sourceName).str(), loadOptions,
                  model, error))
     return error.empty() ? failure() : emitError(fileLoc) << error;
+  if (options.halfAsFloat) {
+    std::string stored = onnx_import::widenHalfToFloat(model);
+    if (facts)
+      facts->weightPrecision = stored;
+  }
   onnx_import::addDefaultMetadata(model, options.defaultMetadata);
   if (options.requireContract) {
     ModelContractReport report = onnx_import::checkContract(model);

@@ -63,6 +63,9 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
   specula::ONNXImportOptions options;
   // Small blobs stay inline: both attribute kinds get exercised.
   options.maxInlineElements = 16;
+  // Half the inputs import as specc does, half-precision tensors as f32
+  // (the last byte decides, so that a mutation can flip it).
+  options.halfAsFloat = size > 0 && (data[size - 1] & 1);
   (void)specula::importONNX(
       *module,
       llvm::StringRef(reinterpret_cast<const char *>(data), size),

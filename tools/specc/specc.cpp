@@ -158,11 +158,12 @@ static cl::opt<int64_t> maxBatch(
     cl::init(1), cl::cat(category));
 static cl::opt<std::string> weightPrecision(
     "weights",
-    cl::desc("Store the weight matrices as f32 (as the ONNX files hold "
-             "them; the default), f16 or bf16 (half the bytes each forward "
-             "reads), or int8 with a scale per output column (a quarter), "
-             "widened to f32 in the contractions (spec-quantize-weights); "
-             "CPU"),
+    cl::desc("Store the weight matrices as f32, f16 or bf16 (half the "
+             "bytes each forward reads), or int8 with a scale per output "
+             "column (a quarter), widened to f32 in the contractions "
+             "(spec-quantize-weights); CPU. Default: as the target's ONNX "
+             "file stores them (f16 or bf16 for a half-precision export, "
+             "which computes in f32; f32 on CUDA)"),
     cl::value_desc("f32|f16|bf16|int8"), cl::init("f32"), cl::cat(category));
 static cl::opt<bool> quantizeOutputHead(
     "quantize-output-head",
@@ -427,6 +428,8 @@ static FailureOr<Profile> readProfile(StringRef path) {
 
 /// The target's export-folder metadata (empty for a plain ONNX file).
 static std::map<std::string, std::string> targetFolderMetadata;
+/// The precision the target's ONNX file stores its weight matrices in.
+static std::string targetStoredWeights = "f32";
 
 /// Without --draft or --mtp-head, the MTP modules of the target's export
 /// folder (config.json's num_nextn_predict_layers) propose.
@@ -486,6 +489,7 @@ importInto(ModuleOp module, StringRef givenPath, StringRef name,
   ONNXImportOptions options;
   options.functionName = name.str();
   options.requireContract = true;
+  options.halfAsFloat = true;
   std::string error;
   FailureOr<std::map<std::string, std::string>> folder =
       metadata ? *metadata : readExportFolderMetadata(path, role, error);
@@ -494,8 +498,11 @@ importInto(ModuleOp module, StringRef givenPath, StringRef name,
   if (role == "target")
     targetFolderMetadata = *folder;
   options.defaultMetadata = std::move(*folder);
-  if (failed(importONNX(module, (*buffer)->getBuffer(), path, options)))
+  ONNXImportFacts facts;
+  if (failed(importONNX(module, (*buffer)->getBuffer(), path, options, &facts)))
     return failure();
+  if (role == "target")
+    targetStoredWeights = facts.weightPrecision;
   // The command line says which model is the target and which the draft,
   // whatever role the file's metadata gives it (a draft measured as a
   // target, say).
@@ -839,6 +846,19 @@ static LogicalResult importModels(ModuleOp module, ComposeOptions &compose) {
   return success();
 }
 
+/// --weights, or the precision the target's file stores its weights in
+/// (on the CPU; the CUDA kernels read f32), said in a remark.
+static std::string weightsToStore() {
+  if (weightPrecision.getNumOccurrences() || targetStoredWeights == "f32")
+    return weightPrecision;
+  if (device == ArtifactDevice::CUDA)
+    return "f32";
+  llvm::errs() << targetPath << ":0:0: remark: the target's weight matrices are "
+               << "stored as " << targetStoredWeights << ": kept so (f32 "
+               << "arithmetic; --weights f32 widens them)\n";
+  return targetStoredWeights;
+}
+
 /// The artifact writer's options from the flags.
 static void fillArtifactOptions(std::string tokenizer, ArtifactOptions &options) {
   options.device = device;
@@ -853,7 +873,7 @@ static void fillArtifactOptions(std::string tokenizer, ArtifactOptions &options)
   SpecToCPUOptions &cpuPipeline = options.cpuPipeline;
   cpuPipeline.capacity = capacity;
   cpuPipeline.maxBatch = maxBatch;
-  cpuPipeline.weights = weightPrecision;
+  cpuPipeline.weights = weightsToStore();
   cpuPipeline.quantizeOutputHead = quantizeOutputHead;
   cpuPipeline.gpuScheduleThreads = gpuScheduleOnCPU;
   cpuPipeline.gpuSplitMinBytes = gpuSplitMinBytes;

@@ -214,6 +214,13 @@ void specula::onnx_import::registerElementwiseHandlers(
     if (failed(resultType))
       return failure();
     Type to = resultType->getElementType();
+    // A cast to the type it has (such as a half-precision weight's cast to
+    // float, imported as f32) is the value itself: a weight stays a
+    // constant that later passes see.
+    if (input.getType() == *resultType) {
+      node.setResult(0, input);
+      return success();
+    }
     node.setResult(0, buildElementwise(node.builder(), node.loc(), {input},
                                        *resultType,
                                        [&](OpBuilder &b, Location loc,
