@@ -559,9 +559,16 @@ FailureOr<RankedTensorType> NodeImporter::resultType(unsigned i,
                        << elementTypeName(tensorType.elem_type());
   SmallVector<int64_t> shape;
   if (tensorType.has_shape()) {
-    for (const auto &dim : tensorType.shape().dim())
+    for (const auto &dim : tensorType.shape().dim()) {
+      // Data propagation carries computed shape values into the inferred
+      // type, negative ones too (ConstantOfShape of a shape holding -2).
+      if (dim.has_dim_value() && dim.dim_value() < 0)
+        return emitError() << "output '" << name << "' would have dimension "
+                           << dim.dim_value() << "; dimensions cannot be "
+                              "negative";
       shape.push_back(dim.has_dim_value() ? dim.dim_value()
                                           : ShapedType::kDynamic);
+    }
     // What the importer knows of the operator's result (its rank, and the
     // static sizes it can tell) must agree with the declared or inferred
     // shape: libonnx's inference keeps a declared shape it cannot check.

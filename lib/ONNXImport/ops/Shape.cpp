@@ -334,6 +334,32 @@ SmallVector<int64_t> concatShape(ValueRange inputs, int64_t axis) {
   return shape;
 }
 
+/// Concat's inputs must agree on every dimension but `axis`, also an input
+/// empty along it, which the import drops (found by onnx-import-fuzzer: a
+/// [2147483647, 0] input beside a [3, 2] one).
+LogicalResult checkConcatSizes(NodeImporter &node, ArrayRef<Value> inputs,
+                               int64_t axis) {
+  auto first = cast<RankedTensorType>(inputs.front().getType());
+  for (int64_t d = 0; d < first.getRank(); ++d) {
+    if (d == axis)
+      continue;
+    std::optional<std::pair<size_t, int64_t>> known;
+    for (auto [i, input] : llvm::enumerate(inputs)) {
+      int64_t size = cast<RankedTensorType>(input.getType()).getDimSize(d);
+      if (ShapedType::isDynamic(size))
+        continue;
+      if (known && known->second != size)
+        return node.emitError()
+               << "input " << i << " has size " << size << " in dimension "
+               << d << " where input " << known->first << " has "
+               << known->second << "; Concat's inputs differ only along "
+               << "the axis";
+      known = {i, size};
+    }
+  }
+  return success();
+}
+
 LogicalResult importConcat(NodeImporter &node) {
   // tensor.concat reads its inputs' types: none may be missing, or of
   // another rank (found by onnx-import-fuzzer).
@@ -362,6 +388,8 @@ LogicalResult importConcat(NodeImporter &node) {
              << "; Concat's inputs have the output's rank "
              << resultType->getRank();
   }
+  if (failed(checkConcatSizes(node, inputs, *axis)))
+    return failure();
   OpBuilder &b = node.builder();
   // Joining shape pieces (elements or constants): one from_elements, whose
   // extracts canonicalization folds.
