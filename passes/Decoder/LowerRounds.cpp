@@ -290,6 +290,23 @@ Value RoundBuilder::pick(ImplicitLocOpBuilder &b, const SlotModel &model,
       .getTokens();
 }
 
+/// Row r's update of the values a loop over a round's sequences carries.
+using RowBody = llvm::function_ref<SmallVector<Value>(
+    ImplicitLocOpBuilder &, Value r, ValueRange carried)>;
+
+/// A loop over the `rows` sequences of a round carrying `init` (each
+/// sequence draws, accepts or picks with its own row and key).
+static scf::ForOp overRows(ImplicitLocOpBuilder &b, Value rows,
+                           ValueRange init, RowBody body) {
+  return scf::ForOp::create(
+      b, arith::ConstantIndexOp::create(b, 0), rows,
+      arith::ConstantIndexOp::create(b, 1), init,
+      [&](OpBuilder &nested, Location l, Value r, ValueRange carried) {
+        ImplicitLocOpBuilder nb(l, nested);
+        scf::YieldOp::create(nb, body(nb, r, carried));
+      });
+}
+
 /// Row `row` of each of `rows` sequences' logits sampled under the rule,
 /// sequence b with the key keyOf(b): one draw at a time, since spec.propose
 /// keys all its rows with one key.
@@ -303,11 +320,10 @@ Picks RoundBuilder::sample(ImplicitLocOpBuilder &b, const SlotModel &model,
   Value init[] = {
       tensor::EmptyOp::create(b, ArrayRef<OpFoldResult>{rows}, i64),
       tensor::EmptyOp::create(b, ArrayRef<OpFoldResult>{rows, vocab}, f)};
-  auto loop = scf::ForOp::create(
-      b, arith::ConstantIndexOp::create(b, 0), rows,
-      arith::ConstantIndexOp::create(b, 1), init,
-      [&](OpBuilder &nested, Location l, Value r, ValueRange args) {
-        ImplicitLocOpBuilder nb(l, nested);
+  auto loop = overRows(
+      b, rows, init,
+      [&](ImplicitLocOpBuilder &nb, Value r,
+          ValueRange args) -> SmallVector<Value> {
         OpFoldResult one = nb.getIndexAttr(1), zero = nb.getIndexAttr(0);
         Value logitsRow = tensor::ExtractSliceOp::create(
             nb, rowType, logits, {r, row, zero}, {one, one, vocab},
@@ -321,9 +337,7 @@ Picks RoundBuilder::sample(ImplicitLocOpBuilder &b, const SlotModel &model,
         Value probs = tensor::InsertSliceOp::create(
             nb, drawn.getProbs(), args[1], {r, zero}, {one, vocab},
             {one, one});
-        scf::YieldOp::create(
-            nb, ValueRange{tensor::InsertOp::create(nb, token, args[0], r),
-                           probs});
+        return {tensor::InsertOp::create(nb, token, args[0], r), probs};
       });
   return {loop.getResult(0), loop.getResult(1)};
 }
@@ -353,13 +367,11 @@ Value RoundBuilder::acceptedCounts(ImplicitLocOpBuilder &b,
                                    ArrayRef<Value> proposals, Value picks,
                                    Value rows) {
   Type i64 = b.getI64Type();
-  Value c0 = arith::ConstantIndexOp::create(b, 0);
-  Value c1 = arith::ConstantIndexOp::create(b, 1);
   Value init = tensor::EmptyOp::create(b, ArrayRef<OpFoldResult>{rows}, i64);
-  auto loop = scf::ForOp::create(
-      b, c0, rows, c1, ValueRange{init},
-      [&](OpBuilder &nested, Location l, Value row, ValueRange args) {
-        ImplicitLocOpBuilder nb(l, nested);
+  auto loop = overRows(
+      b, rows, init,
+      [&](ImplicitLocOpBuilder &nb, Value row,
+          ValueRange args) -> SmallVector<Value> {
         Value count = arith::ConstantOp::create(nb, nb.getI64IntegerAttr(1));
         Value alive = arith::ConstantIntOp::create(nb, 1, 1);
         for (auto [column, proposal] : llvm::enumerate(proposals)) {
@@ -374,9 +386,7 @@ Value RoundBuilder::acceptedCounts(ImplicitLocOpBuilder &b,
           count = arith::AddIOp::create(
               nb, count, arith::ExtUIOp::create(nb, i64, alive));
         }
-        scf::YieldOp::create(
-            nb, ValueRange{tensor::InsertOp::create(nb, count, args[0], row)
-                               .getResult()});
+        return {tensor::InsertOp::create(nb, count, args[0], row)};
       });
   return loop.getResult(0);
 }
@@ -409,11 +419,10 @@ Value RoundBuilder::headPicksAfter(ImplicitLocOpBuilder &b,
   auto heads = static_cast<int64_t>(result.heads.size());
   Value init = tensor::EmptyOp::create(
       b, ArrayRef<OpFoldResult>{rows, b.getIndexAttr(heads)}, i64);
-  auto loop = scf::ForOp::create(
-      b, arith::ConstantIndexOp::create(b, 0), rows,
-      arith::ConstantIndexOp::create(b, 1), ValueRange{init},
-      [&](OpBuilder &nested, Location l, Value r, ValueRange args) {
-        ImplicitLocOpBuilder nb(l, nested);
+  auto loop = overRows(
+      b, rows, init,
+      [&](ImplicitLocOpBuilder &nb, Value r,
+          ValueRange args) -> SmallVector<Value> {
         OpFoldResult one = nb.getIndexAttr(1), zero = nb.getIndexAttr(0);
         Value last = arith::SubIOp::create(
             nb,
@@ -435,7 +444,7 @@ Value RoundBuilder::headPicksAfter(ImplicitLocOpBuilder &b,
               nb, token, table,
               ValueRange{r, arith::ConstantIndexOp::create(nb, k)});
         }
-        scf::YieldOp::create(nb, table);
+        return {table};
       });
   return tensor::CastOp::create(b, proposalsType(b), loop.getResult(0));
 }
@@ -457,11 +466,10 @@ std::pair<Value, Value> RoundBuilder::acceptSampled(ImplicitLocOpBuilder &b,
                       b, ArrayRef<OpFoldResult>{rows, b.getIndexAttr(gamma + 1)},
                       i64),
                   tensor::EmptyOp::create(b, ArrayRef<OpFoldResult>{rows}, i64)};
-  auto loop = scf::ForOp::create(
-      b, arith::ConstantIndexOp::create(b, 0), rows,
-      arith::ConstantIndexOp::create(b, 1), init,
-      [&](OpBuilder &nested, Location l, Value r, ValueRange args) {
-        ImplicitLocOpBuilder nb(l, nested);
+  auto loop = overRows(
+      b, rows, init,
+      [&](ImplicitLocOpBuilder &nb, Value r,
+          ValueRange args) -> SmallVector<Value> {
         OpFoldResult one = nb.getIndexAttr(1), zero = nb.getIndexAttr(0);
         SmallVector<Value> tokens;
         Value q = tensor::EmptyOp::create(
@@ -503,9 +511,7 @@ std::pair<Value, Value> RoundBuilder::acceptSampled(ImplicitLocOpBuilder &b,
             nb, i64,
             arith::AddIOp::create(nb, accept.getCount(),
                                   arith::ConstantIndexOp::create(nb, 1)));
-        scf::YieldOp::create(
-            nb, ValueRange{picks,
-                           tensor::InsertOp::create(nb, count, args[1], r)});
+        return {picks, tensor::InsertOp::create(nb, count, args[1], r)};
       });
   return {loop.getResult(0), loop.getResult(1)};
 }

@@ -192,7 +192,6 @@ specrt_status HostLibrary::open(const std::string &directory,
         symbol(manifest.specRoundEntry));
     if (!headsPrefillEntry || !headsRoundEntry || !headsSpecRoundEntry)
       return SPECRT_ERROR_FORMAT;
-    headProposals = manifest.proposals;
     cacheShape = manifest.batchCacheShape;
   } else if (manifest.maxBatch > 0) {
     prefillEntry =
@@ -202,6 +201,7 @@ specrt_status HostLibrary::open(const std::string &directory,
       return SPECRT_ERROR_FORMAT;
     cacheShape = manifest.batchCacheShape;
   }
+  proposals = manifest.proposals;
   if (manifest.batchProposer == "draft") {
     draftPrefillEntry = reinterpret_cast<specrt_prefill_fn>(
         symbol(manifest.draftPrefillEntry));
@@ -309,6 +309,19 @@ static specrt_memref_i64 inputMemref(const int64_t *values, int64_t count) {
   return {data, data, 0, count, 1};
 }
 
+/// A round's per-sequence inputs as the memrefs its entry takes (previous
+/// only for a draft's speculative round).
+struct RoundInputs {
+  specrt_memref_i64 lengths, previous, tokens, keys;
+  explicit RoundInputs(const SlotRun &run) {
+    auto n = static_cast<int64_t>(run.count);
+    lengths = inputMemref(run.lengths, n);
+    previous = inputMemref(run.previous, n);
+    tokens = inputMemref(run.tokens, n);
+    keys = inputMemref(run.keys, n);
+  }
+};
+
 static constexpr const char *kNoBatchedDraft =
     "the artifact has no batched draft (specc --draft --max-batch)";
 
@@ -341,7 +354,7 @@ specrt_status HostLibrary::prefill(SlotCache which, float *cache,
                                    int64_t slot, int64_t start,
                                    const int64_t *tokens, size_t length,
                                    int64_t key, int64_t &token,
-                                   int64_t *proposals, std::string &error) {
+                                   int64_t *proposed, std::string &error) {
   bool draft = which == SlotCache::Draft;
   specrt_prefill_fn entry = draft ? draftPrefillEntry : prefillEntry;
   if (!entry && !(headsPrefillEntry && !draft)) {
@@ -362,10 +375,10 @@ specrt_status HostLibrary::prefill(SlotCache which, float *cache,
   headsPrefillEntry(&result, &descriptor, slot, start, &input, key);
   token = result.token;
   specrt_status status = checkedRun(error);
-  if (!takeVector(result.proposals, headProposals, proposals) &&
+  if (!takeVector(result.proposals, proposals, proposed) &&
       status == SPECRT_OK) {
     error = "the prefill returned " + std::to_string(result.proposals.size) +
-            " proposals for " + std::to_string(headProposals) + " heads";
+            " proposals for " + std::to_string(proposals) + " heads";
     status = SPECRT_ERROR_FORMAT;
   }
   return status;
@@ -381,12 +394,11 @@ specrt_status HostLibrary::round(float *cache, const SlotRun &run,
   }
   specrt_memref_f32_6d descriptor = cacheDescriptor(cache, cacheShape);
   auto n = static_cast<int64_t>(run.count);
-  specrt_memref_i64 lengthsIn = inputMemref(run.lengths, n),
-                    tokensIn = inputMemref(run.tokens, n),
-                    keysIn = inputMemref(run.keys, n);
+  RoundInputs in(run);
   specrt_memref_i64 result{};
   beforeRun();
-  roundEntry(&result, &descriptor, run.first, &lengthsIn, &tokensIn, &keysIn);
+  roundEntry(&result, &descriptor, run.first, &in.lengths, &in.tokens,
+             &in.keys);
   specrt_status status = checkedRun(error);
   int64_t size = result.size;
   if (!takeVector(result, n, out.next) && status == SPECRT_OK) {
@@ -402,16 +414,14 @@ specrt_status HostLibrary::headsRound(float *cache, const SlotRun &run,
                                       std::string &error) {
   specrt_memref_f32_6d descriptor = cacheDescriptor(cache, cacheShape);
   auto n = static_cast<int64_t>(run.count);
-  specrt_memref_i64 lengthsIn = inputMemref(run.lengths, n),
-                    tokensIn = inputMemref(run.tokens, n),
-                    keysIn = inputMemref(run.keys, n);
+  RoundInputs in(run);
   specrt_heads_round_result result{};
   beforeRun();
-  headsRoundEntry(&result, &descriptor, run.first, &lengthsIn, &tokensIn,
-                  &keysIn);
+  headsRoundEntry(&result, &descriptor, run.first, &in.lengths, &in.tokens,
+                  &in.keys);
   specrt_status status = checkedRun(error);
   bool fits = takeVector(result.next, n, out.next);
-  fits &= takeTable(result.proposals, n, headProposals, out.proposals);
+  fits &= takeTable(result.proposals, n, proposals, out.proposals);
   if (!fits && status == SPECRT_OK) {
     error = "the round returned no tokens and proposals for " +
             std::to_string(n) + " sequences";
@@ -433,18 +443,16 @@ specrt_status HostLibrary::specRound(float *cache, float *draftCache,
   specrt_memref_f32_6d target = cacheDescriptor(cache, cacheShape);
   specrt_memref_f32_6d draft = cacheDescriptor(draftCache, draftCacheShape);
   auto n = static_cast<int64_t>(run.count);
-  specrt_memref_i64 lengthsIn = inputMemref(run.lengths, n),
-                    previousIn = inputMemref(run.previous, n),
-                    tokensIn = inputMemref(run.tokens, n),
-                    keysIn = inputMemref(run.keys, n);
+  RoundInputs in(run);
   specrt_spec_round_result result{};
   beforeRun();
-  specRoundEntry(&result, &target, &draft, run.first, &lengthsIn, &previousIn,
-                 &tokensIn, &keysIn);
+  specRoundEntry(&result, &target, &draft, run.first, &in.lengths,
+                 &in.previous, &in.tokens, &in.keys);
   specrt_status status = checkedRun(error);
-  int64_t width = result.picks.sizes[1];
+  // The caller's picks hold proposals + 1 per sequence: a wider table is
+  // refused, not copied past them.
   bool fits = takeVector(result.counts, n, out.counts);
-  fits &= takeTable(result.picks, n, width, out.picks);
+  fits &= takeTable(result.picks, n, proposals + 1, out.picks);
   if (!fits && status == SPECRT_OK) {
     error = "the speculative round returned no picks and counts for " +
             std::to_string(n) + " sequences";
@@ -458,20 +466,18 @@ specrt_status HostLibrary::headsSpecRound(float *cache, const SlotRun &run,
                                           std::string &error) {
   specrt_memref_f32_6d descriptor = cacheDescriptor(cache, cacheShape);
   auto n = static_cast<int64_t>(run.count);
-  specrt_memref_i64 lengthsIn = inputMemref(run.lengths, n),
-                    tokensIn = inputMemref(run.tokens, n),
-                    keysIn = inputMemref(run.keys, n);
-  auto *proposals = const_cast<int64_t *>(run.proposals);
-  specrt_memref_i64_2d proposalsIn{proposals, proposals, 0,
-                                   {n, headProposals}, {headProposals, 1}};
+  RoundInputs in(run);
+  auto *proposed = const_cast<int64_t *>(run.proposals);
+  specrt_memref_i64_2d proposedIn{proposed, proposed, 0, {n, proposals},
+                                  {proposals, 1}};
   specrt_heads_spec_round_result result{};
   beforeRun();
-  headsSpecRoundEntry(&result, &descriptor, run.first, &lengthsIn, &tokensIn,
-                      &proposalsIn, &keysIn);
+  headsSpecRoundEntry(&result, &descriptor, run.first, &in.lengths,
+                      &in.tokens, &proposedIn, &in.keys);
   specrt_status status = checkedRun(error);
   bool fits = takeVector(result.counts, n, out.counts);
-  fits &= takeTable(result.picks, n, headProposals + 1, out.picks);
-  fits &= takeTable(result.proposals, n, headProposals, out.proposals);
+  fits &= takeTable(result.picks, n, proposals + 1, out.picks);
+  fits &= takeTable(result.proposals, n, proposals, out.proposals);
   if (!fits && status == SPECRT_OK) {
     error = "the speculative round returned no picks, counts and proposals "
             "for " + std::to_string(n) + " sequences";

@@ -160,7 +160,7 @@ public:
   /// Device::specRound).
   specrt_status prefill(SlotCache which, float *cache, int64_t slot,
                         int64_t start, const int64_t *tokens, size_t length,
-                        int64_t key, int64_t &token, int64_t *proposals,
+                        int64_t key, int64_t &token, int64_t *proposed,
                         std::string &error);
   specrt_status round(float *cache, const SlotRun &run, const RoundOutput &out,
                       std::string &error);
@@ -182,11 +182,12 @@ private:
   specrt_round_fn roundEntry = nullptr;
   specrt_spec_round_fn specRoundEntry = nullptr;
   /// With heads (decoder.batch_proposer "heads") instead of the three
-  /// above, and the proposals each sequence gets.
+  /// above.
   specrt_heads_prefill_fn headsPrefillEntry = nullptr;
   specrt_heads_round_fn headsRoundEntry = nullptr;
   specrt_heads_spec_round_fn headsSpecRoundEntry = nullptr;
-  int64_t headProposals = 0;
+  /// Tokens a speculative round proposes per sequence (decoder.proposals).
+  int64_t proposals = 0;
   /// The caches of slots' shapes, from the manifest.
   std::vector<int64_t> cacheShape, draftCacheShape;
 
