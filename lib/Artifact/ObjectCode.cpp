@@ -1,11 +1,12 @@
 //===- ObjectCode.cpp - the decoder's object code and shared object -------===//
 //
-// Code generation dominates a decoder's compile time after the MLIR
-// pipeline, and a decoder is a few large functions (one per model) and
-// small ones: after optimizing the whole module (so that constants still
-// propagate across calls), llvm::SplitModule spreads the functions over
-// parts, largest first, and each part is compiled on its own thread in its
-// own LLVMContext. Each function's code is what it would be in one module.
+// LLVM's optimization and code generation dominate a decoder's compile
+// time after the MLIR pipeline, and a decoder is a few large functions (one
+// per model) and small ones, which call each other but nothing large is
+// inlined (the models' functions are public and big): the public functions
+// are spread over parts, each with a copy of the local constants and
+// helpers, and each part is optimized and compiled on its own thread in its
+// own LLVMContext. A function's code is what it would be in one module.
 //
 //===----------------------------------------------------------------------===//
 
@@ -29,7 +30,7 @@
 #include "llvm/Support/ThreadPool.h"
 #include "llvm/Support/Threading.h"
 #include "llvm/Support/raw_ostream.h"
-#include "llvm/Transforms/Utils/SplitModule.h"
+#include "llvm/Transforms/Utils/Cloning.h"
 
 using namespace mlir;
 using namespace specula;
@@ -117,22 +118,45 @@ static std::string emitObjectFile(llvm::Module &module,
 }
 
 /// The parts of `module` as bitcode, each to be read into its own context:
-/// one per function group, largest first, at most `count`.
+/// the public functions, largest first, each given to the part with the
+/// fewest instructions so far, at most `count` parts. Every part copies the
+/// module's local definitions (private constants, helpers), so that its
+/// functions fold the constants they read as in one module; the rest are
+/// defined in one part and declared in the others.
 static SmallVector<SmallString<0>> splitIntoBitcode(llvm::Module &module,
                                                     unsigned count) {
-  SmallVector<SmallString<0>> parts;
-  llvm::SplitModule(
-      module, count,
-      [&](std::unique_ptr<llvm::Module> part) {
-        // SplitModule also hands out parts holding only declarations.
-        if (llvm::none_of(part->functions(), [](const llvm::Function &f) {
-              return !f.isDeclaration();
-            }))
-          return;
-        llvm::raw_svector_ostream os(parts.emplace_back());
-        llvm::WriteBitcodeToFile(*part, os);
-      },
-      /*PreserveLocals=*/false, /*RoundRobin=*/true);
+  SmallVector<std::pair<size_t, llvm::Function *>> functions;
+  for (llvm::Function &function : module)
+    if (!function.isDeclaration() && !function.hasLocalLinkage())
+      functions.push_back({function.getInstructionCount(), &function});
+  llvm::stable_sort(functions, [](auto &a, auto &b) { return a.first > b.first; });
+  count = std::clamp<size_t>(functions.size(), 1, std::max(count, 1u));
+  SmallVector<size_t> load(count, 0);
+  llvm::DenseMap<const llvm::GlobalValue *, unsigned> owner;
+  for (auto [size, function] : functions) {
+    unsigned part = llvm::min_element(load) - load.begin();
+    owner[function] = part;
+    load[part] += size;
+  }
+  // A copy of mutable state would not be shared: one part defines it.
+  for (llvm::GlobalVariable &global : module.globals())
+    if (global.hasLocalLinkage() && !global.isConstant()) {
+      global.setLinkage(llvm::GlobalValue::ExternalLinkage);
+      global.setVisibility(llvm::GlobalValue::HiddenVisibility);
+    }
+  SmallVector<SmallString<0>> parts(count);
+  for (unsigned part = 0; part < count; ++part) {
+    llvm::ValueToValueMapTy map;
+    std::unique_ptr<llvm::Module> clone =
+        llvm::CloneModule(module, map, [&](const llvm::GlobalValue *value) {
+          if (value->hasLocalLinkage())
+            return true;
+          auto it = owner.find(value);
+          return it == owner.end() ? part == 0 : it->second == part;
+        });
+    llvm::raw_svector_ostream os(parts[part]);
+    llvm::WriteBitcodeToFile(*clone, os);
+  }
   return parts;
 }
 
@@ -153,11 +177,7 @@ specula::emitObjectFiles(ModuleOp module, StringRef cpu, StringRef directory,
     return failure();
   llvmModule->setDataLayout((*machine)->createDataLayout());
   llvmModule->setTargetTriple((*machine)->getTargetTriple());
-  TimingScope optimization = timing.nest("LLVM optimization (O3)");
-  optimizeHostModule(*llvmModule, machine->get());
-  optimization.stop();
 
-  TimingScope codegen = timing.nest("LLVM code generation");
   unsigned count =
       threads ? threads : llvm::hardware_concurrency().compute_thread_count();
   SmallVector<SmallString<0>> parts =
@@ -176,16 +196,36 @@ specula::emitObjectFiles(ModuleOp module, StringRef cpu, StringRef directory,
     llvm::sys::path::append(path, "decoder." + std::to_string(i) + ".o");
     paths.push_back(std::string(path));
   }
-  llvm::DefaultThreadPool pool(llvm::hardware_concurrency(parts.size()));
+  SmallVector<std::unique_ptr<llvm::LLVMContext>> contexts;
+  SmallVector<std::unique_ptr<llvm::Module>> modules(parts.size());
   for (size_t i = 0; i < parts.size(); ++i)
-    pool.async([&, i] {
-      llvm::LLVMContext context;
-      auto part = llvm::parseBitcodeFile(
-          llvm::MemoryBufferRef(parts[i].str(), "part"), context);
-      errors[i] = part ? emitObjectFile(**part, *machines[i], paths[i])
-                       : llvm::toString(part.takeError());
-    });
-  pool.wait();
+    contexts.push_back(std::make_unique<llvm::LLVMContext>());
+  llvm::DefaultThreadPool pool(llvm::hardware_concurrency(parts.size()));
+  auto forEachPart = [&](auto step) {
+    for (size_t i = 0; i < parts.size(); ++i)
+      pool.async([&, i] {
+        if (errors[i].empty())
+          errors[i] = step(i);
+      });
+    pool.wait();
+  };
+
+  TimingScope optimization = timing.nest("LLVM optimization (O3)");
+  forEachPart([&](size_t i) -> std::string {
+    auto part = llvm::parseBitcodeFile(
+        llvm::MemoryBufferRef(parts[i].str(), "part"), *contexts[i]);
+    if (!part)
+      return llvm::toString(part.takeError());
+    modules[i] = std::move(*part);
+    optimizeHostModule(*modules[i], machines[i].get());
+    return "";
+  });
+  optimization.stop();
+
+  TimingScope codegen = timing.nest("LLVM code generation");
+  forEachPart([&](size_t i) {
+    return emitObjectFile(*modules[i], *machines[i], paths[i]);
+  });
   for (const std::string &error : errors)
     if (!error.empty())
       return module.emitError() << "code generation failed: " << error;

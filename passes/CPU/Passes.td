@@ -129,7 +129,7 @@ def SpecBlockContractions
     Left alone: contractions whose second operand depends on every output
     loop, and other element types.
 
-    Example: `spec-opt --pass-pipeline='builtin.module(func.func(spec-block-contractions{rows=8 columns=64 depth=8 max-tile-elements=384}))'`
+    Example: `spec-opt --pass-pipeline='builtin.module(func.func(spec-block-contractions{rows=8 columns=64 depth=4 max-tile-elements=384}))'`
   }];
   let options = [
     Option<"rows", "rows", "int64_t", "8",
@@ -137,9 +137,10 @@ def SpecBlockContractions
            "split into halves (and 6 rows)">,
     Option<"columns", "columns", "int64_t", "64",
            "Output columns per tile (a power of two, at most 128)">,
-    Option<"depth", "depth", "int64_t", "8",
+    Option<"depth", "depth", "int64_t", "4",
            "Reduction steps per iteration of the reduction loop (a power of "
-           "two, at most 64)">,
+           "two, at most 64); 4 has half the code of 8 and runs as fast "
+           "(docs/performance.md, \"Compile time\")">,
     Option<"maxTileElements", "max-tile-elements", "int64_t", "384",
            "Most accumulator elements (rows x columns) per tile: the column "
            "tile of a row tile with more is split into narrower powers of "

@@ -290,9 +290,9 @@ static cl::opt<std::string> lineTables(
     cl::value_desc("file.mlir"), cl::cat(category));
 static cl::opt<unsigned> codegenThreads(
     "codegen-threads",
-    cl::desc("Threads that generate the object code, each for a part of "
-             "the decoder's functions (default 0: one per hardware thread); "
-             "the code is the same for any count"),
+    cl::desc("Threads that optimize and generate the object code, each for "
+             "a part of the decoder's functions (default 0: one per "
+             "hardware thread); the results are the same for any count"),
     cl::init(0), cl::cat(category));
 static cl::opt<bool> timing(
     "timing",

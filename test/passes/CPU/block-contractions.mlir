@@ -1,4 +1,4 @@
-// RUN: spec-opt %s --pass-pipeline='builtin.module(func.func(spec-block-contractions{columns=32 max-tile-elements=0}))' | FileCheck %s
+// RUN: spec-opt %s --pass-pipeline='builtin.module(func.func(spec-block-contractions{columns=32 depth=8 max-tile-elements=0}))' | FileCheck %s
 // RUN: spec-opt %s --pass-pipeline='builtin.module(func.func(spec-block-contractions))' | FileCheck %s --check-prefix=NARROW
 // RUN: spec-opt %s --pass-pipeline='builtin.module(func.func(spec-block-contractions{rows=2 columns=16 depth=4}))' | FileCheck %s --check-prefix=SMALL
 // RUN: spec-opt %s --spec-graph-to-llvm=block-contractions=false -mlir-disable-threading -mlir-print-ir-before=one-shot-bufferize 2>&1 >/dev/null | FileCheck %s --check-prefix=OFF
@@ -201,18 +201,19 @@ func.func @not_blocked(%x: tensor<4x16x8xf32>, %y: tensor<4x8xf32>, %init: tenso
 // per tile. The 8-row tiles split their 64 columns into two of 32 (8 x 64
 // would not fit the registers); the 6-, 4-, 2- and 1-row tiles keep 64, so
 // that one row has four independent multiply-add chains, not two. The
-// 32-column remainder is a tile of its own.
+// 32-column remainder is a tile of its own. The reduction steps by 4.
 // NARROW-LABEL: func.func @wide
 // NARROW: scf.for %{{.*}} step %c8 iter_args(%{{.*}}) -> (tensor<?x64xf32>)
 // NARROW: scf.for %{{.*}} = %c0 to %c64 step %c32
-// NARROW: vector.contract {{.*}} : vector<8x8xf32>, vector<8x32xf32> into vector<8x32xf32>
-// NARROW: vector.contract {{.*}} : vector<6x8xf32>, vector<8x64xf32> into vector<6x64xf32>
-// NARROW: vector.contract {{.*}} : vector<4x8xf32>, vector<8x64xf32> into vector<4x64xf32>
-// NARROW: vector.contract {{.*}} : vector<2x8xf32>, vector<8x64xf32> into vector<2x64xf32>
-// NARROW: vector.contract {{.*}} : vector<8xf32>, vector<8x64xf32> into vector<64xf32>
-// NARROW: vector.contract {{.*}} : vector<8x8xf32>, vector<8x32xf32> into vector<8x32xf32>
-// NARROW: vector.contract {{.*}} : vector<6x8xf32>, vector<8x32xf32> into vector<6x32xf32>
-// NARROW: vector.contract {{.*}} : vector<8xf32>, vector<8x32xf32> into vector<32xf32>
+// NARROW: scf.for %{{.*}} = %c0 to %c16 step %c4
+// NARROW: vector.contract {{.*}} : vector<8x4xf32>, vector<4x32xf32> into vector<8x32xf32>
+// NARROW: vector.contract {{.*}} : vector<6x4xf32>, vector<4x64xf32> into vector<6x64xf32>
+// NARROW: vector.contract {{.*}} : vector<4x4xf32>, vector<4x64xf32> into vector<4x64xf32>
+// NARROW: vector.contract {{.*}} : vector<2x4xf32>, vector<4x64xf32> into vector<2x64xf32>
+// NARROW: vector.contract {{.*}} : vector<4xf32>, vector<4x64xf32> into vector<64xf32>
+// NARROW: vector.contract {{.*}} : vector<8x4xf32>, vector<4x32xf32> into vector<8x32xf32>
+// NARROW: vector.contract {{.*}} : vector<6x4xf32>, vector<4x32xf32> into vector<6x32xf32>
+// NARROW: vector.contract {{.*}} : vector<4xf32>, vector<4x32xf32> into vector<32xf32>
 // NARROW-NOT: vector.contract
 // NARROW: return
 func.func @wide(%x: tensor<?x16xf32>, %w: tensor<16x96xf32>, %init: tensor<?x96xf32>) -> tensor<?x96xf32> {
