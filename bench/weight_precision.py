@@ -9,10 +9,12 @@ corpus (models/train.py's validation split), computed by `spec-run-graph
 f32's: the share of tokens whose top-1 token agrees with f32's, the mean
 KL(f32 || P) in nats, and each precision's next-token accuracy on the text.
 
-Acceptance, on the example draft decoder (target and draft both at the
-precision): tokens per target forward over the speculative benchmark's
-prompts, whether the speculative text equals the target-only text at the
-same precision (exact greedy), and how many prompts' texts equal f32's.
+Acceptance, on the example draft decoder with both models, the draft
+alone (`specc --draft-weights`) or the target alone at the precision
+(--acceptance-models): tokens per target forward over the speculative
+benchmark's prompts, whether the speculative text equals the target-only
+text at the same precision (exact greedy), and how many prompts' texts
+equal f32's.
 
 Speed, on bench/make_large_model.py's bandwidth-bound target (made into
 --large if it is not there): the draft decoder (gamma 5) compiled at each
@@ -25,7 +27,8 @@ this machine's copy bandwidth (a 256 MiB numpy copy).
 
     /usr/bin/python3 bench/weight_precision.py [--build build]
         [--precisions f16,bf16,int8] [--windows 8] [--window 256]
-        [--prompts 8] [--acceptance-tokens 128] [--large build/large]
+        [--prompts 8] [--acceptance-tokens 128]
+        [--acceptance-models both,draft,target] [--large build/large]
         [--repeats 3] [--max-new-tokens 32] [--skip-speed] [--json out.json]
 
 Needs numpy, onnx and torch (Debian's python3-numpy, python3-onnx,
@@ -139,16 +142,31 @@ def quality(tool, precisions, windows, tmp):
     return rows, len(targets)
 
 
-def acceptance(specc, spec_run, precisions, tmp, prompts, max_new_tokens):
+# Which models a row's precision applies to: specc's flags for it.
+QUANTIZED = {
+    "both": lambda p: [f"--weights={p}"],
+    "draft": lambda p: ["--weights=f32", f"--draft-weights={p}"],
+    "target": lambda p: [f"--weights={p}", "--draft-weights=f32"],
+}
+
+
+def acceptance(specc, spec_run, precisions, tmp, prompts, max_new_tokens,
+               models):
+    """Tokens per target forward of the example draft decoder with the
+    target, the draft or both at each precision; exactness against the
+    target alone; and how many prompts give f32's text (all, when the
+    target is f32)."""
     rows, texts = [], {}
-    for precision in ["f32"] + precisions:
-        artifact = os.path.join(tmp, f"example-{precision}.spec")
+    configs = [("f32", "both")] + [(p, m) for p in precisions for m in models]
+    for precision, quantized in configs:
+        artifact = os.path.join(tmp, f"example-{precision}-{quantized}.spec")
         run([specc, os.path.join(MODELS, "target.onnx"),
              f"--draft={os.path.join(MODELS, 'draft.onnx')}",
-             f"--weights={precision}", "-o", artifact])
+             *QUANTIZED[quantized](precision), "-o", artifact])
         tokens = forwards = 0
         exact = True
-        texts[precision] = []
+        key = (precision, quantized)
+        texts[key] = []
         for prompt in prompts:
             out = json.loads(run([
                 spec_run, artifact, f"--prompt={prompt}",
@@ -159,13 +177,13 @@ def acceptance(specc, spec_run, precisions, tmp, prompts, max_new_tokens):
             forwards += speculative["target_forwards"]
             exact &= (speculative["token_ids"] ==
                       out["no_speculation"]["token_ids"])
-            texts[precision].append(speculative["token_ids"])
-        rows.append({"precision": precision,
+            texts[key].append(speculative["token_ids"])
+        rows.append({"precision": precision, "quantized": quantized,
                      "tokens_per_forward": tokens / forwards,
                      "exact": exact,
                      "same_text_as_f32": sum(
-                         a == b for a, b in zip(texts[precision],
-                                                texts["f32"]))})
+                         a == b for a, b in zip(texts[key],
+                                                texts[("f32", "both")]))})
     return rows
 
 
@@ -223,11 +241,12 @@ def print_tables(results):
         print(f"| {r['precision']} | {100 * r['top1_agreement']:.2f}% | "
               f"{r['mean_kl']:.2e} | {100 * r['accuracy']:.2f}% |")
     print(f"({results['quality_tokens']} held-out tokens)\n")
-    print("| precision | tokens per target forward | exact greedy | prompts "
-          "with f32's text |")
-    print("|---|---:|:---:|---:|")
+    print("| precision | of | tokens per target forward | exact greedy | "
+          "prompts with f32's text |")
+    print("|---|---|---:|:---:|---:|")
     for r in results["acceptance"]:
-        print(f"| {r['precision']} | {r['tokens_per_forward']:.2f} | "
+        print(f"| {r['precision']} | {r['quantized']} | "
+              f"{r['tokens_per_forward']:.2f} | "
               f"{'yes' if r['exact'] else 'NO'} | "
               f"{r['same_text_as_f32']} of {results['prompts']} |")
     if "speed" not in results:
@@ -260,6 +279,9 @@ def main():
                         "benchmark's prompts")
     parser.add_argument("--acceptance-tokens", type=int, default=128,
                         help="acceptance: new tokens per prompt")
+    parser.add_argument("--acceptance-models", default="both,draft,target",
+                        help="acceptance: which models each precision "
+                        "applies to (both, draft, target)")
     parser.add_argument("--skip-speed", action="store_true",
                         help="quality and acceptance only")
     parser.add_argument("--json", help="also write the results here")
@@ -268,6 +290,10 @@ def main():
     if not all(p in ("f16", "bf16", "int8") for p in precisions):
         sys.exit(f"error: --precisions takes f16, bf16 and int8, got "
                  f"'{args.precisions}'")
+    models = args.acceptance_models.split(",")
+    if not models or not set(models) <= set(QUANTIZED):
+        sys.exit(f"error: --acceptance-models takes both, draft and target, "
+                 f"got '{args.acceptance_models}'")
     if not 1 <= args.windows <= 256 or not 2 <= args.window <= 512:
         sys.exit("error: --windows must be 1..256 and --window 2..512 "
                  "(the example target's context)")
@@ -290,7 +316,7 @@ def main():
         results["prompts"] = args.prompts
         results["acceptance"] = acceptance(
             tools["specc"], tools["spec-run"], precisions, tmp,
-            PROMPTS[:args.prompts], args.acceptance_tokens)
+            PROMPTS[:args.prompts], args.acceptance_tokens, models)
         if not args.skip_speed:
             results["speed"], results["copy_bandwidth"] = speed(
                 tools["specc"], tools["spec-run"], precisions, args, tmp)

@@ -231,11 +231,20 @@ void specula::buildGraphToLLVMPipeline(OpPassManager &pm,
   if (options.fuseAttention)
     steps.attention = gpuSchedule ? BufferizationSteps::Attention::GPUKernels
                                   : BufferizationSteps::Attention::CPULoops;
-  if (!options.weights.empty() && options.weights != "f32") {
-    SpecQuantizeWeightsOptions quantize;
-    quantize.precision = options.weights;
-    quantize.outputHead = options.quantizeOutputHead;
-    pm.addPass(createSpecQuantizeWeights(quantize));
+  auto quantize = [&](StringRef precision, ArrayRef<std::string> roles) {
+    if (precision.empty() || precision == "f32")
+      return;
+    SpecQuantizeWeightsOptions narrow;
+    narrow.precision = precision.str();
+    narrow.outputHead = options.quantizeOutputHead;
+    narrow.roles.assign(roles.begin(), roles.end());
+    pm.addPass(createSpecQuantizeWeights(narrow));
+  };
+  if (options.draftWeights.empty()) {
+    quantize(options.weights, {});
+  } else {
+    quantize(options.weights, {"target", "medusa_head", "mtp_module"});
+    quantize(options.draftWeights, {"draft"});
   }
   buildBufferizationPipeline(pm, steps);
   bool parallel = options.parallelColumns && options.blockContractions &&
@@ -312,6 +321,7 @@ void specula::buildSpecToCPUPipeline(OpPassManager &pm,
   lowering.fuseAttention = options.fuseAttention;
   lowering.lineTables = options.lineTables;
   lowering.weights = options.weights;
+  lowering.draftWeights = options.draftWeights;
   lowering.quantizeOutputHead = options.quantizeOutputHead;
   buildGraphToLLVMPipeline(pm, lowering);
   if (!options.weightsFile.empty()) {

@@ -119,6 +119,13 @@ struct GraphToLLVMOptions : public mlir::PassPipelineOptions<GraphToLLVMOptions>
                      "(spec-quantize-weights); empty or f32: as the models "
                      "store them"),
       llvm::cl::init("")};
+  Option<std::string> draftWeights{
+      *this, "draft-weights",
+      llvm::cl::desc("The draft's weight matrices in another precision "
+                     "than weights': f32, f16, bf16 or int8 "
+                     "(spec-quantize-weights{roles=draft}); empty: as "
+                     "weights"),
+      llvm::cl::init("")};
   Option<bool> quantizeOutputHead{
       *this, "quantize-output-head",
       llvm::cl::desc("With weights: also the output head "
@@ -221,6 +228,11 @@ struct SpecToCPUOptions : public mlir::PassPipelineOptions<SpecToCPUOptions> {
       llvm::cl::desc("Store the weight matrices as f16, bf16 or int8 (see "
                      "spec-graph-to-llvm); empty or f32: as the models "
                      "store them"),
+      llvm::cl::init("")};
+  Option<std::string> draftWeights{
+      *this, "draft-weights",
+      llvm::cl::desc("The draft's weight matrices in another precision (see "
+                     "spec-graph-to-llvm); empty: as weights"),
       llvm::cl::init("")};
   Option<bool> quantizeOutputHead{
       *this, "quantize-output-head",

@@ -396,6 +396,9 @@ describeCompiledCode(ModuleOp module, const ArtifactOptions &options,
   // What the weight matrices are stored as (spec-quantize-weights).
   const std::string &precision = options.cpuPipeline.weights.getValue();
   (*weights)["matrices"] = cuda || precision.empty() ? "f32" : precision;
+  const std::string &draft = options.cpuPipeline.draftWeights.getValue();
+  if (!cuda && !draft.empty())
+    (*weights)["draft_matrices"] = draft;
   llvm::json::Object target{
       {"device", cuda ? SPECRT_DEVICE_NAME_CUDA : SPECRT_DEVICE_NAME_CPU},
       {"triple", machine.getTargetTriple().str()},

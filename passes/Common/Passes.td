@@ -233,9 +233,13 @@ def SpecQuantizeWeights : Pass<"spec-quantize-weights", "::mlir::ModuleOp"> {
     whose result its function returns, directly or through reshapes and
     casts. The pass reports what it converted and what it kept in a remark
     on the module. It fails on a constant whose data is missing (an elided
-    resource) and on an unknown precision.
+    resource) and on an unknown precision or role.
 
-    Example: `spec-opt --spec-quantize-weights='precision=int8 min-elements=1024 output-head=false'`
+    With `roles`, only functions whose `spec.role` is one of them are
+    converted (`specc --draft-weights`: the draft in one precision, the
+    target in another); the remark names them.
+
+    Example: `spec-opt --spec-quantize-weights='precision=int8 min-elements=1024 output-head=false roles=draft'`
   }];
   let options = [
     Option<"precision", "precision", "std::string", "\"\"",
@@ -244,7 +248,12 @@ def SpecQuantizeWeights : Pass<"spec-quantize-weights", "::mlir::ModuleOp"> {
            "Smaller weight matrices stay f32">,
     Option<"outputHead", "output-head", "bool", "true",
            "Also convert the output head (a contraction whose result its "
-           "function returns)">
+           "function returns)">,
+    ListOption<"roles", "roles", "std::string",
+               "Only the functions of these models' roles (target, draft, "
+               "medusa_head, mtp_module; a function's spec.role): one "
+               "precision for the draft, another for the target; default: "
+               "every function">
   ];
   let dependentDialects = ["::mlir::arith::ArithDialect",
                            "::mlir::linalg::LinalgDialect"];

@@ -2,6 +2,7 @@
 
 #include "passes/Common/Passes.h"
 #include "passes/Common/WeightContraction.h"
+#include "dialects/spec/SpecOps.h"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/Func/IR/FuncOps.h"
@@ -315,13 +316,33 @@ void QuantizeWeightsPass::runOnOperation() {
                                << precision << "' (expected f16, bf16 or int8)";
     return signalPassFailure();
   }
+  llvm::SmallDenseSet<spec::FunctionRole> selected;
+  for (const std::string &role : roles) {
+    std::optional<spec::FunctionRole> kind = spec::symbolizeFunctionRole(role);
+    if (!kind) {
+      emitError(module.getLoc())
+          << "spec-quantize-weights: unknown role '" << role
+          << "' (expected target, draft, medusa_head or mtp_module)";
+      return signalPassFailure();
+    }
+    selected.insert(*kind);
+  }
+  auto isSelected = [&](func::FuncOp function) {
+    auto role = function->getAttrOfType<spec::RoleAttr>(
+        spec::SpecDialect::kRoleAttrName);
+    return selected.empty() || (role && selected.contains(role.getKind()));
+  };
   QuantizeRun run(storage, minElements, outputHead);
-  WalkResult walk = module.walk([&](linalg::GenericOp op) {
-    return failed(run.visit(op)) ? WalkResult::interrupt()
-                                 : WalkResult::advance();
-  });
-  if (walk.wasInterrupted())
-    return signalPassFailure();
+  for (func::FuncOp function : module.getOps<func::FuncOp>()) {
+    if (!isSelected(function))
+      continue;
+    WalkResult walk = function.walk([&](linalg::GenericOp op) {
+      return failed(run.visit(op)) ? WalkResult::interrupt()
+                                   : WalkResult::advance();
+    });
+    if (walk.wasInterrupted())
+      return signalPassFailure();
+  }
   run.eraseReplaced();
   report(module.getLoc(), run.tally);
 }
@@ -350,4 +371,6 @@ void QuantizeWeightsPass::report(Location loc, const Tally &tally) {
   if (precision == "int8")
     remark << ", " << kept(tally.keptShape)
            << " not a 2-D matrix summed into zeros";
+  if (!roles.empty())
+    remark << " (functions of role " << llvm::join(roles, ", ") << ")";
 }

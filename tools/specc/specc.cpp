@@ -165,6 +165,12 @@ static cl::opt<std::string> weightPrecision(
              "file stores them (f16 or bf16 for a half-precision export, "
              "which computes in f32; f32 on CUDA)"),
     cl::value_desc("f32|f16|bf16|int8"), cl::init("f32"), cl::cat(category));
+static cl::opt<std::string> draftWeightPrecision(
+    "draft-weights",
+    cl::desc("With --draft: store the draft's weight matrices in this "
+             "precision instead of --weights' (a narrow draft beside an "
+             "f32 target, or the other way round)"),
+    cl::value_desc("f32|f16|bf16|int8"), cl::init(""), cl::cat(category));
 static cl::opt<bool> quantizeOutputHead(
     "quantize-output-head",
     cl::desc("With --weights f16, bf16 or int8: also the output head "
@@ -764,6 +770,18 @@ static LogicalResult checkFlags() {
   if (weightPrecision != "f32" && device == ArtifactDevice::CUDA)
     return fail("--weights " + weightPrecision + ": narrow weights run on "
                 "the CPU so far (the CUDA contraction kernels read f32)");
+  if (draftWeightPrecision.getNumOccurrences()) {
+    if (draftPath.empty())
+      return fail("--draft-weights needs --draft (the precision of the "
+                  "draft's weights)");
+    if (!llvm::is_contained({"f32", "f16", "bf16", "int8"},
+                            draftWeightPrecision.getValue()))
+      return fail("--draft-weights must be f32, f16, bf16 or int8, got '" +
+                  draftWeightPrecision + "'");
+    if (draftWeightPrecision != "f32" && device == ArtifactDevice::CUDA)
+      return fail("--draft-weights " + draftWeightPrecision +
+                  ": narrow weights run on the CPU so far");
+  }
   return success();
 }
 
@@ -874,6 +892,7 @@ static void fillArtifactOptions(std::string tokenizer, ArtifactOptions &options)
   cpuPipeline.capacity = capacity;
   cpuPipeline.maxBatch = maxBatch;
   cpuPipeline.weights = weightsToStore();
+  cpuPipeline.draftWeights = draftWeightPrecision;
   cpuPipeline.quantizeOutputHead = quantizeOutputHead;
   cpuPipeline.gpuScheduleThreads = gpuScheduleOnCPU;
   cpuPipeline.gpuSplitMinBytes = gpuSplitMinBytes;

@@ -11,7 +11,9 @@
  *                  address it stores in the library's `spec_weights_base`;
  *                  the manifest's files.weights.matrices says how the weight
  *                  matrices are stored ("f32", or "f16"/"bf16"/"int8"
- *                  with `specc --weights`; the code widens them itself).
+ *                  with `specc --weights`; the code widens them itself),
+ *                  and files.weights.draft_matrices the draft's where
+ *                  `specc --draft-weights` chose another precision.
  *
  * Shared by the compiler (which writes artifacts) and the runtime (which
  * reads them); it has no dependencies.

@@ -1,7 +1,10 @@
 // RUN: spec-opt %s --spec-quantize-weights='precision=bf16 min-elements=1' -split-input-file -verify-diagnostics
 // RUN: not spec-opt %s --spec-quantize-weights='precision=int3' -split-input-file 2>&1 | FileCheck %s --check-prefix=PRECISION
 
+// RUN: not spec-opt %s --spec-quantize-weights='precision=bf16 roles=draft,drafter' -split-input-file 2>&1 | FileCheck %s --check-prefix=ROLE
+
 // PRECISION: error: spec-quantize-weights: unknown precision 'int3' (expected f16, bf16 or int8)
+// ROLE: error: spec-quantize-weights: unknown role 'drafter' (expected target, draft, medusa_head or mtp_module)
 
 // A resource whose data was elided (printed with --elide-resource-strings)
 // cannot be converted.

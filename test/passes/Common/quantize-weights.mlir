@@ -3,6 +3,8 @@
 // RUN: spec-opt %s --spec-quantize-weights='precision=bf16 min-elements=8 output-head=false' -split-input-file | FileCheck %s --check-prefix=HEAD
 // RUN: spec-opt %s --spec-quantize-weights='precision=bf16 min-elements=64' -split-input-file | FileCheck %s --check-prefix=SMALL
 // RUN: spec-opt %s --spec-quantize-weights='precision=bf16 min-elements=8 output-head=false' -split-input-file -o /dev/null 2>&1 | FileCheck %s --check-prefix=REMARK
+// RUN: spec-opt %s --spec-quantize-weights='precision=bf16 min-elements=8 roles=draft,mtp_module' -split-input-file 2>/dev/null | FileCheck %s --check-prefix=ROLES
+// RUN: spec-opt %s --spec-quantize-weights='precision=bf16 min-elements=8 roles=draft,mtp_module' -split-input-file -o /dev/null 2>&1 | FileCheck %s --check-prefix=ROLES-REMARK
 
 // A weight matrix becomes a 16-bit constant that the contraction widens in
 // its body; the multiply and the accumulation stay f32. Rounding is to
@@ -117,3 +119,44 @@ func.func @scale(%x: tensor<4x4xf32>) -> tensor<4x4xf32> {
     }
   }
 #-}
+
+// -----
+
+// With roles, only the functions of those models' roles are converted:
+// `specc --draft-weights` stores the draft in one precision and the target
+// in another. Without, every function.
+
+#a = affine_map<(m, n, k) -> (m, k)>
+#w = affine_map<(m, n, k) -> (k, n)>
+#o = affine_map<(m, n, k) -> (m, n)>
+
+// CHECK-LABEL: func.func @target
+// CHECK: tensor<2x4xbf16>
+// CHECK-LABEL: func.func @draft
+// CHECK: tensor<2x4xbf16>
+// ROLES-LABEL: func.func @target
+// ROLES-NOT: bf16
+// ROLES-LABEL: func.func @draft
+// ROLES: arith.constant {{.*}} : tensor<2x4xbf16>
+// ROLES: arith.extf
+// ROLES-REMARK: remark: spec-quantize-weights: 1 weight matrices to bf16 {{.*}} (functions of role draft, mtp_module)
+func.func @target(%x: tensor<?x2xf32>, %init: tensor<?x4xf32>) -> tensor<?x4xf32> attributes {spec.role = #spec.role<target>} {
+  %w = arith.constant dense<[[1.0, 2.0, 3.0, 4.0], [5.0, 6.0, 7.0, 8.0]]> : tensor<2x4xf32>
+  %0 = linalg.generic {indexing_maps = [#a, #w, #o], iterator_types = ["parallel", "parallel", "reduction"]} ins(%x, %w : tensor<?x2xf32>, tensor<2x4xf32>) outs(%init : tensor<?x4xf32>) {
+  ^bb0(%a: f32, %b: f32, %c: f32):
+    %p = arith.mulf %a, %b : f32
+    %s = arith.addf %c, %p : f32
+    linalg.yield %s : f32
+  } -> tensor<?x4xf32>
+  return %0 : tensor<?x4xf32>
+}
+func.func @draft(%x: tensor<?x2xf32>, %init: tensor<?x4xf32>) -> tensor<?x4xf32> attributes {spec.role = #spec.role<draft>} {
+  %w = arith.constant dense<[[1.0, 2.0, 3.0, 4.0], [5.0, 6.0, 7.0, 9.0]]> : tensor<2x4xf32>
+  %0 = linalg.generic {indexing_maps = [#a, #w, #o], iterator_types = ["parallel", "parallel", "reduction"]} ins(%x, %w : tensor<?x2xf32>, tensor<2x4xf32>) outs(%init : tensor<?x4xf32>) {
+  ^bb0(%a: f32, %b: f32, %c: f32):
+    %p = arith.mulf %a, %b : f32
+    %s = arith.addf %c, %p : f32
+    linalg.yield %s : f32
+  } -> tensor<?x4xf32>
+  return %0 : tensor<?x4xf32>
+}
