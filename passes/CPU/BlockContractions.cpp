@@ -7,6 +7,7 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "passes/CPU/ColumnPanels.h"
 #include "passes/CPU/Passes.h"
 #include "passes/Common/WeightContraction.h"
 
@@ -152,6 +153,12 @@ private:
                                         IRRewriter &rewriter);
   LogicalResult vectorizeTiles(func::FuncOp func, IRRewriter &rewriter);
   LogicalResult hoistAccumulators(func::FuncOp func, IRRewriter &rewriter);
+  LogicalResult packPanels(func::FuncOp func, IRRewriter &rewriter) {
+    if (!panels)
+      return success();
+    packColumnPanels(markedOps(func), rewriter);
+    return canonicalize(func);
+  }
   LogicalResult canonicalize(func::FuncOp func) {
     return applyPatternsGreedily(func, canonicalPatterns);
   }
@@ -371,6 +378,7 @@ void BlockContractionsPass::runOnOperation() {
           func, rewriter, [](const ContractionDims &d) { return d.columns; },
           columns, /*everyHalf=*/false,
           spec::SpecDialect::kColumnTilesAttrName)) ||
+      failed(packPanels(func, rewriter)) ||
       failed(tileByHalves(
           func, rewriter, [](const ContractionDims &d) { return d.rows; }, rows,
           /*everyHalf=*/true, /*marker=*/{},

@@ -108,6 +108,18 @@ def SpecBlockContractions
     2.73 one-row steps with rows outside, 2.20 with columns outside, and
     about 1.05 as one six-row tile, bench/forward_cost.py).
 
+    With `panels` (the default), a constant weight `[K, N]` whose columns
+    are minor and whose only uses are the column tiles' slices is stored
+    as the tiles read it: `[N / columns, K, columns]` panels, tile p
+    reading panel p, and a `[K, r]` constant per remainder tile. A tile
+    then streams contiguous memory instead of `columns` elements from each
+    of K rows N apart, a new page every reduction step: the one-row step
+    of a 107 M-parameter model went from 34.7 to 15.6 ms on this project's
+    machine (bench/weight_stream.c shows the same 2.9x in isolation). A
+    weight read otherwise (a tied embedding, a transposed weight, whose
+    tiles are contiguous already) keeps its layout, so nothing is stored
+    twice; functions that read the same weight share its packed constant.
+
     A row tile whose accumulators (rows x columns elements) exceed
     `max-tile-elements` then has its columns split into narrower tiles, a
     power of two wide: with the defaults an 8-row tile computes 32 columns
@@ -141,6 +153,11 @@ def SpecBlockContractions
            "Reduction steps per iteration of the reduction loop (a power of "
            "two, at most 64); 4 has half the code of 8 and runs as fast "
            "(docs/performance.md, \"Compile time\")">,
+    Option<"panels", "panels", "bool", "true",
+           "Store the column tiles of constant weights as contiguous "
+           "panels (a [K, N] weight as [N / columns, K, columns] and its "
+           "remainder columns), so that a tile streams its weights instead "
+           "of reading a few from each of K rows N apart">,
     Option<"maxTileElements", "max-tile-elements", "int64_t", "384",
            "Most accumulator elements (rows x columns) per tile: the column "
            "tile of a row tile with more is split into narrower powers of "
