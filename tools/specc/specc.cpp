@@ -763,24 +763,19 @@ static LogicalResult checkFlags() {
   if (maxBatch > 1 && device == ArtifactDevice::CUDA)
     return fail("--max-batch: batched rounds run on the CPU so far (the "
                 "CUDA attention kernels take one sequence)");
-  if (!llvm::is_contained({"f32", "f16", "bf16", "int8"},
-                          weightPrecision.getValue()))
-    return fail("--weights must be f32, f16, bf16 or int8, got '" +
-                weightPrecision + "'");
-  if (weightPrecision != "f32" && device == ArtifactDevice::CUDA)
-    return fail("--weights " + weightPrecision + ": narrow weights run on "
-                "the CPU so far (the CUDA contraction kernels read f32)");
-  if (draftWeightPrecision.getNumOccurrences()) {
-    if (draftPath.empty())
-      return fail("--draft-weights needs --draft (the precision of the "
-                  "draft's weights)");
-    if (!llvm::is_contained({"f32", "f16", "bf16", "int8"},
-                            draftWeightPrecision.getValue()))
-      return fail("--draft-weights must be f32, f16, bf16 or int8, got '" +
-                  draftWeightPrecision + "'");
-    if (draftWeightPrecision != "f32" && device == ArtifactDevice::CUDA)
-      return fail("--draft-weights " + draftWeightPrecision +
-                  ": narrow weights run on the CPU so far");
+  if (draftWeightPrecision.getNumOccurrences() && draftPath.empty())
+    return fail("--draft-weights needs --draft (the precision of the "
+                "draft's weights)");
+  for (cl::opt<std::string> *flag : {&weightPrecision, &draftWeightPrecision}) {
+    if (flag == &draftWeightPrecision && !flag->getNumOccurrences())
+      continue;
+    std::string name = ("--" + flag->ArgStr).str();
+    if (!llvm::is_contained({"f32", "f16", "bf16", "int8"}, flag->getValue()))
+      return fail(name + " must be f32, f16, bf16 or int8, got '" +
+                  flag->getValue() + "'");
+    if (flag->getValue() != "f32" && device == ArtifactDevice::CUDA)
+      return fail(name + " " + flag->getValue() + ": narrow weights run on "
+                  "the CPU so far (the CUDA contraction kernels read f32)");
   }
   return success();
 }
