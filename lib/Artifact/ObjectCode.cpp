@@ -6,7 +6,8 @@
 // inlined (the models' functions are public and big): the public functions
 // are spread over parts, each with a copy of the local constants and
 // helpers, and each part is optimized and compiled on its own thread in its
-// own LLVMContext. A function's code is what it would be in one module.
+// own LLVMContext. A function computes what it would in one module (its
+// registers may be allocated differently).
 //
 //===----------------------------------------------------------------------===//
 
@@ -129,7 +130,8 @@ static SmallVector<SmallString<0>> splitIntoBitcode(llvm::Module &module,
   for (llvm::Function &function : module)
     if (!function.isDeclaration() && !function.hasLocalLinkage())
       functions.push_back({function.getInstructionCount(), &function});
-  llvm::stable_sort(functions, [](auto &a, auto &b) { return a.first > b.first; });
+  llvm::stable_sort(functions,
+                    [](auto &a, auto &b) { return a.first > b.first; });
   count = std::clamp<size_t>(functions.size(), 1, std::max(count, 1u));
   SmallVector<size_t> load(count, 0);
   llvm::DenseMap<const llvm::GlobalValue *, unsigned> owner;

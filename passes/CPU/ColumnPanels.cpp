@@ -59,8 +59,8 @@ static std::optional<ColumnRead> columnRead(tensor::ExtractSliceOp slice) {
     return read;
   }
   auto iv = dyn_cast<BlockArgument>(slice.getOffsets().front());
-  auto loop = iv ? dyn_cast<scf::ForOp>(iv.getOwner()->getParentOp())
-                 : scf::ForOp();
+  auto loop =
+      iv ? dyn_cast<scf::ForOp>(iv.getOwner()->getParentOp()) : scf::ForOp();
   if (!loop || loop.getInductionVar() != iv)
     return std::nullopt;
   std::optional<int64_t> lower = getConstantIntValue(loop.getLowerBound());
@@ -115,8 +115,8 @@ static TypedAttr storeLike(ElementsAttr like, RankedTensorType type,
 
 /// Packs `constant` when every use of it is one of `reads` and the loops'
 /// tiles share one width.
-static void packConstant(arith::ConstantOp constant,
-                         ArrayRef<ColumnRead> reads, RewriterBase &rewriter) {
+static void packConstant(arith::ConstantOp constant, ArrayRef<ColumnRead> reads,
+                         RewriterBase &rewriter) {
   auto attr = dyn_cast<ElementsAttr>(constant.getValue());
   auto type = cast<RankedTensorType>(constant.getType());
   std::optional<ArrayRef<char>> data = attr ? rawBytes(attr) : std::nullopt;
@@ -169,9 +169,10 @@ static void packConstant(arith::ConstantOp constant,
     // Tile p (its first column p x width) reads panel p.
     rewriter.setInsertionPoint(read.slice);
     Location sliceLoc = read.slice.getLoc();
-    Value width = arith::ConstantIndexOp::create(rewriter, sliceLoc, read.width);
-    Value panel = arith::DivUIOp::create(rewriter, sliceLoc,
-                                         read.slice.getOffsets().front(), width);
+    Value width =
+        arith::ConstantIndexOp::create(rewriter, sliceLoc, read.width);
+    Value panel = arith::DivUIOp::create(
+        rewriter, sliceLoc, read.slice.getOffsets().front(), width);
     SmallVector<OpFoldResult> offsets{panel, rewriter.getIndexAttr(0),
                                       rewriter.getIndexAttr(0)};
     SmallVector<OpFoldResult> sizes{rewriter.getIndexAttr(1),

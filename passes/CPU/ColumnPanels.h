@@ -1,4 +1,4 @@
-//===- ColumnPanels.h - constant weights stored as column panels -*- C++ -*-===//
+//===- ColumnPanels.h - constant weights as column panels ------*- C++ -*-===//
 //
 // spec-block-contractions' column tiles read a row-major `[K, N]` weight a
 // tile of C columns at a time: C elements from each of K rows, N elements
