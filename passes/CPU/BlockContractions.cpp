@@ -154,9 +154,8 @@ private:
   LogicalResult vectorizeTiles(func::FuncOp func, IRRewriter &rewriter);
   LogicalResult hoistAccumulators(func::FuncOp func, IRRewriter &rewriter);
   LogicalResult packPanels(func::FuncOp func, IRRewriter &rewriter) {
-    if (!panels)
+    if (!panels || !packColumnPanels(markedOps(func), rewriter))
       return success();
-    packColumnPanels(markedOps(func), rewriter);
     return canonicalize(func);
   }
   LogicalResult canonicalize(func::FuncOp func) {

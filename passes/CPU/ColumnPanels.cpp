@@ -114,27 +114,27 @@ static TypedAttr storeLike(ElementsAttr like, RankedTensorType type,
 }
 
 /// Packs `constant` when every use of it is one of `reads` and the loops'
-/// tiles share one width.
-static void packConstant(arith::ConstantOp constant, ArrayRef<ColumnRead> reads,
+/// tiles share one width; returns whether it did.
+static bool packConstant(arith::ConstantOp constant, ArrayRef<ColumnRead> reads,
                          RewriterBase &rewriter) {
   auto attr = dyn_cast<ElementsAttr>(constant.getValue());
   auto type = cast<RankedTensorType>(constant.getType());
   std::optional<ArrayRef<char>> data = attr ? rawBytes(attr) : std::nullopt;
   int64_t bits = type.getElementTypeBitWidth();
   if (!data || (bits != 8 && bits != 16 && bits != 32))
-    return;
+    return false;
   llvm::SmallPtrSet<Operation *, 8> slices;
   std::optional<int64_t> panelWidth;
   for (const ColumnRead &read : reads) {
     slices.insert(read.slice);
     if (!read.offset && panelWidth.value_or(read.width) != read.width)
-      return;
+      return false;
     if (!read.offset)
       panelWidth = read.width;
   }
   if (llvm::any_of(constant->getUsers(),
                    [&](Operation *user) { return !slices.contains(user); }))
-    return;
+    return false;
 
   int64_t rows = type.getDimSize(0), columns = type.getDimSize(1);
   Type element = type.getElementType();
@@ -184,9 +184,10 @@ static void packConstant(arith::ConstantOp constant, ArrayRef<ColumnRead> reads,
         strides);
   }
   rewriter.eraseOp(constant);
+  return true;
 }
 
-void specula::packColumnPanels(ArrayRef<linalg::LinalgOp> ops,
+bool specula::packColumnPanels(ArrayRef<linalg::LinalgOp> ops,
                                RewriterBase &rewriter) {
   llvm::MapVector<Operation *, SmallVector<ColumnRead>> reads;
   llvm::SmallPtrSet<Operation *, 16> seen;
@@ -209,6 +210,9 @@ void specula::packColumnPanels(ArrayRef<linalg::LinalgOp> ops,
     if (std::optional<ColumnRead> read = columnRead(slice))
       reads[constant].push_back(*read);
   }
+  bool packed = false;
   for (auto &[constant, columnReads] : reads)
-    packConstant(cast<arith::ConstantOp>(constant), columnReads, rewriter);
+    packed |=
+        packConstant(cast<arith::ConstantOp>(constant), columnReads, rewriter);
+  return packed;
 }

@@ -23,7 +23,8 @@ namespace specula {
 /// `[N / C, K, C]` of panels, the loop's tile p reading panel p, and one
 /// `[K, R]` constant per static remainder tile. The tiles compute what they
 /// computed, in the same order. Constants read otherwise stay as they are.
-void packColumnPanels(llvm::ArrayRef<mlir::linalg::LinalgOp> ops,
+/// Returns whether any constant was packed.
+bool packColumnPanels(llvm::ArrayRef<mlir::linalg::LinalgOp> ops,
                       mlir::RewriterBase &rewriter);
 
 } // namespace specula
