@@ -128,11 +128,14 @@ static void buildHostToLLVMPipeline(OpPassManager &pm, bool runtimeAllocator) {
 /// The decoder composition to model functions and decode loops on tensors.
 /// `argmaxLanes`: the CPU's vector argmax (spec-lower-steps); 0 on devices
 /// that schedule the linalg reduction.
-/// `maxBatch` > 1: also the batched rounds over that many slots.
+/// `maxBatch` > 1 or `rounds`: also the batched rounds over `maxBatch`
+/// slots.
 static void buildDecoderToTensorsPipeline(OpPassManager &pm, int64_t capacity,
                                           int64_t argmaxLanes,
-                                          int64_t maxBatch = 1) {
-  if (maxBatch > 1) {
+                                          int64_t maxBatch = 1,
+                                          bool rounds = false) {
+  rounds |= maxBatch > 1;
+  if (rounds) {
     SpecSlotTargetOptions slots;
     slots.slots = maxBatch;
     pm.addPass(createSpecSlotTarget(slots));
@@ -140,7 +143,7 @@ static void buildDecoderToTensorsPipeline(OpPassManager &pm, int64_t capacity,
   SpecKVCacheInplaceOptions cache;
   cache.capacity = capacity;
   pm.addPass(createSpecKVCacheInplace(cache));
-  if (maxBatch > 1)
+  if (rounds)
     pm.addPass(createSpecLowerRounds());
   pm.addPass(createSpecTreeAttention());
   pm.addPass(createSpecLowerGenerate());
@@ -180,6 +183,7 @@ void specula::buildComposePipeline(OpPassManager &pm,
     setRuleAndTree(pair, options);
     pair.gamma = options.gamma;
     pair.minConfidence = options.draftConfidence;
+    pair.crossTokenizer = options.crossTokenizer;
     pm.addPass(createSpecPairDraft(pair));
   } else {
     SpecComposeHeadsOptions compose;
@@ -311,7 +315,7 @@ void specula::buildSpecToCPUPipeline(OpPassManager &pm,
                                      const SpecToCPUOptions &options) {
   // 16 lanes: one AVX-512 register, or two AVX2 ones.
   buildDecoderToTensorsPipeline(pm, options.capacity, /*argmaxLanes=*/16,
-                                options.maxBatch);
+                                options.maxBatch, options.rounds);
   GraphToLLVMOptions lowering;
   lowering.runtimeAllocator = options.runtimeAllocator;
   lowering.gpuScheduleThreads = options.gpuScheduleThreads;

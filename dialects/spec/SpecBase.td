@@ -82,6 +82,12 @@ def Spec_Dialect : Dialect {
     /// batched twin (spec-slot-target), which proposes in batched rounds.
     static constexpr ::llvm::StringLiteral kSlotDraftAttrName =
         "spec.slot_draft";
+    /// Discardable unit attribute of a spec.decoder whose draft has another
+    /// tokenizer than its target (spec-pair-draft's cross-tokenizer): the
+    /// runtime translates its proposals into the target's tokens between
+    /// batched rounds, and its decode loop is the target's alone.
+    static constexpr ::llvm::StringLiteral kCrossTokenizerAttrName =
+        "spec.cross_tokenizer";
     /// Discardable attribute of a batched round's entry points: the shape of
     /// the cache of slots the caller passes (2 x layers x slots x kv_heads x
     /// capacity x head_dim). It survives the lowering to LLVM, where the

@@ -40,6 +40,12 @@ LogicalResult SpecDialect::verifyOperationAttribute(Operation *op,
                              << "' is six positive sizes on a function";
     return success();
   }
+  if (name == kCrossTokenizerAttrName) {
+    if (!isa<UnitAttr>(attr.getValue()) || !isa<DecoderOp>(op))
+      return op->emitError() << "'" << name
+                             << "' is a unit attribute of spec.decoder";
+    return success();
+  }
   if (name == kSlotTargetAttrName || name == kSlotDraftAttrName) {
     if (!isa<FlatSymbolRefAttr>(attr.getValue()) || !isa<DecoderOp>(op))
       return op->emitError() << "'" << name
@@ -56,6 +62,7 @@ LogicalResult SpecDialect::verifyOperationAttribute(Operation *op,
                            << "', '" << kContextCapacityAttrName << "', '"
                            << kSlotsAttrName << "', '" << kSlotTargetAttrName
                            << "', '" << kSlotDraftAttrName << "', '"
+                           << kCrossTokenizerAttrName << "', '"
                            << kSlotCacheShapeAttrName << "', '"
                            << kColumnTilesAttrName << "' or '"
                            << kRowTilesAttrName << "'";

@@ -162,6 +162,12 @@ int64_t DecoderOp::getNumProposals() {
 }
 
 LogicalResult DecoderOp::verify() {
+  if ((*this)->hasAttr(SpecDialect::kCrossTokenizerAttrName) &&
+      (!isa<DraftProposerAttr>(getProposer()) || getTreeAttr() ||
+       getRule().isSampling()))
+    return emitOpError() << "'" << SpecDialect::kCrossTokenizerAttrName
+                         << "' marks a draft proposing chains under greedy "
+                            "verification";
   if (FloatAttr rate = getAcceptanceRateAttr())
     if (!(rate.getValueAsDouble() >= 0.0 && rate.getValueAsDouble() <= 1.0))
       return emitOpError() << "acceptance_rate must lie in [0, 1], got "
@@ -220,9 +226,12 @@ DecoderOp::verifySymbolUses(SymbolTableCollection &symbolTable) {
       return failure();
     FailureOr<RankedTensorType> logits = verifyModelSignature(
         op, *function, what, proposer.takesTokenIds());
+    // A cross-tokenizer draft's tokens are translated, not shared.
+    bool translated = op->hasAttr(SpecDialect::kCrossTokenizerAttrName);
     if (failed(logits) ||
-        failed(verifySameVocabulary(op, *target, *targetLogits, *function,
-                                    *logits, what)))
+        (!translated &&
+         failed(verifySameVocabulary(op, *target, *targetLogits, *function,
+                                     *logits, what))))
       return failure();
     roles.push_back(function->role);
   }

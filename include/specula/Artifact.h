@@ -47,6 +47,9 @@ struct ArtifactOptions {
   /// tokenizer_config.json beside it, when there is one) for the runtime to
   /// tokenize with; empty: the byte-level tokenizer (ids 0-255 are bytes).
   std::string tokenizer;
+  /// A cross-tokenizer draft's tokenizer.json, carried as
+  /// draft_tokenizer.json; empty: the draft reads bytes.
+  std::string draftTokenizer;
   /// Tokens that end generation like EOS (an export folder's list of EOS
   /// ids); the manifest's model.stop_token_ids.
   std::vector<int64_t> stopTokens;

@@ -95,6 +95,11 @@ struct ComposeOptions : public mlir::PassPipelineOptions<ComposeOptions> {
       *this, "max-tree-nodes",
       llvm::cl::desc("The most candidates spec-choose-tree's tree may have"),
       llvm::cl::init(63)};
+  Option<bool> crossTokenizer{
+      *this, "cross-tokenizer",
+      llvm::cl::desc("The draft has another tokenizer than the target "
+                     "(spec-pair-draft's cross-tokenizer)"),
+      llvm::cl::init(false)};
   Option<bool> fuseHeads{
       *this, "fuse-heads",
       llvm::cl::desc("Fuse Medusa heads into the target "
@@ -223,6 +228,12 @@ struct SpecToCPUOptions : public mlir::PassPipelineOptions<SpecToCPUOptions> {
                      "and spec-lower-rounds add @<decoder>_prefill and "
                      "@<decoder>_round over a cache of that many slots)"),
       llvm::cl::init(1)};
+  Option<bool> rounds{
+      *this, "rounds",
+      llvm::cl::desc("Build the batched rounds even for one sequence "
+                     "(max-batch 1): a cross-tokenizer draft proposes only "
+                     "in rounds"),
+      llvm::cl::init(false)};
   Option<std::string> weights{
       *this, "weights",
       llvm::cl::desc("Store the weight matrices as f16, bf16 or int8 (see "

@@ -115,6 +115,32 @@ static StringRef proposerKind(ModuleOp module, DecoderOp decoder) {
                                            : "medusa";
 }
 
+/// A cross-tokenizer draft's vocabulary, which the runtime translates from:
+/// its size, BOS and EOS, and its tokenizer (a tokenizer.json the artifact
+/// carries as draft_tokenizer.json, or bytes).
+static FailureOr<llvm::json::Object>
+describeDraftVocabulary(ModuleOp module, DecoderOp decoder,
+                        const ArtifactOptions &options) {
+  auto draft = module.lookupSymbol<func::FuncOp>(
+      decoder.getProposer().getProposerFunctions().front().getAttr());
+  auto config = draft ? draft->getAttrOfType<ModelConfigAttr>(
+                            SpecDialect::kConfigAttrName)
+                      : ModelConfigAttr();
+  if (!config || !config.getBosTokenId() || !config.getEosTokenId())
+    return decoder.emitError()
+           << "the cross-tokenizer draft has no spec.config with BOS and EOS; "
+              "the runtime needs its vocabulary and special tokens";
+  return llvm::json::Object{
+      {"vocab_size", config.getVocabSize()},
+      {"bos_token_id", *config.getBosTokenId()},
+      {"eos_token_id", *config.getEosTokenId()},
+      {"tokenizer",
+       llvm::json::Object{
+           {"kind", options.draftTokenizer.empty() ? "bytes" : "tokenizer.json"},
+           {"fingerprint", config.getTokenizer() ? config.getTokenizer().str()
+                                                 : std::string()}}}};
+}
+
 /// The manifest's description of the decoder and its target model, read
 /// before lowering erases the spec ops.
 static FailureOr<llvm::json::Object>
@@ -149,6 +175,13 @@ describeDecoder(ModuleOp module, DecoderOp decoder, const ArtifactOptions &optio
       {"fingerprint", config.getTokenizer() ? config.getTokenizer().str()
                                             : std::string()}};
 
+  if (decoder->hasAttr(SpecDialect::kCrossTokenizerAttrName)) {
+    FailureOr<llvm::json::Object> draft =
+        describeDraftVocabulary(module, decoder, options);
+    if (failed(draft))
+      return failure();
+    strategy["cross_tokenizer"] = std::move(*draft);
+  }
   strategy["proposer"] = proposerKind(module, decoder);
   strategy["proposals"] = decoder.getNumProposals();
   // A tree decoder counts its rounds by the node they end at; the runtime
@@ -336,12 +369,15 @@ static LogicalResult describeRounds(ModuleOp module,
   auto has = [&](StringRef kind) {
     return static_cast<bool>(module.lookupSymbol<LLVM::LLVMFuncOp>(entry(kind)));
   };
-  bool drafts = has("draft_prefill"), speculates = has("spec_round");
+  bool drafts = has("draft_prefill"), speculates = has("spec_round"),
+       translates = has("draft_round");
   SmallVector<StringRef> kinds{"prefill", "round"};
   if (speculates)
     kinds.push_back("spec_round");
   if (drafts)
     kinds.push_back("draft_prefill");
+  if (translates)
+    kinds.append({"draft_round", "verify"});
   for (StringRef kind : kinds) {
     if (!has(kind))
       return module.emitError() << "the pipeline produced no batched "
@@ -352,7 +388,10 @@ static LogicalResult describeRounds(ModuleOp module,
   if (failed(shape))
     return failure();
   decoder["max_batch"] = static_cast<int64_t>(options.cpuPipeline.maxBatch);
-  decoder["batch_proposer"] = drafts ? "draft" : speculates ? "heads" : "none";
+  decoder["batch_proposer"] = translates ? "cross_tokenizer_draft"
+                              : drafts   ? "draft"
+                              : speculates ? "heads"
+                                           : "none";
   decoder["batch_cache_shape"] = std::move(*shape);
   if (!drafts)
     return success();
@@ -411,7 +450,8 @@ describeCompiledCode(ModuleOp module, const ArtifactOptions &options,
   llvm::json::Object entryPoints{
       {"generate", "_mlir_ciface_" + entryNames[0]},
       {"target_only", "_mlir_ciface_" + entryNames[1]}};
-  if (options.cpuPipeline.maxBatch > 1 && !cuda &&
+  if ((options.cpuPipeline.maxBatch > 1 || options.cpuPipeline.rounds) &&
+      !cuda &&
       failed(describeRounds(module, options, entryPoints,
                             *description["decoder"].getAsObject())))
     return failure();
@@ -426,16 +466,18 @@ describeCompiledCode(ModuleOp module, const ArtifactOptions &options,
 }
 
 /// Copies the tokenizer (and its tokenizer_config.json, when there is one)
-/// into the staged artifact under fixed names, and lists them in `files`.
+/// into the staged artifact under fixed names (`prefix` + tokenizer.json, a
+/// cross-tokenizer draft's with prefix "draft_"), and lists them in `files`.
 static LogicalResult copyTokenizer(ModuleOp module, StringRef tokenizer,
-                                   StringRef staging,
+                                   StringRef prefix, StringRef staging,
                                    llvm::json::Object &files) {
   SmallString<256> config(llvm::sys::path::parent_path(tokenizer));
   llvm::sys::path::append(config, "tokenizer_config.json");
   std::pair<std::string, std::string> copies[] = {
-      {tokenizer.str(), "tokenizer"}, {std::string(config), "tokenizer_config"}};
+      {tokenizer.str(), (prefix + "tokenizer").str()},
+      {std::string(config), (prefix + "tokenizer_config").str()}};
   for (const auto &[from, key] : copies) {
-    if (key == "tokenizer_config" && !llvm::sys::fs::exists(from))
+    if (key != copies[0].second && !llvm::sys::fs::exists(from))
       continue;
     SmallString<256> to(staging);
     llvm::sys::path::append(to, key + ".json");
@@ -534,7 +576,10 @@ LogicalResult specula::writeArtifact(ModuleOp module, StringRef path,
   llvm::json::Object &files = *manifest.getObject("files");
   files["library"] = std::move(*library);
   if ((!options.tokenizer.empty() &&
-       failed(copyTokenizer(module, options.tokenizer, staging, files))) ||
+       failed(copyTokenizer(module, options.tokenizer, "", staging, files))) ||
+      (!options.draftTokenizer.empty() &&
+       failed(copyTokenizer(module, options.draftTokenizer, "draft_", staging,
+                            files))) ||
       failed(writeManifest(module, inStaging(SPECRT_MANIFEST_FILE),
                            std::move(manifest))) ||
       failed(moveIntoPlace(module, staging, path)))

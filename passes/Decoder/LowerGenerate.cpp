@@ -912,7 +912,10 @@ static FailureOr<std::unique_ptr<ProposerLowering>>
 analyzeProposer(DecoderOp decoder, const CachedModel &target,
                 SymbolTable &symbols) {
   ProposerAttrInterface proposer = decoder.getProposer();
-  if (isa<NoProposerAttr>(proposer))
+  // A draft with another tokenizer proposes in batched rounds only, where
+  // the runtime translates its tokens: the decode loop is the target's.
+  if (isa<NoProposerAttr>(proposer) ||
+      decoder->hasAttr(SpecDialect::kCrossTokenizerAttrName))
     return std::unique_ptr<ProposerLowering>(
         std::make_unique<TargetOnlyLowering>(target));
   auto first = symbols.lookup<func::FuncOp>(

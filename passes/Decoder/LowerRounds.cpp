@@ -78,6 +78,9 @@ public:
   void buildPrefill(ImplicitLocOpBuilder &b, func::FuncOp func,
                     const SlotModel &model);
   void buildRound(ImplicitLocOpBuilder &b, func::FuncOp func);
+  void buildBiasedDraftRound(ImplicitLocOpBuilder &b, func::FuncOp func);
+  void buildVerify(ImplicitLocOpBuilder &b, func::FuncOp func,
+                   int64_t proposals);
   void buildSpecRound(ImplicitLocOpBuilder &b, func::FuncOp func,
                       int64_t gamma);
   void buildHeadsSpecRound(ImplicitLocOpBuilder &b, func::FuncOp func);
@@ -105,6 +108,13 @@ private:
   Value headPicksAfter(ImplicitLocOpBuilder &b, const Forward &result,
                        Value rows, Value counts);
   Type proposalsType(ImplicitLocOpBuilder &b) const;
+  /// A target forward verifying given proposals, and what it commits.
+  struct Verified {
+    Forward result;
+    Value batch, picks, counts;
+  };
+  Verified verifyProposals(ImplicitLocOpBuilder &b, ValueRange arguments,
+                           int64_t count);
   std::pair<Value, Value> acceptSampled(ImplicitLocOpBuilder &b,
                                         ArrayRef<Picks> proposals,
                                         Value logits, Value rows, Value keys);
@@ -609,6 +619,91 @@ void RoundBuilder::buildRound(ImplicitLocOpBuilder &b, func::FuncOp func) {
   func::ReturnOp::create(b, results);
 }
 
+/// @<decoder>_draft_round(draft cache, first, lengths, tokens, bias) ->
+/// (next tokens, draft cache) for a cross-tokenizer draft: one greedy step
+/// of the draft over a run of slots, sequence b's logits plus row b of
+/// `bias` (0 or -inf per token): the runtime restricts a step to the tokens
+/// that spell on from a partial last token (token healing), so that the
+/// draft continues a text cut mid-token as it would have tokenized it.
+void RoundBuilder::buildBiasedDraftRound(ImplicitLocOpBuilder &b,
+                                         func::FuncOp func) {
+  Block *entry = func.addEntryBlock();
+  b.setInsertionPointToStart(entry);
+  Value cache = entry->getArgument(0), first = entry->getArgument(1),
+        lengths = entry->getArgument(2), tokens = entry->getArgument(3),
+        bias = entry->getArgument(4);
+  const SlotModel &model = *draft;
+  Value batch = tensor::DimOp::create(b, tokens, 0);
+  Value rowPositions = positions(b, lengths, 0, 1,
+                                 model.func.getArgumentTypes()[model.positions]);
+  Value ids = columns(b, tokens, model.func.getArgumentTypes()[model.tokens]);
+  Forward result = forward(b, model, ids, rowPositions, cache, first, lengths);
+  Type f = cast<RankedTensorType>(result.logits.getType()).getElementType();
+  auto rowsType = RankedTensorType::get({ShapedType::kDynamic, model.vocab}, f);
+  OpFoldResult one = b.getIndexAttr(1), zero = b.getIndexAttr(0);
+  Value last = tensor::ExtractSliceOp::create(
+      b, rowsType, result.logits, {zero, zero, zero},
+      {batch, one, b.getIndexAttr(model.vocab)}, {one, one, one});
+  Value biasRows = tensor::CastOp::create(b, rowsType, bias);
+  auto add = linalg::GenericOp::create(
+      b, rowsType, ValueRange{last, biasRows}, ValueRange{last},
+      SmallVector<AffineMap>(3, b.getMultiDimIdentityMap(2)),
+      SmallVector<utils::IteratorType>(2, utils::IteratorType::parallel),
+      [&](OpBuilder &nb, Location l, ValueRange args) {
+        linalg::YieldOp::create(
+            nb, l, ValueRange{arith::AddFOp::create(nb, l, args[0], args[1])
+                                  .getResult()});
+      });
+  auto tokensType = RankedTensorType::get({ShapedType::kDynamic}, b.getI64Type());
+  Value next = ProposeOp::create(b, tokensType, rowsType, add.getResult(0),
+                                 Value(), GreedyAttr::get(context))
+                   .getTokens();
+  func::ReturnOp::create(b, ValueRange{next, result.cache});
+}
+
+/// @<decoder>_verify(cache, first, lengths, tokens, proposals) -> (picks,
+/// counts, cache): verifyProposals on proposals in the target's tokens,
+/// from wherever the runtime got them (a cross-tokenizer draft's,
+/// translated).
+void RoundBuilder::buildVerify(ImplicitLocOpBuilder &b, func::FuncOp func,
+                               int64_t proposals) {
+  Block *entry = func.addEntryBlock();
+  b.setInsertionPointToStart(entry);
+  Verified verified = verifyProposals(b, entry->getArguments(), proposals);
+  func::ReturnOp::create(b, ValueRange{verified.picks, verified.counts,
+                                       verified.result.cache});
+}
+
+/// (cache, first, lengths, tokens, proposed): sequence b's `count`
+/// proposals (row b of `proposed`) verified after its last token in one
+/// target forward of count + 1 rows per sequence; it commits picks[b, 0 ..
+/// counts[b]) (greedy: every committed token is the target's own pick).
+RoundBuilder::Verified
+RoundBuilder::verifyProposals(ImplicitLocOpBuilder &b, ValueRange arguments,
+                              int64_t count) {
+  Value cache = arguments[0], first = arguments[1], lengths = arguments[2],
+        tokens = arguments[3], proposed = arguments[4];
+  Value batch = tensor::DimOp::create(b, tokens, 0);
+  OpFoldResult one = b.getIndexAttr(1);
+  SmallVector<Value> verified{tokens};
+  for (int64_t k = 0; k < count; ++k)
+    verified.push_back(tensor::ExtractSliceOp::create(
+        b, RankedTensorType::get({ShapedType::kDynamic}, b.getI64Type()),
+        proposed, {b.getIndexAttr(0), b.getIndexAttr(k)}, {batch, one},
+        {one, one}));
+  Value rowPositions =
+      positions(b, lengths, 0, count + 1,
+                target.func.getArgumentTypes()[target.positions]);
+  Value ids =
+      columns(b, verified, target.func.getArgumentTypes()[target.tokens]);
+  Forward result =
+      forward(b, target, ids, rowPositions, cache, first, lengths);
+  Value picks = pickAll(b, result.logits, batch, count + 1);
+  Value counts = acceptedCounts(b, ArrayRef<Value>(verified).drop_front(),
+                                picks, batch);
+  return {result, batch, picks, counts};
+}
+
 /// @<decoder>_spec_round(cache, first, lengths, tokens, proposals, keys) ->
 /// (picks, counts, proposals, cache) with Medusa heads: sequence b's
 /// proposals (row b, from its previous round's heads) are verified after
@@ -619,30 +714,13 @@ void RoundBuilder::buildHeadsSpecRound(ImplicitLocOpBuilder &b,
                                        func::FuncOp func) {
   Block *entry = func.addEntryBlock();
   b.setInsertionPointToStart(entry);
-  Value cache = entry->getArgument(0), first = entry->getArgument(1),
-        lengths = entry->getArgument(2), tokens = entry->getArgument(3),
-        proposed = entry->getArgument(4);
-  Value batch = tensor::DimOp::create(b, tokens, 0);
-  auto heads = static_cast<int64_t>(target.heads.size());
-  OpFoldResult one = b.getIndexAttr(1);
-  SmallVector<Value> verified{tokens};
-  for (int64_t k = 0; k < heads; ++k)
-    verified.push_back(tensor::ExtractSliceOp::create(
-        b, RankedTensorType::get({ShapedType::kDynamic}, b.getI64Type()),
-        proposed, {b.getIndexAttr(0), b.getIndexAttr(k)}, {batch, one},
-        {one, one}));
-  Type argumentTypes[] = {
-      target.func.getArgumentTypes()[target.positions],
-      target.func.getArgumentTypes()[target.tokens]};
-  Value rowPositions = positions(b, lengths, 0, heads + 1, argumentTypes[0]);
-  Value ids = columns(b, verified, argumentTypes[1]);
-  Forward result =
-      forward(b, target, ids, rowPositions, cache, first, lengths);
-  Value picks = pickAll(b, result.logits, batch, heads + 1);
-  Value counts = acceptedCounts(b, ArrayRef<Value>(verified).drop_front(),
-                                picks, batch);
-  Value next = headPicksAfter(b, result, batch, counts);
-  func::ReturnOp::create(b, ValueRange{picks, counts, next, result.cache});
+  Verified verified = verifyProposals(
+      b, entry->getArguments().take_front(5),
+      static_cast<int64_t>(target.heads.size()));
+  Value next = headPicksAfter(b, verified.result, verified.batch,
+                              verified.counts);
+  func::ReturnOp::create(b, ValueRange{verified.picks, verified.counts, next,
+                                       verified.result.cache});
 }
 
 /// @<decoder>_spec_round(cache, draft cache, first, lengths, previous,
@@ -840,7 +918,29 @@ LogicalResult LowerRoundsPass::lower(DecoderOp decoder, SymbolTable &symbols) {
                             {picks, tokens, proposals, cache}));
     builder.buildHeadsSpecRound(b, steps.back().first);
   }
-  if (draft) {
+  if (draft && decoder->hasAttr(SpecDialect::kCrossTokenizerAttrName)) {
+    // The draft proposes in its own tokens, which the runtime translates
+    // between its rounds and @<decoder>_verify's.
+    Type draftCache = draft->cacheType;
+    int64_t gamma = cast<DraftProposerAttr>(decoder.getProposer()).getGamma();
+    auto proposed = RankedTensorType::get({ShapedType::kDynamic, gamma}, i64);
+    auto picks = RankedTensorType::get({ShapedType::kDynamic, gamma + 1}, i64);
+    steps.push_back(addStep("verify", {cache, index, tokens, tokens, proposed},
+                            {picks, tokens, cache}));
+    builder.buildVerify(b, steps.back().first, gamma);
+    steps.push_back(addStep("draft_prefill",
+                            {draftCache, index, index, tokens, i64},
+                            {i64, draftCache}));
+    builder.buildPrefill(b, steps.back().first, *draft);
+    auto bias = RankedTensorType::get(
+        {ShapedType::kDynamic, draft->vocab},
+        cast<RankedTensorType>(
+            draft->func.getResultTypes()[draft->logits]).getElementType());
+    steps.push_back(addStep("draft_round",
+                            {draftCache, index, tokens, tokens, bias},
+                            {tokens, draftCache}));
+    builder.buildBiasedDraftRound(b, steps.back().first);
+  } else if (draft) {
     Type draftCache = draft->cacheType;
     int64_t gamma = cast<DraftProposerAttr>(decoder.getProposer()).getGamma();
     auto picks = RankedTensorType::get({ShapedType::kDynamic, gamma + 1},

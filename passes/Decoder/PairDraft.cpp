@@ -131,8 +131,8 @@ namespace {
 /// what pairing changes (cutting padded logits) waits until all passed.
 class PairCheck {
 public:
-  PairCheck(ModelInfo &target, ModelInfo &draft)
-      : target(target), draft(draft),
+  PairCheck(ModelInfo &target, ModelInfo &draft, bool crossTokenizer)
+      : target(target), draft(draft), crossTokenizer(crossTokenizer),
         pair(("draft @" + draft.func.getSymName() + " and target @" +
               target.func.getSymName())
                  .str()) {}
@@ -171,10 +171,23 @@ private:
     diag.attachNote() << "to fix: " << fix;
   }
 
-  /// Whether both name the same tokenizer; different ones are an error.
+  /// Whether both name the same tokenizer; different ones are an error
+  /// unless the pair is cross-tokenizer, which needs them different.
   bool tokenizers() {
     StringAttr targetTokenizer = target.tokenizer(),
                draftTokenizer = draft.tokenizer();
+    if (crossTokenizer) {
+      if (!targetTokenizer || !draftTokenizer)
+        incompatible("cannot be paired across tokenizers: @" +
+                         (targetTokenizer ? draft : target).func.getSymName() +
+                         " names no tokenizer (tokenizer_sha256)",
+                     "export both models with their tokenizer's fingerprint");
+      else if (targetTokenizer == draftTokenizer)
+        incompatible("use the same tokenizer (" + targetTokenizer.getValue() +
+                         "): there is nothing to translate",
+                     "drop cross-tokenizer");
+      return false;
+    }
     if (targetTokenizer && draftTokenizer && targetTokenizer != draftTokenizer)
       incompatible("use different tokenizers (fingerprints " +
                        draftTokenizer.getValue() + " and " +
@@ -188,7 +201,8 @@ private:
   void vocabularies(bool sameTokenizer, ModelInfo *&padded, int64_t &common) {
     std::optional<int64_t> targetVocab = target.vocab(),
                            draftVocab = draft.vocab();
-    if (!targetVocab || !draftVocab || *targetVocab == *draftVocab)
+    if (crossTokenizer || !targetVocab || !draftVocab ||
+        *targetVocab == *draftVocab)
       return;
     if (!sameTokenizer)
       return incompatible(
@@ -212,7 +226,8 @@ private:
       return;
     auto checkId = [&](StringRef name, std::optional<int64_t> targetId,
                        std::optional<int64_t> draftId) {
-      if (targetId && draftId && *targetId != *draftId)
+      // Across tokenizers, special tokens correspond by role, not by id.
+      if (!crossTokenizer && targetId && draftId && *targetId != *draftId)
         incompatible("disagree on the " + name + " token id (" +
                          Twine(*draftId) + " and " + Twine(*targetId) + ")",
                      "pair models whose special tokens agree");
@@ -233,6 +248,7 @@ private:
   }
 
   ModelInfo &target, &draft;
+  bool crossTokenizer;
   std::string pair;
   bool ok = true;
 };
@@ -242,7 +258,7 @@ LogicalResult PairDraftPass::checkCompatibility(ModelInfo &target,
                                                 ModelInfo &draft) {
   ModelInfo *padded = nullptr;
   int64_t common = 0;
-  if (failed(PairCheck(target, draft).run(padded, common)))
+  if (failed(PairCheck(target, draft, crossTokenizer).run(padded, common)))
     return failure();
   if (padded)
     sliceLogits(*padded, common);
@@ -265,6 +281,13 @@ LogicalResult PairDraftPass::initialize(MLIRContext *context) {
   if (minConfidence > 0.0 && sampling)
     return emit() << "spec-pair-draft: min-confidence stops drafting early "
                      "under greedy verification only; drop it or sampling";
+  if (crossTokenizer && (sampling || minConfidence > 0.0 ||
+                         !treeParents.empty() || !treeRanks.empty()))
+    return emit() << "spec-pair-draft: a cross-tokenizer draft proposes "
+                     "chains under greedy verification so far; drop "
+                  << (sampling ? "sampling"
+                      : minConfidence > 0.0 ? "min-confidence"
+                                            : "the tree");
   tree = {};
   if (!treeParents.empty() || !treeRanks.empty()) {
     tree = TreeAttr::getChecked([&] { return emit() << "spec-pair-draft: "; },
@@ -295,7 +318,8 @@ void PairDraftPass::runOnOperation() {
                        << " exists already; choose another decoder-name";
     return signalPassFailure();
   }
-  DecoderOp::create(b, target->func.getLoc(), b.getStringAttr(decoderName),
+  auto decoder = DecoderOp::create(
+      b, target->func.getLoc(), b.getStringAttr(decoderName),
                     FlatSymbolRefAttr::get(target->func.getSymNameAttr()),
                     DraftProposerAttr::get(
                         &getContext(),
@@ -303,4 +327,6 @@ void PairDraftPass::runOnOperation() {
                         tree ? tree.getMaxDepth() : int64_t(gamma),
                         APFloat(static_cast<double>(minConfidence))),
                     rule, /*acceptance_rate=*/FloatAttr(), tree);
+  if (crossTokenizer)
+    decoder->setAttr(SpecDialect::kCrossTokenizerAttrName, b.getUnitAttr());
 }

@@ -139,6 +139,14 @@ def SpecPairDraft : Pass<"spec-pair-draft", "::mlir::ModuleOp"> {
     of the draft's candidates (`#spec.tree`; SpecInfer's token trees)
     instead of a chain, and gamma is the tree's depth: the draft runs one
     forward per depth (spec-tree-attention lets it run over the tree).
+
+    With `cross-tokenizer`, the draft's tokenizer must differ from the
+    target's (both fingerprints known); vocabularies and special token ids
+    may differ (BOS and EOS correspond by role), and the decoder is marked
+    `spec.cross_tokenizer`: its proposals are in the draft's tokens, which
+    the runtime spells and re-tokenizes into the target's between batched
+    rounds (docs/cross-tokenizer.md). Greedy chains only so far: sampling,
+    trees and min-confidence are refused.
   }];
   let options = [
     Option<"targetName", "target", "std::string", "\"\"",
@@ -170,7 +178,12 @@ def SpecPairDraft : Pass<"spec-pair-draft", "::mlir::ModuleOp"> {
                "tree's depth)">,
     ListOption<"treeRanks", "tree-ranks", "int64_t",
                "With tree-parents: each candidate's rank among the draft's "
-               "most likely tokens after its parent">
+               "most likely tokens after its parent">,
+    Option<"crossTokenizer", "cross-tokenizer", "bool", "false",
+           "Pair a draft whose tokenizer differs from the target's "
+           "(spec.cross_tokenizer): vocabularies and special token ids may "
+           "differ; the runtime translates proposals between rounds (greedy "
+           "chains so far)">
   ];
   let dependentDialects = ["::specula::spec::SpecDialect",
                            "::mlir::tensor::TensorDialect"];

@@ -12,6 +12,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "Model.h"
+#include "TokenTranslator.h"
 
 #include "specrt/artifact_format.h"
 
@@ -21,9 +22,12 @@
 #include <cstdint>
 #include <cstdlib>
 #include <cstring>
+#include <memory>
 #include <vector>
 
 using namespace specrt;
+
+extern "C" bool specrt_on_token(int64_t token);
 
 namespace {
 /// A cache of slots: zeroed floats, 64-byte aligned for the compiled code.
@@ -64,6 +68,12 @@ struct Slot {
   /// With heads, what they proposed after its last token: its next
   /// speculative round verifies them.
   std::vector<int64_t> proposals;
+  /// With a cross-tokenizer draft: the committed text in the draft's
+  /// tokens, how many of `tokens` it holds, and what the draft's cache
+  /// holds by position (its BOS, then draft tokens).
+  std::unique_ptr<DraftContext> draftText;
+  size_t spelled = 0;
+  std::vector<int64_t> draftCached;
 
   int64_t length() const { return static_cast<int64_t>(tokens.size()) - 1; }
 };
@@ -137,6 +147,10 @@ struct specrt_batch {
   int64_t proposals = 0;
   /// Whether the heads fused into the target propose (no draft cache).
   bool heads = false;
+  /// With a cross-tokenizer draft: what translates its tokens, and the
+  /// positions its cache holds per slot.
+  std::unique_ptr<TokenTranslator> translator;
+  int64_t draftCapacity = 0;
   specrt_speculation speculation = SPECRT_SPECULATE_ADAPTIVE;
   /// Prompt tokens prefilled per step (0: a whole prompt when it joins).
   int64_t prefillChunk = 0;
@@ -156,7 +170,7 @@ specrt_status specrt_batch_open(specrt_model *model, specrt_batch **batch) {
                 "the artifact has no batched rounds; compile it with specc "
                 "--max-batch");
   auto opened = std::make_unique<specrt_batch>(m.maxBatch);
-  bool drafts = m.batchProposer == "draft";
+  bool drafts = m.batchProposer == "draft" || m.crossTokenizer();
   if (!opened->cache.allocate(m.batchCacheShape) ||
       (drafts && !opened->draftCache.allocate(m.batchDraftCacheShape)))
     return fail(SPECRT_ERROR_OUT_OF_MEMORY,
@@ -164,10 +178,16 @@ specrt_status specrt_batch_open(specrt_model *model, specrt_batch **batch) {
                     std::to_string(m.maxBatch) + " slots");
   opened->model = model;
   opened->capacity = m.batchCacheShape[4];
-  if (drafts)
+  // A cross-tokenizer draft's positions are its own tokens': checked per
+  // round, not against the target's.
+  if (drafts && !m.crossTokenizer())
     opened->capacity = std::min(opened->capacity, m.batchDraftCacheShape[4]);
-  if (!m.specRoundEntry.empty())
+  if (!m.specRoundEntry.empty() || m.crossTokenizer())
     opened->proposals = m.proposals;
+  if (m.crossTokenizer()) {
+    opened->translator = TokenTranslator::create(*model);
+    opened->draftCapacity = m.batchDraftCacheShape[4];
+  }
   opened->heads = m.batchProposer == "heads";
   *batch = opened.release();
   return SPECRT_OK;
@@ -332,6 +352,20 @@ static StepKind stepKind(const specrt_batch *batch, size_t slot,
 }
 
 namespace {
+/// Nanoseconds since the last lap (or since it was made).
+class Stopwatch {
+public:
+  uint64_t lap() {
+    auto now = std::chrono::steady_clock::now();
+    auto elapsed = std::chrono::duration_cast<std::chrono::nanoseconds>(now - last);
+    last = now;
+    return static_cast<uint64_t>(elapsed.count());
+  }
+
+private:
+  std::chrono::steady_clock::time_point last = std::chrono::steady_clock::now();
+};
+
 /// One step's work over runs of slots, and its output arrays.
 class StepRunner {
 public:
@@ -349,7 +383,17 @@ public:
 private:
   specrt_status plain(size_t first, size_t end);
   specrt_status speculative(size_t first, size_t end);
+  specrt_status translated(size_t first, size_t end);
   specrt_status catchUpDraft(size_t slot);
+  void followText(size_t slot, std::vector<int64_t> &context,
+                  std::string &pending);
+  specrt_status draftProposals(size_t first, size_t end,
+                               const std::vector<std::vector<int64_t>> &contexts,
+                               const std::vector<std::string> &pending,
+                               std::vector<int64_t> &proposed);
+  specrt_status commitVerified(size_t first, size_t end,
+                               const std::vector<int64_t> &picks,
+                               const std::vector<int64_t> &counts);
   specrt_status commit(size_t slot, const int64_t *picked, int64_t picks);
   void keepProposals(size_t first, size_t end,
                      const std::vector<int64_t> &proposals);
@@ -365,8 +409,9 @@ specrt_status StepRunner::run(StepKind kind, size_t first, size_t end) {
   ++batch->stats.target_forwards;
   batch->stats.sequence_steps += end - first;
   speculated |= kind == StepKind::Speculative;
-  return kind == StepKind::Speculative ? speculative(first, end)
-                                       : plain(first, end);
+  if (kind == StepKind::Plain)
+    return plain(first, end);
+  return batch->translator ? translated(first, end) : speculative(first, end);
 }
 
 /// Appends `picks` tokens to the sequence in `slot` and to the output.
@@ -472,16 +517,26 @@ specrt_status StepRunner::speculative(size_t first, size_t end) {
           batch->cache.data, batch->draftCache.data, run, out, error))
     return fail(status, error);
   keepProposals(first, end, next);
-  for (size_t i = 0; i < n; ++i) {
+  // The draft cached positions up to length + proposals - 1 of which all
+  // that the sequence keeps are its tokens.
+  for (size_t i = 0; i < n; ++i)
+    batch->slots[first + i].draftLength =
+        std::min(lengths[i] + std::clamp<int64_t>(counts[i], 1, width),
+                 lengths[i] + batch->proposals);
+  return commitVerified(first, end, picks, counts);
+}
+
+/// Commits what a speculative round verified for slots [first, end):
+/// sequence i's picks[i * (proposals + 1) ..], counts[i] of them.
+specrt_status StepRunner::commitVerified(size_t first, size_t end,
+                                         const std::vector<int64_t> &picks,
+                                         const std::vector<int64_t> &counts) {
+  int64_t width = batch->proposals + 1;
+  for (size_t i = 0; i < end - first; ++i) {
     if (counts[i] < 1 || counts[i] > width)
       return fail(SPECRT_ERROR_FORMAT,
                   "the speculative round committed " +
                       std::to_string(counts[i]) + " tokens");
-    // The draft cached positions up to length + proposals - 1 of which
-    // all that the sequence keeps are its tokens.
-    Slot &s = batch->slots[first + i];
-    s.draftLength = std::min(lengths[i] + counts[i],
-                             lengths[i] + batch->proposals);
     batch->stats.proposed += batch->proposals;
     batch->stats.accepted += counts[i] - 1;
     if (specrt_status status =
@@ -489,6 +544,123 @@ specrt_status StepRunner::speculative(size_t first, size_t end) {
       return status;
   }
   return SPECRT_OK;
+}
+
+/// The draft's context for the sequence in `slot` (healed: its BOS and its
+/// text's tokens but the last) and the bytes after it, `pending`: the
+/// tokens committed since the last round spelled and the text's tail
+/// tokenized again with them.
+void StepRunner::followText(size_t slot, std::vector<int64_t> &context,
+                            std::string &pending) {
+  Slot &s = batch->slots[slot];
+  const TokenTranslator &translator = *batch->translator;
+  if (!s.draftText)
+    s.draftText = translator.newContext();
+  s.draftText->append(translator.spellTarget(s.tokens.data() + s.spelled,
+                                             s.tokens.size() - s.spelled));
+  s.spelled = s.tokens.size();
+  translator.healedContext(*s.draftText, context, pending);
+}
+
+/// The draft's `proposals` tokens after each context (the contexts' last
+/// tokens fed first; the first proposal spelling on from the pending
+/// bytes) into `proposed`, sequence i at i * proposals, after its cache is
+/// brought to hold all of its context but the last token.
+specrt_status StepRunner::draftProposals(
+    size_t first, size_t end, const std::vector<std::vector<int64_t>> &contexts,
+    const std::vector<std::string> &pending, std::vector<int64_t> &proposed) {
+  size_t n = end - first, vocab = batch->translator->draftVocab();
+  int64_t gamma = batch->proposals, ignored = 0;
+  std::vector<int64_t> lengths(n), tokens(n), keys(n, 0), next(n);
+  std::vector<float> healing(n * vocab), unbiased(n * vocab, 0.0f);
+  for (size_t i = 0; i < n; ++i)
+    batch->translator->healingBias(pending[i], &healing[i * vocab]);
+  for (size_t i = 0; i < n; ++i) {
+    Slot &s = batch->slots[first + i];
+    const std::vector<int64_t> &context = contexts[i];
+    // The cache is kept where it holds what the context starts with.
+    size_t valid = 0, need = context.size() - 1;
+    while (valid < std::min(s.draftCached.size(), need) &&
+           s.draftCached[valid] == context[valid])
+      ++valid;
+    if (valid < need) {
+      auto start = std::chrono::steady_clock::now();
+      if (specrt_status status = batch->model->device->prefill(
+              SlotCache::Draft, batch->draftCache.data,
+              static_cast<int64_t>(first + i), static_cast<int64_t>(valid),
+              context.data() + valid, need - valid, 0, ignored, nullptr, error))
+        return fail(status, error);
+      catchingUp += std::chrono::steady_clock::now() - start;
+      batch->stats.draft_catch_up += need - valid;
+    }
+    lengths[i] = static_cast<int64_t>(need);
+    tokens[i] = context.back();
+  }
+  for (int64_t k = 0; k < gamma; ++k) {
+    SlotRun run{static_cast<int64_t>(first), n, lengths.data(), nullptr,
+                tokens.data(), keys.data(), nullptr,
+                (k == 0 ? healing : unbiased).data()};
+    RoundOutput out{next.data(), nullptr, nullptr, nullptr};
+    if (specrt_status status = batch->model->device->draftRound(
+            batch->draftCache.data, run, out, error))
+      return fail(status, error);
+    for (size_t i = 0; i < n; ++i) {
+      proposed[i * gamma + k] = next[i];
+      ++lengths[i];
+      tokens[i] = next[i];
+    }
+  }
+  // The cache now holds each context and all proposals but the last.
+  for (size_t i = 0; i < n; ++i) {
+    std::vector<int64_t> &cached = batch->slots[first + i].draftCached;
+    cached = contexts[i];
+    cached.insert(cached.end(), proposed.begin() + i * gamma,
+                  proposed.begin() + (i + 1) * gamma - 1);
+  }
+  return SPECRT_OK;
+}
+
+/// A speculative round with a cross-tokenizer draft: it proposes in its own
+/// tokens after each sequence's text, the proposals are spelled and
+/// tokenized in the target's tokens, and the target verifies those. A run
+/// in which a sequence's draft context would outgrow the draft's cache
+/// takes a plain round instead.
+specrt_status StepRunner::translated(size_t first, size_t end) {
+  size_t n = end - first;
+  int64_t gamma = batch->proposals, width = gamma + 1;
+  Stopwatch watch;
+  std::vector<std::vector<int64_t>> contexts(n);
+  std::vector<std::string> pending(n);
+  for (size_t i = 0; i < n; ++i)
+    followText(first + i, contexts[i], pending[i]);
+  for (const std::vector<int64_t> &context : contexts)
+    if (static_cast<int64_t>(context.size()) - 1 + gamma > batch->draftCapacity)
+      return plain(first, end);
+  batch->stats.translate_ns += watch.lap();
+  std::vector<int64_t> proposed(n * gamma);
+  if (specrt_status status =
+          draftProposals(first, end, contexts, pending, proposed))
+    return status;
+  batch->stats.propose_ns += watch.lap();
+  std::vector<int64_t> verified(n * gamma), lengths(n), lasts(n), keys(n, 0),
+      picks(n * width), counts(n);
+  for (size_t i = 0; i < n; ++i) {
+    Slot &s = batch->slots[first + i];
+    batch->translator->translate(&proposed[i * gamma], gamma, pending[i],
+                                 &verified[i * gamma], gamma);
+    lengths[i] = s.length();
+    lasts[i] = s.tokens.back();
+    ++s.forwards;
+  }
+  batch->stats.translate_ns += watch.lap();
+  SlotRun run{static_cast<int64_t>(first), n, lengths.data(), nullptr,
+              lasts.data(), keys.data(), verified.data()};
+  RoundOutput out{nullptr, picks.data(), counts.data(), nullptr};
+  if (specrt_status status =
+          batch->model->device->verify(batch->cache.data, run, out, error))
+    return fail(status, error);
+  batch->stats.verify_ns += watch.lap();
+  return commitVerified(first, end, picks, counts);
 }
 
 /// Whether this step speculates, by the batch's policy.
@@ -548,5 +720,55 @@ specrt_status specrt_batch_remove(specrt_batch *batch, int64_t slot) {
     return fail(SPECRT_ERROR_INVALID_ARGUMENT,
                 "slot " + std::to_string(slot) + " holds no sequence");
   batch->slots[slot] = Slot{};
+  return SPECRT_OK;
+}
+
+specrt_status specrt::decodeInRounds(specrt_model *model, const int64_t *prompt,
+                                     size_t promptLength, int64_t maxNewTokens,
+                                     const std::vector<int64_t> &stopTokens,
+                                     DecodeOutput &output) {
+  specrt_batch *opened = nullptr;
+  if (specrt_status status = specrt_batch_open(model, &opened))
+    return status;
+  std::unique_ptr<specrt_batch, void (*)(specrt_batch *)> batch(
+      opened, specrt_batch_close);
+  specrt_batch_set_speculation(opened, SPECRT_SPECULATE_ALWAYS);
+  int64_t slot = -1, token = -1;
+  if (specrt_status status =
+          specrt_batch_add(opened, prompt, promptLength, &slot, &token))
+    return status;
+  output.sequence.assign(prompt, prompt + promptLength);
+  output.targetForwards = 1;
+  output.acceptedHistogram.assign(opened->proposals + 1, 0);
+  auto ends = [&](int64_t t) {
+    return t == model->manifest.eosTokenId ||
+           std::find(stopTokens.begin(), stopTokens.end(), t) != stopTokens.end();
+  };
+  std::vector<int64_t> slots(specrt_batch_step_capacity(opened)),
+      tokens(slots.size());
+  size_t count = 1;
+  tokens[0] = token;
+  for (int64_t generated = 0; count > 0;) {
+    bool stop = false;
+    for (size_t i = 0; i < count && !stop; ++i) {
+      output.sequence.push_back(tokens[i]);
+      stop = specrt_on_token(tokens[i]) || ends(tokens[i]) ||
+             ++generated >= maxNewTokens;
+    }
+    if (stop)
+      break;
+    if (specrt_status status =
+            specrt_batch_step(opened, slots.data(), tokens.data(), &count))
+      return status;
+    const specrt_batch_stats &stats = opened->stats;
+    output.proposeNanoseconds =
+        static_cast<int64_t>(stats.propose_ns + stats.translate_ns);
+    output.verifyNanoseconds = static_cast<int64_t>(stats.verify_ns);
+    output.translateNanoseconds = static_cast<int64_t>(stats.translate_ns);
+    if (count > 0) {
+      ++output.targetForwards;
+      ++output.acceptedHistogram[std::min<size_t>(count, output.acceptedHistogram.size()) - 1];
+    }
+  }
   return SPECRT_OK;
 }

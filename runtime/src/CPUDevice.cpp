@@ -91,6 +91,14 @@ public:
                           std::string &error) override {
     return library.specRound(cache, draftCache, run, out, error);
   }
+  specrt_status draftRound(float *draftCache, const SlotRun &run,
+                           const RoundOutput &out, std::string &error) override {
+    return library.draftRound(draftCache, run, out, error);
+  }
+  specrt_status verify(float *cache, const SlotRun &run, const RoundOutput &out,
+                       std::string &error) override {
+    return library.verify(cache, run, out, error);
+  }
 
 private:
   MappedFile weights;
@@ -208,6 +216,16 @@ specrt_status HostLibrary::open(const std::string &directory,
     specRoundEntry = reinterpret_cast<specrt_spec_round_fn>(
         symbol(manifest.specRoundEntry));
     if (!draftPrefillEntry || !specRoundEntry)
+      return SPECRT_ERROR_FORMAT;
+    draftCacheShape = manifest.batchDraftCacheShape;
+  } else if (manifest.crossTokenizer()) {
+    draftPrefillEntry = reinterpret_cast<specrt_prefill_fn>(
+        symbol(manifest.draftPrefillEntry));
+    draftRoundEntry = reinterpret_cast<specrt_draft_round_fn>(
+        symbol(manifest.draftRoundEntry));
+    draftVocab = manifest.draftVocabSize;
+    verifyEntry = reinterpret_cast<specrt_verify_fn>(symbol(manifest.verifyEntry));
+    if (!draftPrefillEntry || !draftRoundEntry || !verifyEntry)
       return SPECRT_ERROR_FORMAT;
     draftCacheShape = manifest.batchDraftCacheShape;
   }
@@ -409,6 +427,59 @@ specrt_status HostLibrary::round(float *cache, const SlotRun &run,
   return status;
 }
 
+specrt_status HostLibrary::draftRound(float *draftCache, const SlotRun &run,
+                                      const RoundOutput &out,
+                                      std::string &error) {
+  if (!draftRoundEntry) {
+    error = "the artifact has no cross-tokenizer draft (specc --cross-tokenizer)";
+    return SPECRT_ERROR_UNSUPPORTED;
+  }
+  specrt_memref_f32_6d descriptor = cacheDescriptor(draftCache, draftCacheShape);
+  auto n = static_cast<int64_t>(run.count);
+  RoundInputs in(run);
+  auto *bias = const_cast<float *>(run.bias);
+  specrt_memref_f32_2d biasIn{bias, bias, 0, {n, draftVocab}, {draftVocab, 1}};
+  specrt_memref_i64 result{};
+  beforeRun();
+  draftRoundEntry(&result, &descriptor, run.first, &in.lengths, &in.tokens,
+                  &biasIn);
+  specrt_status status = checkedRun(error);
+  int64_t size = result.size;
+  if (!takeVector(result, n, out.next) && status == SPECRT_OK) {
+    error = "the draft's round returned " + std::to_string(size) +
+            " tokens for " + std::to_string(n) + " sequences";
+    status = SPECRT_ERROR_FORMAT;
+  }
+  return status;
+}
+
+specrt_status HostLibrary::verify(float *cache, const SlotRun &run,
+                                  const RoundOutput &out, std::string &error) {
+  if (!verifyEntry) {
+    error = "the artifact has no cross-tokenizer draft (specc --cross-tokenizer)";
+    return SPECRT_ERROR_UNSUPPORTED;
+  }
+  specrt_memref_f32_6d descriptor = cacheDescriptor(cache, cacheShape);
+  auto n = static_cast<int64_t>(run.count);
+  RoundInputs in(run);
+  auto *proposed = const_cast<int64_t *>(run.proposals);
+  specrt_memref_i64_2d proposedIn{proposed, proposed, 0, {n, proposals},
+                                  {proposals, 1}};
+  specrt_spec_round_result result{};
+  beforeRun();
+  verifyEntry(&result, &descriptor, run.first, &in.lengths, &in.tokens,
+              &proposedIn);
+  specrt_status status = checkedRun(error);
+  bool fits = takeVector(result.counts, n, out.counts);
+  fits &= takeTable(result.picks, n, proposals + 1, out.picks);
+  if (!fits && status == SPECRT_OK) {
+    error = "the verification returned no picks and counts for " +
+            std::to_string(n) + " sequences";
+    status = SPECRT_ERROR_FORMAT;
+  }
+  return status;
+}
+
 specrt_status HostLibrary::headsRound(float *cache, const SlotRun &run,
                                       const RoundOutput &out,
                                       std::string &error) {
@@ -501,6 +572,18 @@ specrt_status Device::specRound(float *, float *, const SlotRun &,
 
 specrt_status Device::round(float *, const SlotRun &, const RoundOutput &,
                             std::string &error) {
+  error = "batched rounds run on the CPU so far";
+  return SPECRT_ERROR_UNSUPPORTED;
+}
+
+specrt_status Device::draftRound(float *, const SlotRun &, const RoundOutput &,
+                                 std::string &error) {
+  error = "batched rounds run on the CPU so far";
+  return SPECRT_ERROR_UNSUPPORTED;
+}
+
+specrt_status Device::verify(float *, const SlotRun &, const RoundOutput &,
+                             std::string &error) {
   error = "batched rounds run on the CPU so far";
   return SPECRT_ERROR_UNSUPPORTED;
 }

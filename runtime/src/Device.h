@@ -26,8 +26,10 @@ struct DecodeOutput {
   int64_t targetForwards = 0;
   /// Verify rounds by the number of proposals they accepted.
   std::vector<int64_t> acceptedHistogram;
-  /// Time the rounds spent proposing and verifying.
-  int64_t proposeNanoseconds = 0, verifyNanoseconds = 0;
+  /// Time the rounds spent proposing and verifying, and of proposing,
+  /// translating a cross-tokenizer draft's tokens.
+  int64_t proposeNanoseconds = 0, verifyNanoseconds = 0,
+          translateNanoseconds = 0;
 };
 
 /// What is wrong with what a decode loop returned for `prompt`, or empty:
@@ -49,6 +51,9 @@ struct SlotRun {
   size_t count = 0;
   const int64_t *lengths = nullptr, *previous = nullptr, *tokens = nullptr,
                 *keys = nullptr, *proposals = nullptr;
+  /// A cross-tokenizer draft's round: each sequence's bias on its logits
+  /// (bias[i * draft vocabulary ..]).
+  const float *bias = nullptr;
 };
 
 /// Where a round's results go: the next tokens of a plain round, the picks
@@ -94,6 +99,14 @@ public:
                                   std::string &error);
   virtual specrt_status round(float *cache, const SlotRun &run,
                               const RoundOutput &out, std::string &error);
+  /// A cross-tokenizer draft's rounds: one plain round of the draft over
+  /// its cache of slots, and the target's verification of the run's
+  /// proposals (run.proposals, decoder.proposals per sequence) into
+  /// out.picks and out.counts.
+  virtual specrt_status draftRound(float *draftCache, const SlotRun &run,
+                                   const RoundOutput &out, std::string &error);
+  virtual specrt_status verify(float *cache, const SlotRun &run,
+                               const RoundOutput &out, std::string &error);
 };
 
 /// The message of the first run-time check (specrt_check) that failed on
@@ -164,6 +177,10 @@ public:
                         std::string &error);
   specrt_status round(float *cache, const SlotRun &run, const RoundOutput &out,
                       std::string &error);
+  specrt_status draftRound(float *draftCache, const SlotRun &run,
+                           const RoundOutput &out, std::string &error);
+  specrt_status verify(float *cache, const SlotRun &run, const RoundOutput &out,
+                       std::string &error);
   specrt_status specRound(float *cache, float *draftCache, const SlotRun &run,
                           const RoundOutput &out, std::string &error);
 
@@ -181,6 +198,8 @@ private:
   specrt_prefill_fn prefillEntry = nullptr, draftPrefillEntry = nullptr;
   specrt_round_fn roundEntry = nullptr;
   specrt_spec_round_fn specRoundEntry = nullptr;
+  specrt_draft_round_fn draftRoundEntry = nullptr;
+  specrt_verify_fn verifyEntry = nullptr;
   /// With heads (decoder.batch_proposer "heads") instead of the three
   /// above.
   specrt_heads_prefill_fn headsPrefillEntry = nullptr;
@@ -188,6 +207,8 @@ private:
   specrt_heads_spec_round_fn headsSpecRoundEntry = nullptr;
   /// Tokens a speculative round proposes per sequence (decoder.proposals).
   int64_t proposals = 0;
+  /// A cross-tokenizer draft's vocabulary (its round's bias rows).
+  int64_t draftVocab = 0;
   /// The caches of slots' shapes, from the manifest.
   std::vector<int64_t> cacheShape, draftCacheShape;
 

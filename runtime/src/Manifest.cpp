@@ -401,6 +401,17 @@ static void readFiles(FieldReader &fields, Manifest &m) {
     if (fields.find("files.tokenizer_config", false))
       files.emplace_back("tokenizer_config", &m.tokenizerConfigFile);
   }
+  if (fields.find("decoder.cross_tokenizer", false)) {
+    m.draftTokenizer = fields.string("decoder.cross_tokenizer.tokenizer.kind");
+    if (fields.error.empty() && m.draftTokenizer == "tokenizer.json") {
+      files.emplace_back("draft_tokenizer", &m.draftTokenizerFile);
+      if (fields.find("files.draft_tokenizer_config", false))
+        files.emplace_back("draft_tokenizer_config", &m.draftTokenizerConfigFile);
+    } else if (fields.error.empty() && m.draftTokenizer != "bytes") {
+      fields.problem("decoder.cross_tokenizer.tokenizer.kind",
+                     "is '" + m.draftTokenizer + "'; expected 'bytes' or 'tokenizer.json'");
+    }
+  }
   for (auto [key, file] : files) {
     std::string prefix = std::string("files.") + key;
     file->name = fields.string(prefix + ".file");
@@ -439,26 +450,42 @@ static void readBatchedRounds(FieldReader &fields, Manifest &m) {
   m.batchProposer = fields.string("decoder.batch_proposer");
   if (m.batchProposer == "draft" || m.batchProposer == "heads")
     m.specRoundEntry = fields.string("entry_points.spec_round");
-  if (m.batchProposer == "draft") {
+  bool drafts = m.batchProposer == "draft" || m.crossTokenizer();
+  if (drafts) {
     m.draftPrefillEntry = fields.string("entry_points.draft_prefill");
     m.batchDraftCacheShape = fields.integers("decoder.batch_draft_cache_shape");
+  }
+  if (m.crossTokenizer()) {
+    m.draftRoundEntry = fields.string("entry_points.draft_round");
+    m.verifyEntry = fields.string("entry_points.verify");
+    m.draftVocabSize = fields.integer("decoder.cross_tokenizer.vocab_size");
+    m.draftBosTokenId = fields.integer("decoder.cross_tokenizer.bos_token_id");
+    m.draftEosTokenId = fields.integer("decoder.cross_tokenizer.eos_token_id");
   }
   if (!fields.error.empty())
     return;
   if (m.batchProposer != "draft" && m.batchProposer != "heads" &&
-      m.batchProposer != "none")
+      m.batchProposer != "none" && !m.crossTokenizer())
     return fields.problem("decoder.batch_proposer",
                           "is '" + m.batchProposer +
-                              "'; expected 'draft', 'heads' or 'none'");
+                              "'; expected 'draft', 'heads', "
+                              "'cross_tokenizer_draft' or 'none'");
   const char *shapeRule = "must be 2 x layers x max_batch x kv_heads x "
                           "capacity x head_dim, positive and under 1 TB";
-  if (m.maxBatch < 2)
-    fields.problem("decoder.max_batch", "must be at least 2");
+  // One slot only where a cross-tokenizer draft needs rounds to propose.
+  if (m.maxBatch < (m.crossTokenizer() ? 1 : 2))
+    fields.problem("decoder.max_batch",
+                   m.crossTokenizer() ? "must be at least 1" : "must be at least 2");
   else if (!isSlotCacheShape(m.batchCacheShape, m.maxBatch))
     fields.problem("decoder.batch_cache_shape", shapeRule);
-  else if (m.batchProposer == "draft" &&
-           !isSlotCacheShape(m.batchDraftCacheShape, m.maxBatch))
+  else if (drafts && !isSlotCacheShape(m.batchDraftCacheShape, m.maxBatch))
     fields.problem("decoder.batch_draft_cache_shape", shapeRule);
+  else if (m.crossTokenizer() &&
+           (m.draftVocabSize < 1 || m.draftBosTokenId < 0 ||
+            m.draftBosTokenId >= m.draftVocabSize || m.draftEosTokenId < 0 ||
+            m.draftEosTokenId >= m.draftVocabSize))
+    fields.problem("decoder.cross_tokenizer",
+                   "must give a positive vocab_size and BOS and EOS ids in it");
 }
 
 /// model and decoder: the vocabulary, special tokens, the proposer and

@@ -38,6 +38,17 @@ struct Manifest {
   std::string batchProposer;
   std::string draftPrefillEntry, specRoundEntry;
   std::vector<int64_t> batchDraftCacheShape;
+  /// A draft with another tokenizer (batch_proposer
+  /// "cross_tokenizer_draft", decoder.cross_tokenizer): its vocabulary and
+  /// BOS/EOS, its tokenizer ("bytes", or "tokenizer.json":
+  /// files.draft_tokenizer), and the rounds that translate between them:
+  /// the draft's plain round and the target's verification of given
+  /// proposals.
+  int64_t draftVocabSize = 0, draftBosTokenId = -1, draftEosTokenId = -1;
+  std::string draftTokenizer;
+  ArtifactFile draftTokenizerFile, draftTokenizerConfigFile;
+  std::string draftRoundEntry, verifyEntry;
+  bool crossTokenizer() const { return batchProposer == "cross_tokenizer_draft"; }
   ArtifactFile library, weights;
   int64_t vocabSize = 0, bosTokenId = -1, eosTokenId = -1, padTokenId = -1;
   /// model.tokenizer.kind: "bytes" (ids 0-255 are bytes) or "tokenizer.json"

@@ -18,6 +18,8 @@ struct specrt_model {
   std::unique_ptr<specrt::Device> device;
   /// The artifact's tokenizer.json, when model.tokenizer.kind says so.
   std::unique_ptr<specrt::Tokenizer> tokenizer;
+  /// A cross-tokenizer draft's tokenizer.json, when it has one.
+  std::unique_ptr<specrt::Tokenizer> draftTokenizer;
   // The compiled loops are reentrant, but one model's runs are serialized
   // where the device keeps per-model state (Device::runsConcurrently).
   std::mutex mutex;
@@ -26,6 +28,15 @@ struct specrt_model {
 namespace specrt {
 /// Sets this thread's specrt_last_error() and returns `status`.
 specrt_status fail(specrt_status status, std::string message);
+/// specrt_generate's speculative decoding where it runs in batched rounds
+/// (a cross-tokenizer draft translates between them): one sequence in a
+/// batch whose steps all speculate, its tokens streamed as the compiled
+/// loops stream theirs (specrt_on_token), until max_new_tokens, EOS or a
+/// stop token.
+specrt_status decodeInRounds(specrt_model *model, const int64_t *prompt,
+                             size_t promptLength, int64_t maxNewTokens,
+                             const std::vector<int64_t> &stopTokens,
+                             DecodeOutput &output);
 } // namespace specrt
 
 #endif // SPECRT_MODEL_H

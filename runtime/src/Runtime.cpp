@@ -22,41 +22,41 @@ specrt_status specrt::fail(specrt_status status, std::string message) {
   return status;
 }
 
-/// Reads, checks and loads the artifact's tokenizer.json (and its
-/// tokenizer_config.json when the manifest lists one).
+/// Reads, checks and loads a tokenizer.json of the artifact (`file`, with
+/// `config` when the manifest lists one) for a vocabulary of `vocabSize`.
 static specrt_status openTokenizer(const std::string &directory,
-                                   const Manifest &manifest, bool verify,
+                                   const ArtifactFile &file,
+                                   const ArtifactFile &config, int64_t vocabSize,
+                                   bool verify,
                                    std::unique_ptr<specrt::Tokenizer> &tokenizer,
                                    std::string &error) {
   std::string texts[2];
-  const ArtifactFile *files[2] = {&manifest.tokenizerFile,
-                                  &manifest.tokenizerConfigFile};
+  const ArtifactFile *files[2] = {&file, &config};
   for (int i = 0; i < 2; ++i) {
     if (files[i]->name.empty())
       continue;
     // Mapped as the weights are: a regular file, checked against the
     // manifest's size and checksum before it is parsed.
     std::string path = directory + "/" + files[i]->name;
-    MappedFile file;
-    if (!file.open(path, error))
+    MappedFile mapped;
+    if (!mapped.open(path, error))
       return SPECRT_ERROR_IO;
-    if (specrt_status status = checkArtifactFile(path, file.data(), file.size(),
+    if (specrt_status status = checkArtifactFile(path, mapped.data(), mapped.size(),
                                                  *files[i], verify, error))
       return status;
-    if (file.size())
-      texts[i].assign(static_cast<const char *>(file.data()), file.size());
+    if (mapped.size())
+      texts[i].assign(static_cast<const char *>(mapped.data()), mapped.size());
   }
   std::string message;
   tokenizer = specrt::Tokenizer::parse(texts[0], texts[1], message);
   if (!tokenizer) {
-    error = "'" + directory + "/" + manifest.tokenizerFile.name + "': " + message;
+    error = "'" + directory + "/" + file.name + "': " + message;
     return SPECRT_ERROR_FORMAT;
   }
-  if (tokenizer->vocabSize() > static_cast<size_t>(manifest.vocabSize)) {
-    error = "'" + directory + "/" + manifest.tokenizerFile.name + "' has " +
+  if (tokenizer->vocabSize() > static_cast<size_t>(vocabSize)) {
+    error = "'" + directory + "/" + file.name + "' has " +
             std::to_string(tokenizer->vocabSize()) +
-            " tokens; the model's vocabulary has " +
-            std::to_string(manifest.vocabSize);
+            " tokens; the model's vocabulary has " + std::to_string(vocabSize);
     return SPECRT_ERROR_CORRUPT;
   }
   return SPECRT_OK;
@@ -125,8 +125,15 @@ specrt_status specrt_open(const char *path, const specrt_open_options *options,
                               error))
     return fail(status, error);
   if (manifest.tokenizer == "tokenizer.json")
-    if (specrt_status status = openTokenizer(directory, manifest, verify,
-                                             opened->tokenizer, error))
+    if (specrt_status status = openTokenizer(
+            directory, manifest.tokenizerFile, manifest.tokenizerConfigFile,
+            manifest.vocabSize, verify, opened->tokenizer, error))
+      return fail(status, error);
+  if (manifest.draftTokenizer == "tokenizer.json")
+    if (specrt_status status = openTokenizer(
+            directory, manifest.draftTokenizerFile,
+            manifest.draftTokenizerConfigFile, manifest.draftVocabSize, verify,
+            opened->draftTokenizer, error))
       return fail(status, error);
   opened->device->setThreads(options->threads);
   *model = opened.release();
@@ -252,6 +259,9 @@ static specrt_status runDecode(specrt_model *model, const int64_t *prompt,
   struct Reset {
     ~Reset() { setTokenStream(nullptr); }
   } reset;
+  if (o.speculative && model->manifest.crossTokenizer())
+    return decodeInRounds(model, prompt, promptLength, o.max_new_tokens,
+                          stopTokens, output);
   std::string error;
   if (specrt_status status = model->device->decode(
           o.speculative != 0, prompt, promptLength, o.max_new_tokens,
@@ -339,6 +349,7 @@ static specrt_status fillStatistics(const Manifest &m,
                           static_cast<double>(m.proposals));
   result->propose_seconds = output.proposeNanoseconds * 1e-9;
   result->verify_seconds = output.verifyNanoseconds * 1e-9;
+  result->translate_seconds = output.translateNanoseconds * 1e-9;
   std::vector<int64_t> histogram = output.acceptedHistogram;
   if (speculative && !m.treeParents.empty())
     if (specrt_status status = roundsByLength(m, histogram, result))

@@ -307,10 +307,11 @@ void printJson(const Session &session, const std::optional<Run> &speculative,
         "    \"target_forwards\": %lld,\n"
         "    \"tokens_per_target_forward\": %.6f,\n"
         "    \"seconds\": %.6f,\n    \"propose_seconds\": %.6f,\n"
-        "    \"verify_seconds\": %.6f,\n    \"tokens_per_second\": %.3f",
+        "    \"verify_seconds\": %.6f,\n    \"translate_seconds\": %.6f,\n"
+        "    \"tokens_per_second\": %.3f",
         s.num_tokens, kStopReasons[s.stop_reason],
         static_cast<long long>(s.target_forwards), s.mean_accepted_length,
-        s.seconds, s.propose_seconds, s.verify_seconds,
+        s.seconds, s.propose_seconds, s.verify_seconds, s.translate_seconds,
         s.tokens_per_second);
     out += buffer;
     if (withAcceptance) {

@@ -5,9 +5,11 @@
 //===----------------------------------------------------------------------===//
 
 #include "specrt/Tokenizer.h"
+#include "specrt/VocabularyBridge.h"
 
 #include <nlohmann/json.hpp>
 
+#include <algorithm>
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
@@ -34,6 +36,10 @@ const char kUsage[] =
     "  --round-trip      with --json: also decode the ids (\"text\")\n"
     "  --add-special     let the post-processor add its special tokens (BOS...)\n"
     "  --skip-special    with --decode: leave special tokens out of the text\n"
+    "  --bridge DRAFT    the tokens of the tokenizer.json DRAFT spelled like one\n"
+    "                    of TOKENIZER.json's; with --text/--file, how many of\n"
+    "                    each input's DRAFT tokens map and whether its bytes\n"
+    "                    come back from both tokenizations\n"
     "  --benchmark N     encode the inputs once untimed, then N times timed;\n"
     "                    print the throughput\n"
     "  --help            this text\n";
@@ -87,7 +93,7 @@ std::string quoted(const std::string &piece) {
 }
 
 struct Options {
-  std::string tokenizerPath, decodeIds;
+  std::string tokenizerPath, decodeIds, bridgePath;
   std::vector<std::pair<std::string, std::string>> inputs; // name, text
   bool json = false, idsOnly = false, roundTrip = false, addSpecial = false,
        skipSpecial = false, decoding = false;
@@ -104,6 +110,8 @@ int applyValueOption(const std::string &arg, const std::string &v,
     if (!readFile(v, text))
       return error("cannot read '" + v + "'");
     o.inputs.emplace_back(v, std::move(text));
+  } else if (arg == "--bridge") {
+    o.bridgePath = v;
   } else if (arg == "--decode") {
     o.decodeIds = v;
     o.decoding = true;
@@ -124,7 +132,7 @@ int parseOptions(int argc, char **argv, Options &o) {
       std::fputs(kUsage, stdout);
       return 0;
     } else if (arg == "--text" || arg == "--file" || arg == "--decode" ||
-               arg == "--benchmark") {
+               arg == "--benchmark" || arg == "--bridge") {
       if (i + 1 >= argc)
         return usageError("option " + arg + " needs a value");
       if (int rc = applyValueOption(arg, argv[++i], o); rc >= 0)
@@ -149,7 +157,7 @@ int parseOptions(int argc, char **argv, Options &o) {
   }
   if (o.tokenizerPath.empty())
     return usageError("give a tokenizer.json");
-  if (o.decoding == !o.inputs.empty())
+  if (o.decoding == !o.inputs.empty() && o.bridgePath.empty())
     return usageError("give one of --text/--file (to encode) and --decode");
   return -1;
 }
@@ -229,6 +237,42 @@ int encode(const specrt::Tokenizer &tokenizer, const Options &o) {
   }
   return 0;
 }
+/// The bytes `ids` spell, or false at a token that spells none.
+bool spellAll(const specrt::Tokenizer &tokenizer, const std::vector<int32_t> &ids,
+              std::string &bytes) {
+  bytes.clear();
+  std::string piece;
+  for (int32_t id : ids) {
+    if (!tokenizer.spell(id, piece))
+      return false;
+    bytes += piece;
+  }
+  return true;
+}
+
+int bridge(const specrt::Tokenizer &target, const Options &o) {
+  std::string message;
+  std::unique_ptr<specrt::Tokenizer> draft = specrt::Tokenizer::load(o.bridgePath, message);
+  if (!draft)
+    return error(message);
+  specrt::Vocabulary draftVocabulary = specrt::Vocabulary::of(*draft, 0, -1, -1);
+  specrt::VocabularyBridge map = specrt::VocabularyBridge::build(
+      draftVocabulary, specrt::Vocabulary::of(target, 0, -1, -1));
+  std::printf("%zu of %zu draft tokens map to the target\n", map.mapped, map.toTarget.size());
+  int status = 0;
+  for (const auto &[name, text] : o.inputs) {
+    std::vector<int32_t> ids = draft->encode(text);
+    size_t mapped = std::count_if(ids.begin(), ids.end(),
+                                  [&](int32_t id) { return map.toTarget[id] >= 0; });
+    std::string viaDraft, viaTarget;
+    bool same = spellAll(*draft, ids, viaDraft) && viaDraft == text &&
+                spellAll(target, target.encode(text), viaTarget) && viaTarget == text;
+    std::printf("%s: %zu of %zu draft tokens map; %s\n", name.c_str(), mapped, ids.size(),
+                same ? "both spell the text back" : "the text does not come back");
+    status |= !same;
+  }
+  return status;
+}
 } // namespace
 
 int main(int argc, char **argv) {
@@ -240,6 +284,8 @@ int main(int argc, char **argv) {
       specrt::Tokenizer::load(o.tokenizerPath, message);
   if (!tokenizer)
     return error(message);
+  if (!o.bridgePath.empty())
+    return bridge(*tokenizer, o);
   if (o.decoding)
     return decode(*tokenizer, o);
   return o.benchmark ? benchmark(*tokenizer, o) : encode(*tokenizer, o);

@@ -27,6 +27,7 @@
 #include "specula/InitAll.h"
 #include "specula/ONNXImport.h"
 #include "specrt/Tokenizer.h"
+#include "specrt/VocabularyBridge.h"
 
 #include "dialects/spec/SpecOps.h"
 #include "specula/Pipelines.h"
@@ -42,6 +43,7 @@
 #include "llvm/ADT/StringExtras.h"
 #include "llvm/Support/CommandLine.h"
 #include "llvm/Support/FileSystem.h"
+#include "llvm/Support/FormatVariadic.h"
 #include "llvm/Support/InitLLVM.h"
 #include "llvm/Support/JSON.h"
 #include "llvm/Support/MemoryBuffer.h"
@@ -156,6 +158,23 @@ static cl::opt<int64_t> maxBatch(
              "of this many sequence slots (@<decoder>_prefill, "
              "@<decoder>_round; greedy, CPU); 1: the decode loops only"),
     cl::init(1), cl::cat(category));
+static cl::opt<bool> crossTokenizer(
+    "cross-tokenizer",
+    cl::desc("Pair a --draft whose tokenizer differs from the target's: the "
+             "runtime spells its proposals and tokenizes them again in the "
+             "target's tokens between batched rounds (greedy chains, CPU; "
+             "docs/cross-tokenizer.md)"),
+    cl::init(false), cl::cat(category));
+static cl::opt<std::string> draftTokenizerPath(
+    "draft-tokenizer",
+    cl::desc("With --cross-tokenizer: the draft's tokenizer.json (default: "
+             "the one beside the draft; none: the draft reads bytes)"),
+    cl::value_desc("tokenizer.json"), cl::cat(category));
+static cl::opt<double> minSharedTokens(
+    "cross-tokenizer-min-shared",
+    cl::desc("With --cross-tokenizer: refuse a draft fewer of whose tokens "
+             "than this fraction are spelled like one of the target's"),
+    cl::init(0.05), cl::cat(category));
 static cl::opt<std::string> weightPrecision(
     "weights",
     cl::desc("Store the weight matrices as f32, f16 or bf16 (half the "
@@ -523,14 +542,17 @@ importInto(ModuleOp module, StringRef givenPath, StringRef name,
   return success();
 }
 
-/// The tokenizer.json the artifact carries: --tokenizer, else the one beside
-/// the target. Checked here (it loads; its vocabulary fits the model's; it
-/// is the tokenizer the model names, when it names one) so that a bad one
-/// fails at compile time, not when the artifact is run.
-static FailureOr<std::string> chooseTokenizer(ModuleOp module) {
-  std::string path = tokenizerPath;
+/// The tokenizer.json model @`function` (imported from `modelPath`) reads:
+/// `given`, else the one beside the model; empty for none (bytes). Checked
+/// here (it loads; its vocabulary fits the model's; it is the tokenizer the
+/// model names, when it names one) so that a bad one fails at compile time,
+/// not when the artifact is run.
+static FailureOr<std::string> chooseTokenizer(ModuleOp module, StringRef given,
+                                              StringRef modelPath,
+                                              StringRef function) {
+  std::string path = given.str();
   if (path.empty()) {
-    SmallString<256> beside(llvm::sys::path::parent_path(resolveModelPath(targetPath)));
+    SmallString<256> beside(llvm::sys::path::parent_path(resolveModelPath(modelPath)));
     llvm::sys::path::append(beside, "tokenizer.json");
     if (!llvm::sys::fs::exists(beside))
       return std::string();
@@ -547,25 +569,85 @@ static FailureOr<std::string> chooseTokenizer(ModuleOp module) {
     llvm::errs() << "error: " << error << "\n";
     return failure();
   }
-  auto target = module.lookupSymbol<func::FuncOp>("target");
-  auto config = target ? target->getAttrOfType<spec::ModelConfigAttr>(
-                             spec::SpecDialect::kConfigAttrName)
-                       : spec::ModelConfigAttr();
+  auto model = module.lookupSymbol<func::FuncOp>(function);
+  auto config = model ? model->getAttrOfType<spec::ModelConfigAttr>(
+                            spec::SpecDialect::kConfigAttrName)
+                      : spec::ModelConfigAttr();
   if (config && static_cast<int64_t>(tokenizer->vocabSize()) > config.getVocabSize()) {
     llvm::errs() << "error: '" << path << "' has " << tokenizer->vocabSize()
-                 << " tokens but the target's vocabulary has "
+                 << " tokens but the " << function << "'s vocabulary has "
                  << config.getVocabSize() << "\n";
     return failure();
   }
   if (config && config.getTokenizer() && config.getTokenizer().getValue() != *fingerprint) {
-    llvm::errs() << "error: '" << path << "' is not the tokenizer the target "
-                 << "names: its fingerprint is " << *fingerprint
-                 << ", the target's tokenizer_sha256 is "
+    llvm::errs() << "error: '" << path << "' is not the tokenizer the "
+                 << function << " names: its fingerprint is " << *fingerprint
+                 << ", the " << function << "'s tokenizer_sha256 is "
                  << config.getTokenizer().getValue()
                  << " (give the tokenizer.json the model was exported with)\n";
     return failure();
   }
   return path;
+}
+
+/// Model @`function`'s vocabulary as the bytes its tokens stand for: from
+/// its tokenizer.json, else ids 0-255 are bytes.
+static FailureOr<specrt::Vocabulary> vocabularyOf(ModuleOp module,
+                                                  StringRef function,
+                                                  StringRef tokenizerFile) {
+  auto config = module.lookupSymbol<func::FuncOp>(function)
+                    ->getAttrOfType<spec::ModelConfigAttr>(
+                        spec::SpecDialect::kConfigAttrName);
+  if (!config) {
+    llvm::errs() << "error: --cross-tokenizer: the " << function
+                 << " has no configuration (vocab_size, BOS, EOS)\n";
+    return failure();
+  }
+  auto size = static_cast<size_t>(config.getVocabSize());
+  int32_t bos = config.getBosTokenId().value_or(-1),
+          eos = config.getEosTokenId().value_or(-1);
+  if (tokenizerFile.empty())
+    return specrt::Vocabulary::byteLevel(size, bos, eos);
+  std::string error;
+  std::unique_ptr<specrt::Tokenizer> tokenizer =
+      specrt::Tokenizer::load(tokenizerFile.str(), error);
+  if (!tokenizer) {
+    llvm::errs() << "error: " << error << "\n";
+    return failure();
+  }
+  return specrt::Vocabulary::of(*tokenizer, size, bos, eos);
+}
+
+/// --cross-tokenizer: the draft's tokenizer, and how many of its tokens are
+/// spelled like one of the target's (said in a remark; too few refused).
+static FailureOr<std::string> checkCrossTokenizer(ModuleOp module,
+                                                  StringRef targetTokenizer) {
+  FailureOr<std::string> draftTokenizer =
+      chooseTokenizer(module, draftTokenizerPath, draftPath, "draft");
+  if (failed(draftTokenizer))
+    return failure();
+  FailureOr<specrt::Vocabulary> target =
+      vocabularyOf(module, "target", targetTokenizer);
+  FailureOr<specrt::Vocabulary> draft =
+      vocabularyOf(module, "draft", *draftTokenizer);
+  if (failed(target) || failed(draft))
+    return failure();
+  specrt::VocabularyBridge bridge = specrt::VocabularyBridge::build(*draft, *target);
+  size_t size = bridge.toTarget.size();
+  llvm::errs() << draftPath << ":0:0: remark: " << bridge.mapped << " of "
+               << size << " draft tokens are spelled like a target token; "
+               << "the runtime re-tokenizes the draft's proposals into the "
+               << "target's tokens between rounds\n";
+  if (bridge.mapped < minSharedTokens * size) {
+    llvm::errs() << "error: --cross-tokenizer: only " << bridge.mapped
+                 << " of the draft's " << size << " tokens are spelled like "
+                 << "one of the target's, under --cross-tokenizer-min-shared "
+                 << llvm::formatv("{0}", minSharedTokens.getValue())
+                 << " (the draft writes text the target "
+                 << "tokenizes otherwise; pair a draft of the same language)\n";
+    return failure();
+  }
+  return *draftTokenizer;
 }
 
 /// `--tree probe` `heads` deep (Medusa heads, or a draft's gamma): each
@@ -716,6 +798,20 @@ static LogicalResult checkFlags() {
   };
   if (!draftPath.empty() && !headPaths.empty())
     return fail("give --draft or --mtp-head, not both");
+  if ((crossTokenizer || draftTokenizerPath.getNumOccurrences() ||
+       minSharedTokens.getNumOccurrences()) &&
+      (draftPath.empty() || !crossTokenizer))
+    return fail("--cross-tokenizer pairs a --draft with another tokenizer; "
+                "--draft-tokenizer and --cross-tokenizer-min-shared go with "
+                "it");
+  if (crossTokenizer && (sampling || !treeShape.empty() ||
+                         draftConfidence.getNumOccurrences() ||
+                         device == ArtifactDevice::CUDA))
+    return fail("--cross-tokenizer: greedy chains of proposals on the CPU so "
+                "far (not with --sampling, --tree, --draft-confidence or "
+                "--device cuda)");
+  if (!(minSharedTokens >= 0.0 && minSharedTokens <= 1.0))
+    return fail("--cross-tokenizer-min-shared takes a fraction in [0, 1]");
   if (!hasProposer()) {
     // The target alone: nothing to propose, so nothing to tune.
     for (const cl::Option *flag :
@@ -822,6 +918,7 @@ static void setComposeOptions(ComposeOptions &compose,
   compose.maxTreeNodes = maxTreeNodes;
   compose.fuseHeads = fuseHeads;
   compose.depth = mtpDepth;
+  compose.crossTokenizer = crossTokenizer;
 }
 
 /// Imports the target and its draft or heads into `module` under the names
@@ -886,6 +983,7 @@ static void fillArtifactOptions(std::string tokenizer, ArtifactOptions &options)
   SpecToCPUOptions &cpuPipeline = options.cpuPipeline;
   cpuPipeline.capacity = capacity;
   cpuPipeline.maxBatch = maxBatch;
+  cpuPipeline.rounds = crossTokenizer;
   cpuPipeline.weights = weightsToStore();
   cpuPipeline.draftWeights = draftWeightPrecision;
   cpuPipeline.quantizeOutputHead = quantizeOutputHead;
@@ -979,8 +1077,13 @@ int main(int argc, char **argv) {
   setComposeOptions(compose, *measured);
   if (failed(importModels(*module, compose)))
     return 1;
-  FailureOr<std::string> tokenizer = chooseTokenizer(*module);
-  if (failed(tokenizer) ||
+  FailureOr<std::string> tokenizer =
+      chooseTokenizer(*module, tokenizerPath, targetPath, "target");
+  FailureOr<std::string> draftTokenizer =
+      succeeded(tokenizer) && crossTokenizer
+          ? checkCrossTokenizer(*module, *tokenizer)
+          : FailureOr<std::string>(std::string());
+  if (failed(tokenizer) || failed(draftTokenizer) ||
       failed(setTreeOptions(*module, compose, std::move(measured->topK),
                             measured->ofTree)))
     return 1;
@@ -998,6 +1101,7 @@ int main(int argc, char **argv) {
 
   ArtifactOptions options;
   fillArtifactOptions(std::move(*tokenizer), options);
+  options.draftTokenizer = std::move(*draftTokenizer);
   if (*what == Emit::Artifact)
     return failed(writeArtifact(*module, outputPath, options, rootTiming));
   // What writeArtifact compiles, without the object code.

@@ -53,6 +53,11 @@ public:
   size_t vocabSize() const;
   /// Whether `id` is an added token marked special.
   bool isSpecial(int32_t id) const;
+  /// The bytes token `id` stands for wherever it appears in a text (its
+  /// piece through the decoders, without UTF-8 repair or the trimming some
+  /// decoders do at a text's start); false for a special token or an id
+  /// outside the vocabulary.
+  bool spell(int32_t id, std::string &bytes) const;
 
 private:
   Tokenizer();

@@ -219,6 +219,34 @@ typedef void (*specrt_round_fn)(specrt_memref_i64 *next,
                                 int64_t first_slot, specrt_memref_i64 *lengths,
                                 specrt_memref_i64 *tokens,
                                 specrt_memref_i64 *keys);
+/* A rank-2 float memref descriptor: a cross-tokenizer draft round's bias. */
+typedef struct {
+  float *allocated;
+  float *aligned;
+  int64_t offset;
+  int64_t sizes[2];
+  int64_t strides[2];
+} specrt_memref_f32_2d;
+
+/* A cross-tokenizer draft's rounds (decoder.batch_proposer
+ * "cross_tokenizer_draft"): draft_round is one greedy step of the draft
+ * over its cache of slots, each sequence's logits plus its row of `bias`
+ * (sequences x the draft's vocabulary; 0 or -inf); verify checks the given
+ * proposals (sequences x decoder.proposals, in the target's tokens) after
+ * each sequence's last token in one target forward and returns picks and
+ * counts as spec_round does. */
+typedef void (*specrt_draft_round_fn)(specrt_memref_i64 *next,
+                                      specrt_memref_f32_6d *draft_cache,
+                                      int64_t first_slot,
+                                      specrt_memref_i64 *lengths,
+                                      specrt_memref_i64 *tokens,
+                                      specrt_memref_f32_2d *bias);
+typedef void (*specrt_verify_fn)(specrt_spec_round_result *result,
+                                 specrt_memref_f32_6d *cache,
+                                 int64_t first_slot,
+                                 specrt_memref_i64 *lengths,
+                                 specrt_memref_i64 *tokens,
+                                 specrt_memref_i64_2d *proposals);
 
 /* What an entry point returns: the sequence buffer (prompt, then generated
  * tokens), the sequence's length, how many target forwards ran, how many

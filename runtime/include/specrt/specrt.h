@@ -167,6 +167,10 @@ typedef struct specrt_result {
    * the prompt's prefill and the runtime's own work. */
   double propose_seconds;
   double verify_seconds;
+  /* Of propose_seconds, with a draft that has another tokenizer: the time
+   * spent translating its proposals and following the text in its tokens
+   * (0 otherwise). */
+  double translate_seconds;
   /* Tree decoders: the verify rounds by the tree row they ended at (entry
    * 0: the root, no candidate accepted; entry i: node i of
    * specrt_model_info's tree); NULL and 0 for chains and without
@@ -272,6 +276,13 @@ typedef struct {
   uint64_t prefill_forwards;  /* target forwards over prompts (one per
                                  prompt, or per chunk of one) */
   uint64_t prefill_tokens;    /* prompt tokens they prefilled */
+  /* With a cross-tokenizer draft, the nanoseconds its speculative steps
+   * spent drafting (its forwards, its catch-up included), verifying, and
+   * translating between the draft's tokens and the target's (spelling,
+   * tokenizing again, token healing). */
+  uint64_t propose_ns;
+  uint64_t verify_ns;
+  uint64_t translate_ns;
 } specrt_batch_stats;
 SPECRT_API void specrt_batch_get_stats(const specrt_batch *batch,
                                        specrt_batch_stats *stats);

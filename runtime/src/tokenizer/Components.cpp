@@ -442,6 +442,10 @@ struct SequenceDecoder : Decoder {
     for (const auto &step : steps)
       step->decodeChain(tokens);
   }
+  void spell(std::string &piece) const override {
+    for (const auto &step : steps)
+      step->spell(piece);
+  }
 };
 
 struct ByteLevelDecoder : Decoder {
@@ -455,14 +459,21 @@ struct ByteLevelDecoder : Decoder {
       byteOf[nextCodePoint(byteLevelChar(static_cast<unsigned char>(b)), i)] = b;
     }
   }
-  std::string toText(const std::string &symbols) const {
+  std::string toBytes(const std::string &symbols) const {
     std::string bytes;
     for (size_t i = 0; i < symbols.size();) {
       char32_t c = nextCodePoint(symbols, i);
       // As the reference, a character outside the table decodes to a 0 byte.
       bytes += static_cast<char>(c < byteOf.size() && byteOf[c] >= 0 ? byteOf[c] : 0);
     }
-    return specrt::toValidUtf8(bytes);
+    return bytes;
+  }
+  std::string toText(const std::string &symbols) const {
+    return specrt::toValidUtf8(toBytes(symbols));
+  }
+  void spell(std::string &piece) const override {
+    if (!addedContents || !addedContents->count(piece))
+      piece = toBytes(piece);
   }
   void decodeChain(std::vector<std::string> &tokens) const override {
     std::vector<std::string> out;
@@ -490,19 +501,22 @@ struct MetaspaceDecoder : Decoder {
   std::string replacement;
   void decodeChain(std::vector<std::string> &tokens) const override {
     for (size_t i = 0; i < tokens.size(); ++i) {
-      std::string text;
-      size_t last = 0;
-      for (size_t at = tokens[i].find(replacement); at != std::string::npos && !replacement.empty();
-           at = tokens[i].find(replacement, last)) {
-        text.append(tokens[i], last, at - last);
-        text += ' ';
-        last = at + replacement.size();
-      }
-      text.append(tokens[i], last);
-      if (i == 0 && !text.empty() && text[0] == ' ')
-        text.erase(0, 1);
-      tokens[i] = std::move(text);
+      spell(tokens[i]);
+      if (i == 0 && !tokens[i].empty() && tokens[i][0] == ' ')
+        tokens[i].erase(0, 1);
     }
+  }
+  void spell(std::string &piece) const override {
+    std::string text;
+    size_t last = 0;
+    for (size_t at = piece.find(replacement); at != std::string::npos && !replacement.empty();
+         at = piece.find(replacement, last)) {
+      text.append(piece, last, at - last);
+      text += ' ';
+      last = at + replacement.size();
+    }
+    text.append(piece, last);
+    piece = std::move(text);
   }
 };
 
@@ -511,8 +525,9 @@ struct ReplaceDecoder : Decoder {
   std::string content;
   void decodeChain(std::vector<std::string> &tokens) const override {
     for (std::string &token : tokens)
-      token = pattern.replaceAll(token, content);
+      spell(token);
   }
+  void spell(std::string &piece) const override { piece = pattern.replaceAll(piece, content); }
 };
 
 struct ByteFallbackDecoder : Decoder {
@@ -548,6 +563,10 @@ struct ByteFallbackDecoder : Decoder {
     if (!bytes.empty())
       out.push_back(specrt::toValidUtf8(bytes));
     tokens = std::move(out);
+  }
+  void spell(std::string &piece) const override {
+    if (int b = byteOf(piece); b >= 0)
+      piece.assign(1, static_cast<char>(b));
   }
 };
 

@@ -55,6 +55,10 @@ struct Decoder {
   virtual ~Decoder() = default;
   /// Rewrites the token strings in place (possibly fusing them).
   virtual void decodeChain(std::vector<std::string> &tokens) const = 0;
+  /// Rewrites one vocabulary piece into the bytes it stands for wherever it
+  /// appears: decodeChain's rules for a token in the middle of a text, with
+  /// no UTF-8 repair and no first-token or end trimming.
+  virtual void spell(std::string &piece) const { (void)piece; }
 };
 
 /// What a component needs to know about the tokenizer around it.

@@ -453,6 +453,15 @@ bool Tokenizer::decode(const std::vector<int32_t> &ids, bool skipSpecialTokens,
 const std::string *Tokenizer::piece(int32_t id) const { return impl->model->tokenOf(id); }
 int32_t Tokenizer::idOf(std::string_view content) const { return impl->model->idOf(content); }
 size_t Tokenizer::vocabSize() const { return impl->model->size(); }
+bool Tokenizer::spell(int32_t id, std::string &bytes) const {
+  const std::string *content = impl->model->tokenOf(id);
+  if (!content || impl->specialContents.count(*content))
+    return false;
+  bytes = *content;
+  if (impl->decoder)
+    impl->decoder->spell(bytes);
+  return true;
+}
 bool Tokenizer::isSpecial(int32_t id) const {
   const std::string *content = impl->model->tokenOf(id);
   return content && impl->specialContents.count(*content);

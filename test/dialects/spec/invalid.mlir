@@ -77,6 +77,16 @@ spec.decoder @d target(@t) proposer(#spec.draft<@draft, gamma = 1, min_confidenc
 
 // -----
 
+// expected-error @below {{'spec.decoder' op 'spec.cross_tokenizer' marks a draft proposing chains under greedy verification}}
+spec.decoder @d target(@t) proposer(#spec.draft<@draft, gamma = 4>) verify(#spec.rejection<temperature = 1.0>) {spec.cross_tokenizer}
+
+// -----
+
+// expected-error @below {{'spec.decoder' op 'spec.cross_tokenizer' marks a draft proposing chains under greedy verification}}
+spec.decoder @d target(@t) proposer(#spec.none) verify(#spec.greedy) {spec.cross_tokenizer}
+
+// -----
+
 // expected-error @below {{'spec.decoder' op a tree of candidates needs a proposer; #spec.none proposes nothing}}
 spec.decoder @d target(@t) proposer(#spec.none) verify(#spec.greedy) tree(#spec.tree<parents = [0], ranks = [0]>)
 
@@ -165,7 +175,7 @@ func.func private @f() attributes {spec.config = 259}
 
 // -----
 
-// expected-error @below {{unknown spec dialect attribute 'spec.vocab'; expected 'spec.role', 'spec.config', 'spec.fused_from', 'spec.context_capacity', 'spec.slots', 'spec.slot_target', 'spec.slot_draft', 'spec.slot_cache_shape', 'spec.column_tiles' or 'spec.row_tiles'}}
+// expected-error @below {{unknown spec dialect attribute 'spec.vocab'; expected 'spec.role', 'spec.config', 'spec.fused_from', 'spec.context_capacity', 'spec.slots', 'spec.slot_target', 'spec.slot_draft', 'spec.cross_tokenizer', 'spec.slot_cache_shape', 'spec.column_tiles' or 'spec.row_tiles'}}
 func.func private @f() attributes {spec.vocab = 259}
 
 // -----
@@ -690,6 +700,11 @@ func.func private @f() attributes {spec.slots = 0 : i64}
 
 // expected-error @below {{'spec.slot_target' names a function (@symbol) on a spec.decoder}}
 func.func private @f() attributes {spec.slot_target = @f}
+
+// -----
+
+// expected-error @below {{'spec.cross_tokenizer' is a unit attribute of spec.decoder}}
+func.func private @f() attributes {spec.cross_tokenizer}
 
 // -----
 

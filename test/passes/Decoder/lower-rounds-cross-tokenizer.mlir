@@ -1,0 +1,63 @@
+// RUN: spec-opt %s --spec-lower-rounds | FileCheck %s
+
+// A decoder whose draft has another tokenizer (spec.cross_tokenizer; 24
+// tokens against the target's 16): the runtime translates between their
+// rounds, so instead of a fused speculative round there are the draft's own
+// round, whose logits take a bias row per sequence (token healing), and the
+// target's verification of given proposals, gamma + 1 rows per sequence.
+
+func.func private @target(tensor<?x?xi64>) -> tensor<?x?x16xf32>
+    attributes {spec.role = #spec.role<target>}
+func.func private @draft(tensor<?x?xi64>) -> tensor<?x?x24xf32>
+    attributes {spec.role = #spec.role<draft>}
+func.func private @target_slots(
+    tensor<?x?xi64> {spec.io = #spec.io<token_ids>},
+    tensor<?x?xi64> {spec.io = #spec.io<position_ids>},
+    !spec.kv_cache<2x4x2x64x8xf32> {spec.io = #spec.io<kv_cache>},
+    index {spec.io = #spec.io<first_slot>},
+    tensor<?xi64> {spec.io = #spec.io<past_lengths>})
+    -> (tensor<?x?x16xf32> {spec.io = #spec.io<logits>},
+        !spec.kv_cache<2x4x2x64x8xf32> {spec.io = #spec.io<kv_cache>})
+    attributes {spec.role = #spec.role<target>, spec.slots = 4 : i64}
+func.func private @draft_slots(
+    tensor<?x?xi64> {spec.io = #spec.io<token_ids>},
+    tensor<?x?xi64> {spec.io = #spec.io<position_ids>},
+    !spec.kv_cache<1x4x1x64x8xf32> {spec.io = #spec.io<kv_cache>},
+    index {spec.io = #spec.io<first_slot>},
+    tensor<?xi64> {spec.io = #spec.io<past_lengths>})
+    -> (tensor<?x?x24xf32> {spec.io = #spec.io<logits>},
+        !spec.kv_cache<1x4x1x64x8xf32> {spec.io = #spec.io<kv_cache>})
+    attributes {spec.role = #spec.role<draft>, spec.slots = 4 : i64}
+
+spec.decoder @decoder target(@target) proposer(#spec.draft<@draft, gamma = 2>) verify(#spec.greedy) {spec.cross_tokenizer, spec.slot_target = @target_slots, spec.slot_draft = @draft_slots}
+
+// CHECK-NOT: @decoder_spec_round
+
+// CHECK-LABEL: func.func private @decoder_verify_step(
+// CHECK-SAME: %[[CACHE:[^:]*]]: !spec.kv_cache<2x4x2x64x8xf32>, %[[FIRST:[^:]*]]: index, %[[LENGTHS:[^:]*]]: tensor<?xi64>, %[[TOKENS:[^:]*]]: tensor<?xi64>, %[[PROPOSED:[^:]*]]: tensor<?x2xi64>) -> (tensor<?x3xi64>, tensor<?xi64>, !spec.kv_cache<2x4x2x64x8xf32>)
+// CHECK: %[[B:.*]] = tensor.dim %[[TOKENS]]
+// CHECK: %[[C0:.*]] = tensor.extract_slice %[[PROPOSED]][0, 0] [%[[B]], 1] [1, 1]
+// CHECK: %[[C1:.*]] = tensor.extract_slice %[[PROPOSED]][0, 1] [%[[B]], 1] [1, 1]
+// CHECK: tensor.insert_slice %[[TOKENS]] into %{{.*}}[0, 0]
+// CHECK: tensor.insert_slice %[[C0]] into %{{.*}}[0, 1]
+// CHECK: tensor.insert_slice %[[C1]] into %{{.*}}[0, 2]
+// CHECK: %[[FWD:.*]]:2 = spec.verify @target_slots(%{{.*}}, %{{.*}}, %[[CACHE]], %[[FIRST]], %[[LENGTHS]])
+// CHECK: spec.propose %{{.*}} rule(#spec.greedy) : tensor<?x16xf32>
+// CHECK: return %{{.*}}, %{{.*}}, %[[FWD]]#1 : tensor<?x3xi64>, tensor<?xi64>, !spec.kv_cache<2x4x2x64x8xf32>
+
+// CHECK-LABEL: func.func private @decoder_draft_prefill_step(
+// CHECK: call @draft_slots
+
+// CHECK-LABEL: func.func private @decoder_draft_round_step(
+// CHECK-SAME: %[[DCACHE:[^:]*]]: !spec.kv_cache<1x4x1x64x8xf32>, %[[DFIRST:[^:]*]]: index, %[[DLENGTHS:[^:]*]]: tensor<?xi64>, %[[DTOKENS:[^:]*]]: tensor<?xi64>, %[[BIAS:[^:]*]]: tensor<?x24xf32>) -> (tensor<?xi64>, !spec.kv_cache<1x4x1x64x8xf32>)
+// CHECK: %[[D:.*]]:2 = call @draft_slots(%{{.*}}, %{{.*}}, %[[DCACHE]], %[[DFIRST]], %[[DLENGTHS]])
+// CHECK: %[[LAST:.*]] = tensor.extract_slice %[[D]]#0[0, 0, 0] [%{{.*}}, 1, 24] [1, 1, 1] : tensor<?x?x24xf32> to tensor<?x24xf32>
+// CHECK: %[[BIASED:.*]] = linalg.generic {{.*}} ins(%[[LAST]], %{{.*}} : tensor<?x24xf32>, tensor<?x24xf32>) outs(%[[LAST]] : tensor<?x24xf32>)
+// CHECK: arith.addf
+// CHECK: %[[NEXT:.*]], %{{.*}} = spec.propose %[[BIASED]] rule(#spec.greedy)
+// CHECK: return %[[NEXT]], %[[D]]#1
+
+// The entries the runtime calls.
+// CHECK-LABEL: func.func @decoder_verify(
+// CHECK-LABEL: func.func @decoder_draft_prefill(
+// CHECK-LABEL: func.func @decoder_draft_round(
