@@ -390,7 +390,11 @@ private:
   specrt_status draftProposals(size_t first, size_t end,
                                const std::vector<std::vector<int64_t>> &contexts,
                                const std::vector<std::string> &pending,
-                               std::vector<int64_t> &proposed);
+                               std::vector<std::vector<int64_t>> &proposed);
+  specrt_status catchUpText(size_t slot, const std::vector<int64_t> &context);
+  /// The most draft rounds a cross-tokenizer round runs: a draft token may
+  /// spell less than a target token.
+  int64_t maxDraftSteps() const { return 2 * batch->proposals; }
   specrt_status commitVerified(size_t first, size_t end,
                                const std::vector<int64_t> &picks,
                                const std::vector<int64_t> &counts);
@@ -562,50 +566,46 @@ void StepRunner::followText(size_t slot, std::vector<int64_t> &context,
   translator.healedContext(*s.draftText, context, pending);
 }
 
-/// The draft's `proposals` tokens after each context (the contexts' last
-/// tokens fed first; the first proposal spelling on from the pending
-/// bytes) into `proposed`, sequence i at i * proposals, after its cache is
-/// brought to hold all of its context but the last token.
+/// The draft's proposals after each context (the contexts' last tokens fed
+/// first; the first proposal spelling on from the pending bytes) into
+/// `proposed`, after each cache is brought to hold all of its context
+/// but the last token. It drafts until every sequence's proposals
+/// translate into the round's proposals in the target's tokens, or
+/// maxDraftSteps().
 specrt_status StepRunner::draftProposals(
     size_t first, size_t end, const std::vector<std::vector<int64_t>> &contexts,
-    const std::vector<std::string> &pending, std::vector<int64_t> &proposed) {
+    const std::vector<std::string> &pending,
+    std::vector<std::vector<int64_t>> &proposed) {
   size_t n = end - first, vocab = batch->translator->draftVocab();
-  int64_t gamma = batch->proposals, ignored = 0;
   std::vector<int64_t> lengths(n), tokens(n), keys(n, 0), next(n);
-  std::vector<float> healing(n * vocab), unbiased(n * vocab, 0.0f);
+  for (size_t i = 0; i < n; ++i) {
+    if (specrt_status status = catchUpText(first + i, contexts[i]))
+      return status;
+    lengths[i] = static_cast<int64_t>(contexts[i].size()) - 1;
+    tokens[i] = contexts[i].back();
+  }
+  // The first round heals each context's last token; the others are free.
+  std::vector<float> healing(n * vocab, 0.0f), unbiased(n * vocab, 0.0f);
   for (size_t i = 0; i < n; ++i)
     batch->translator->healingBias(pending[i], &healing[i * vocab]);
-  for (size_t i = 0; i < n; ++i) {
-    Slot &s = batch->slots[first + i];
-    const std::vector<int64_t> &context = contexts[i];
-    // The cache is kept where it holds what the context starts with.
-    size_t valid = 0, need = context.size() - 1;
-    while (valid < std::min(s.draftCached.size(), need) &&
-           s.draftCached[valid] == context[valid])
-      ++valid;
-    if (valid < need) {
-      auto start = std::chrono::steady_clock::now();
-      if (specrt_status status = batch->model->device->prefill(
-              SlotCache::Draft, batch->draftCache.data,
-              static_cast<int64_t>(first + i), static_cast<int64_t>(valid),
-              context.data() + valid, need - valid, 0, ignored, nullptr, error))
-        return fail(status, error);
-      catchingUp += std::chrono::steady_clock::now() - start;
-      batch->stats.draft_catch_up += need - valid;
-    }
-    lengths[i] = static_cast<int64_t>(need);
-    tokens[i] = context.back();
-  }
-  for (int64_t k = 0; k < gamma; ++k) {
+  auto covered = [&] {
+    for (size_t i = 0; i < n; ++i)
+      if (static_cast<int64_t>(batch->translator->translation(proposed[i], pending[i])
+                                   .size()) < batch->proposals)
+        return false;
+    return true;
+  };
+  proposed.assign(n, {});
+  for (int64_t step = 0; step < maxDraftSteps() && !covered(); ++step) {
     SlotRun run{static_cast<int64_t>(first), n, lengths.data(), nullptr,
                 tokens.data(), keys.data(), nullptr,
-                (k == 0 ? healing : unbiased).data()};
+                (step == 0 ? healing : unbiased).data()};
     RoundOutput out{next.data(), nullptr, nullptr, nullptr};
     if (specrt_status status = batch->model->device->draftRound(
             batch->draftCache.data, run, out, error))
       return fail(status, error);
     for (size_t i = 0; i < n; ++i) {
-      proposed[i * gamma + k] = next[i];
+      proposed[i].push_back(next[i]);
       ++lengths[i];
       tokens[i] = next[i];
     }
@@ -614,9 +614,32 @@ specrt_status StepRunner::draftProposals(
   for (size_t i = 0; i < n; ++i) {
     std::vector<int64_t> &cached = batch->slots[first + i].draftCached;
     cached = contexts[i];
-    cached.insert(cached.end(), proposed.begin() + i * gamma,
-                  proposed.begin() + (i + 1) * gamma - 1);
+    if (!proposed[i].empty())
+      cached.insert(cached.end(), proposed[i].begin(), proposed[i].end() - 1);
   }
+  return SPECRT_OK;
+}
+
+/// Brings the draft's cache of `slot` to hold all of `context` but its last
+/// token: kept as far as it holds what the context starts with, the rest
+/// prefilled.
+specrt_status StepRunner::catchUpText(size_t slot,
+                                      const std::vector<int64_t> &context) {
+  std::vector<int64_t> &cached = batch->slots[slot].draftCached;
+  size_t valid = 0, need = context.size() - 1;
+  while (valid < std::min(cached.size(), need) && cached[valid] == context[valid])
+    ++valid;
+  if (valid == need)
+    return SPECRT_OK;
+  int64_t ignored = 0;
+  auto start = std::chrono::steady_clock::now();
+  if (specrt_status status = batch->model->device->prefill(
+          SlotCache::Draft, batch->draftCache.data, static_cast<int64_t>(slot),
+          static_cast<int64_t>(valid), context.data() + valid, need - valid, 0,
+          ignored, nullptr, error))
+    return fail(status, error);
+  catchingUp += std::chrono::steady_clock::now() - start;
+  batch->stats.draft_catch_up += need - valid;
   return SPECRT_OK;
 }
 
@@ -634,10 +657,11 @@ specrt_status StepRunner::translated(size_t first, size_t end) {
   for (size_t i = 0; i < n; ++i)
     followText(first + i, contexts[i], pending[i]);
   for (const std::vector<int64_t> &context : contexts)
-    if (static_cast<int64_t>(context.size()) - 1 + gamma > batch->draftCapacity)
+    if (static_cast<int64_t>(context.size()) - 1 + maxDraftSteps() >
+        batch->draftCapacity)
       return plain(first, end);
   batch->stats.translate_ns += watch.lap();
-  std::vector<int64_t> proposed(n * gamma);
+  std::vector<std::vector<int64_t>> proposed;
   if (specrt_status status =
           draftProposals(first, end, contexts, pending, proposed))
     return status;
@@ -646,8 +670,8 @@ specrt_status StepRunner::translated(size_t first, size_t end) {
       picks(n * width), counts(n);
   for (size_t i = 0; i < n; ++i) {
     Slot &s = batch->slots[first + i];
-    batch->translator->translate(&proposed[i * gamma], gamma, pending[i],
-                                 &verified[i * gamma], gamma);
+    batch->translator->translate(proposed[i], pending[i], &verified[i * gamma],
+                                 gamma);
     lengths[i] = s.length();
     lasts[i] = s.tokens.back();
     ++s.forwards;

@@ -45,25 +45,31 @@ std::string TokenTranslator::spellTarget(const int64_t *tokens, size_t count) co
   return text;
 }
 
-void TokenTranslator::translate(const int64_t *proposed, size_t length,
-                                std::string_view pending, int64_t *out,
-                                size_t count) const {
+std::vector<int32_t> TokenTranslator::translation(const std::vector<int64_t> &proposed,
+                                                  std::string_view pending) const {
   std::string text;
   bool ended = false;
-  for (size_t i = 0; i < length && !ended; ++i) {
+  for (size_t i = 0; i < proposed.size() && !ended; ++i) {
     int64_t id = proposed[i];
     ended = id == draft.eos;
     if (!ended && id >= 0 && static_cast<size_t>(id) < draft.spellings.size() &&
         draft.spelled[id])
       text += draft.spellings[id];
   }
-  // A first proposal that does not spell on from the pending bytes (none
-  // could) is verified as it is, and rejected as any wrong proposal.
+  // Proposals that do not spell on from the pending bytes (none could) are
+  // verified as they are, and rejected as any wrong proposal.
   if (std::string_view(text).substr(0, pending.size()) == pending)
     text.erase(0, pending.size());
   std::vector<int32_t> ids = encodeTarget(text);
   if (ended && target.eos >= 0)
     ids.push_back(target.eos);
+  return ids;
+}
+
+void TokenTranslator::translate(const std::vector<int64_t> &proposed,
+                                std::string_view pending, int64_t *out,
+                                size_t count) const {
+  std::vector<int32_t> ids = translation(proposed, pending);
   int64_t last = ids.empty() ? std::max<int64_t>(target.eos, 0) : ids.front();
   for (size_t i = 0; i < count; ++i) {
     if (i < ids.size())
@@ -82,17 +88,20 @@ void TokenTranslator::healedContext(const DraftContext &text,
   pending = text.text().substr(kept ? text.endOf(kept - 1) : 0);
 }
 
-void TokenTranslator::healingBias(std::string_view pending, float *bias) const {
+bool TokenTranslator::healingBias(std::string_view pending, float *bias) const {
   size_t size = draft.spellings.size(), allowed = 0;
+  if (pending.empty())
+    return false;
   for (size_t id = 0; id < size; ++id) {
-    bool spellsOn = pending.empty() ||
-                    (draft.spelled[id] &&
-                     std::string_view(draft.spellings[id]).substr(0, pending.size()) == pending);
+    std::string_view spelling = draft.spellings[id];
+    bool spellsOn = draft.spelled[id] &&
+                    spelling.substr(0, pending.size()) == pending;
     bias[id] = spellsOn ? 0.0f : -std::numeric_limits<float>::infinity();
     allowed += spellsOn;
   }
   if (!allowed)
     std::fill(bias, bias + size, 0.0f);
+  return true;
 }
 
 std::unique_ptr<DraftContext> TokenTranslator::newContext() const {

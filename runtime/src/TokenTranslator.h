@@ -32,12 +32,15 @@ public:
 
   /// The text of target tokens (special tokens spell nothing).
   std::string spellTarget(const int64_t *tokens, size_t count) const;
-  /// The target's `count` tokens of the text the draft's `proposed` tokens
-  /// spell after `pending` (committed bytes the draft's context left out,
-  /// which its first proposal spells on from), up to the draft's EOS (which
-  /// becomes the target's); short translations are padded with the last
-  /// token, which verification treats as any other proposal.
-  void translate(const int64_t *proposed, size_t length, std::string_view pending,
+  /// The target's tokens of the text the draft's `proposed` tokens spell
+  /// after `pending` (committed bytes the draft's context left out, which
+  /// its first proposals spell again), up to the draft's EOS (which becomes
+  /// the target's).
+  std::vector<int32_t> translation(const std::vector<int64_t> &proposed,
+                                   std::string_view pending) const;
+  /// The first `count` of them into `out`; a short translation is padded
+  /// with its last token, which verification treats as any other proposal.
+  void translate(const std::vector<int64_t> &proposed, std::string_view pending,
                  int64_t *out, size_t count) const;
   /// The draft's context for a sequence's next proposals: its BOS and its
   /// committed text's tokens but the last, whose bytes and any not yet
@@ -45,10 +48,12 @@ public:
   /// spells on from them, as it would have tokenized the text).
   void healedContext(const DraftContext &text, std::vector<int64_t> &context,
                      std::string &pending) const;
-  /// The bias of a first proposal after `pending` (draftVocab() entries):
-  /// 0 for the tokens that spell on from it, -inf for the others (0 for
-  /// all where none does, or nothing is pending).
-  void healingBias(std::string_view pending, float *bias) const;
+  /// The bias of the first proposal after `pending` (draftVocab()
+  /// entries): 0 for the tokens that spell on from it, -inf for the others
+  /// (0 for all where none does); false, and nothing written, when nothing
+  /// is pending. (Also allowing tokens that spell only a part of it, to
+  /// heal several tokens, gave fewer tokens per target forward here.)
+  bool healingBias(std::string_view pending, float *bias) const;
   size_t draftVocab() const { return draft.spellings.size(); }
   /// A new sequence's context in the draft's tokens.
   std::unique_ptr<DraftContext> newContext() const;
