@@ -622,7 +622,8 @@ specrt_status StepRunner::draftProposals(
 
 /// Brings the draft's cache of `slot` to hold all of `context` but its last
 /// token: kept as far as it holds what the context starts with, the rest
-/// prefilled.
+/// prefilled. Unlike catchUpDraft's, this happens every round (the healed
+/// last token changes), so it counts in the round's cost.
 specrt_status StepRunner::catchUpText(size_t slot,
                                       const std::vector<int64_t> &context) {
   std::vector<int64_t> &cached = batch->slots[slot].draftCached;
@@ -632,13 +633,11 @@ specrt_status StepRunner::catchUpText(size_t slot,
   if (valid == need)
     return SPECRT_OK;
   int64_t ignored = 0;
-  auto start = std::chrono::steady_clock::now();
   if (specrt_status status = batch->model->device->prefill(
           SlotCache::Draft, batch->draftCache.data, static_cast<int64_t>(slot),
           static_cast<int64_t>(valid), context.data() + valid, need - valid, 0,
           ignored, nullptr, error))
     return fail(status, error);
-  catchingUp += std::chrono::steady_clock::now() - start;
   batch->stats.draft_catch_up += need - valid;
   return SPECRT_OK;
 }

@@ -154,9 +154,10 @@ static cl::opt<int64_t> capacity(
     cl::init(0), cl::cat(category));
 static cl::opt<int64_t> maxBatch(
     "max-batch",
-    cl::desc("Also compile batched rounds of the target alone over a cache "
-             "of this many sequence slots (@<decoder>_prefill, "
-             "@<decoder>_round; greedy, CPU); 1: the decode loops only"),
+    cl::desc("Also compile batched rounds over a cache of this many "
+             "sequence slots (a prefill, plain and speculative rounds; CPU); "
+             "1: the decode loops only (and a cross-tokenizer draft's rounds "
+             "over one slot)"),
     cl::init(1), cl::cat(category));
 static cl::opt<bool> crossTokenizer(
     "cross-tokenizer",
