@@ -620,11 +620,12 @@ void RoundBuilder::buildRound(ImplicitLocOpBuilder &b, func::FuncOp func) {
 }
 
 /// @<decoder>_draft_round(draft cache, first, lengths, tokens, bias) ->
-/// (next tokens, draft cache) for a cross-tokenizer draft: one greedy step
-/// of the draft over a run of slots, sequence b's logits plus row b of
-/// `bias` (0 or -inf per token): the runtime restricts a step to the tokens
-/// that spell on from a partial last token (token healing), so that the
-/// draft continues a text cut mid-token as it would have tokenized it.
+/// (logits, draft cache) for a cross-tokenizer draft: one step of the draft
+/// over a run of slots, sequence b's logits at its token plus row b of
+/// `bias` (0 or -inf per token). The runtime chooses the proposal from them
+/// by the bytes the tokens spell, and the bias restricts a step to the
+/// tokens that spell on from a partial last token (token healing), so that
+/// the draft continues a text cut mid-token as it would have tokenized it.
 void RoundBuilder::buildBiasedDraftRound(ImplicitLocOpBuilder &b,
                                          func::FuncOp func) {
   Block *entry = func.addEntryBlock();
@@ -654,11 +655,7 @@ void RoundBuilder::buildBiasedDraftRound(ImplicitLocOpBuilder &b,
             nb, l, ValueRange{arith::AddFOp::create(nb, l, args[0], args[1])
                                   .getResult()});
       });
-  auto tokensType = RankedTensorType::get({ShapedType::kDynamic}, b.getI64Type());
-  Value next = ProposeOp::create(b, tokensType, rowsType, add.getResult(0),
-                                 Value(), GreedyAttr::get(context))
-                   .getTokens();
-  func::ReturnOp::create(b, ValueRange{next, result.cache});
+  func::ReturnOp::create(b, ValueRange{add.getResult(0), result.cache});
 }
 
 /// @<decoder>_verify(cache, first, lengths, tokens, proposals) -> (picks,
@@ -938,7 +935,7 @@ LogicalResult LowerRoundsPass::lower(DecoderOp decoder, SymbolTable &symbols) {
             draft->func.getResultTypes()[draft->logits]).getElementType());
     steps.push_back(addStep("draft_round",
                             {draftCache, index, tokens, tokens, bias},
-                            {tokens, draftCache}));
+                            {bias, draftCache}));
     builder.buildBiasedDraftRound(b, steps.back().first);
   } else if (draft) {
     Type draftCache = draft->cacheType;

@@ -379,6 +379,9 @@ public:
   /// Time the draft spent catching up (a cost of the sequences' past
   /// plain steps and prompts, not of this step's length).
   std::chrono::duration<double> catchingUp{0};
+  /// Nanoseconds a cross-tokenizer round's drafting spent choosing
+  /// proposals and checking what they cover.
+  uint64_t choosing = 0;
 
 private:
   specrt_status plain(size_t first, size_t end);
@@ -567,8 +570,8 @@ void StepRunner::followText(size_t slot, std::vector<int64_t> &context,
 }
 
 /// The draft's proposals after each context (the contexts' last tokens fed
-/// first; the first proposal spelling on from the pending bytes) into
-/// `proposed`, after each cache is brought to hold all of its context
+/// first; the first proposal spelling on from the pending bytes; each
+/// chosen by the bytes it spells) into `proposed`, after each cache is brought to hold all of its context
 /// but the last token. It drafts until every sequence's proposals
 /// translate into the round's proposals in the target's tokens, or
 /// maxDraftSteps().
@@ -577,7 +580,8 @@ specrt_status StepRunner::draftProposals(
     const std::vector<std::string> &pending,
     std::vector<std::vector<int64_t>> &proposed) {
   size_t n = end - first, vocab = batch->translator->draftVocab();
-  std::vector<int64_t> lengths(n), tokens(n), keys(n, 0), next(n);
+  std::vector<int64_t> lengths(n), tokens(n), keys(n, 0);
+  std::vector<float> logits(n * vocab);
   for (size_t i = 0; i < n; ++i) {
     if (specrt_status status = catchUpText(first + i, contexts[i]))
       return status;
@@ -588,11 +592,17 @@ specrt_status StepRunner::draftProposals(
   std::vector<float> healing(n * vocab, 0.0f), unbiased(n * vocab, 0.0f);
   for (size_t i = 0; i < n; ++i)
     batch->translator->healingBias(pending[i], &healing[i * vocab]);
+  // Choosing by bytes, and whether the proposals cover the round, are
+  // translation's time (`choosing`), not the draft's.
   auto covered = [&] {
+    Stopwatch check;
     for (size_t i = 0; i < n; ++i)
-      if (static_cast<int64_t>(batch->translator->translation(proposed[i], pending[i])
-                                   .size()) < batch->proposals)
+      if (!batch->translator->covers(proposed[i], pending[i],
+                                     static_cast<size_t>(batch->proposals))) {
+        choosing += check.lap();
         return false;
+      }
+    choosing += check.lap();
     return true;
   };
   proposed.assign(n, {});
@@ -600,15 +610,20 @@ specrt_status StepRunner::draftProposals(
     SlotRun run{static_cast<int64_t>(first), n, lengths.data(), nullptr,
                 tokens.data(), keys.data(), nullptr,
                 (step == 0 ? healing : unbiased).data()};
-    RoundOutput out{next.data(), nullptr, nullptr, nullptr};
+    RoundOutput out{nullptr, nullptr, nullptr, nullptr, logits.data()};
     if (specrt_status status = batch->model->device->draftRound(
             batch->draftCache.data, run, out, error))
       return fail(status, error);
+    Stopwatch choice;
     for (size_t i = 0; i < n; ++i) {
-      proposed[i].push_back(next[i]);
+      int64_t token = batch->translator->chooseByBytes(
+          &logits[i * vocab],
+          step == 0 ? std::string_view(pending[i]) : std::string_view());
+      proposed[i].push_back(token);
       ++lengths[i];
-      tokens[i] = next[i];
+      tokens[i] = token;
     }
+    choosing += choice.lap();
   }
   // The cache now holds each context and all proposals but the last.
   for (size_t i = 0; i < n; ++i) {
@@ -661,10 +676,13 @@ specrt_status StepRunner::translated(size_t first, size_t end) {
       return plain(first, end);
   batch->stats.translate_ns += watch.lap();
   std::vector<std::vector<int64_t>> proposed;
+  choosing = 0;
   if (specrt_status status =
           draftProposals(first, end, contexts, pending, proposed))
     return status;
-  batch->stats.propose_ns += watch.lap();
+  uint64_t drafting = watch.lap();
+  batch->stats.propose_ns += drafting - std::min(drafting, choosing);
+  batch->stats.translate_ns += std::min(drafting, choosing);
   std::vector<int64_t> verified(n * gamma), lengths(n), lasts(n), keys(n, 0),
       picks(n * width), counts(n);
   for (size_t i = 0; i < n; ++i) {

@@ -345,8 +345,9 @@ static constexpr const char *kNoBatchedDraft =
 
 /// Copies a rows x columns result into `out` (row-major) and frees it;
 /// false when its shape is not that.
-static bool takeTable(const specrt_memref_i64_2d &table, int64_t rows,
-                      int64_t columns, int64_t *out) {
+template <typename Table, typename Element>
+static bool takeTable(const Table &table, int64_t rows, int64_t columns,
+                      Element *out) {
   bool fits = table.aligned && table.sizes[0] == rows &&
               table.sizes[1] == columns;
   for (int64_t i = 0; fits && i < rows; ++i)
@@ -439,15 +440,14 @@ specrt_status HostLibrary::draftRound(float *draftCache, const SlotRun &run,
   RoundInputs in(run);
   auto *bias = const_cast<float *>(run.bias);
   specrt_memref_f32_2d biasIn{bias, bias, 0, {n, draftVocab}, {draftVocab, 1}};
-  specrt_memref_i64 result{};
+  specrt_memref_f32_2d logits{};
   beforeRun();
-  draftRoundEntry(&result, &descriptor, run.first, &in.lengths, &in.tokens,
+  draftRoundEntry(&logits, &descriptor, run.first, &in.lengths, &in.tokens,
                   &biasIn);
   specrt_status status = checkedRun(error);
-  int64_t size = result.size;
-  if (!takeVector(result, n, out.next) && status == SPECRT_OK) {
-    error = "the draft's round returned " + std::to_string(size) +
-            " tokens for " + std::to_string(n) + " sequences";
+  if (!takeTable(logits, n, draftVocab, out.logits) && status == SPECRT_OK) {
+    error = "the draft's round returned no logits for " + std::to_string(n) +
+            " sequences";
     status = SPECRT_ERROR_FORMAT;
   }
   return status;

@@ -62,6 +62,9 @@ struct SlotRun {
 struct RoundOutput {
   int64_t *next = nullptr, *picks = nullptr, *counts = nullptr,
           *proposals = nullptr;
+  /// A cross-tokenizer draft's round: each sequence's biased logits
+  /// (logits[i * draft vocabulary ..]).
+  float *logits = nullptr;
 };
 
 class Device {
@@ -99,10 +102,10 @@ public:
                                   std::string &error);
   virtual specrt_status round(float *cache, const SlotRun &run,
                               const RoundOutput &out, std::string &error);
-  /// A cross-tokenizer draft's rounds: one plain round of the draft over
-  /// its cache of slots, and the target's verification of the run's
-  /// proposals (run.proposals, decoder.proposals per sequence) into
-  /// out.picks and out.counts.
+  /// A cross-tokenizer draft's rounds: one round of the draft over its
+  /// cache of slots, its biased logits into out.logits, and the target's
+  /// verification of the run's proposals (run.proposals, decoder.proposals
+  /// per sequence) into out.picks and out.counts.
   virtual specrt_status draftRound(float *draftCache, const SlotRun &run,
                                    const RoundOutput &out, std::string &error);
   virtual specrt_status verify(float *cache, const SlotRun &run,

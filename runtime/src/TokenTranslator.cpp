@@ -5,6 +5,8 @@
 #include "Model.h"
 
 #include <algorithm>
+#include <array>
+#include <cmath>
 #include <limits>
 
 using namespace specrt;
@@ -30,6 +32,7 @@ std::unique_ptr<TokenTranslator> TokenTranslator::create(const specrt_model &mod
   auto translator = std::make_unique<TokenTranslator>();
   std::tie(translator->target, translator->encodeTarget) =
       side(model.tokenizer.get(), m.vocabSize, m.bosTokenId, m.eosTokenId);
+  translator->targetReadsBytes = !model.tokenizer;
   std::tie(translator->draft, translator->encodeDraft) =
       side(model.draftTokenizer.get(), m.draftVocabSize, m.draftBosTokenId,
            m.draftEosTokenId);
@@ -64,6 +67,21 @@ std::vector<int32_t> TokenTranslator::translation(const std::vector<int64_t> &pr
   if (ended && target.eos >= 0)
     ids.push_back(target.eos);
   return ids;
+}
+
+bool TokenTranslator::covers(const std::vector<int64_t> &proposed,
+                             std::string_view pending, size_t count) const {
+  size_t bytes = 0;
+  for (int64_t id : proposed) {
+    if (id == draft.eos)
+      return true;
+    if (id >= 0 && static_cast<size_t>(id) < draft.spellings.size() && draft.spelled[id])
+      bytes += draft.spellings[id].size();
+  }
+  // A target token spells at least one byte.
+  if (bytes < pending.size() + count)
+    return false;
+  return targetReadsBytes || translation(proposed, pending).size() >= count;
 }
 
 void TokenTranslator::translate(const std::vector<int64_t> &proposed,
@@ -102,6 +120,33 @@ bool TokenTranslator::healingBias(std::string_view pending, float *bias) const {
   if (!allowed)
     std::fill(bias, bias + size, 0.0f);
   return true;
+}
+
+int64_t TokenTranslator::chooseByBytes(const float *logits,
+                                       std::string_view pending) const {
+  size_t size = draft.spellings.size();
+  float top = -std::numeric_limits<float>::infinity();
+  for (size_t id = 0; id < size; ++id)
+    top = std::max(top, logits[id]);
+  // Groups 0-255: the next byte; 256: no byte after the pending ones (the
+  // pending token itself, special tokens).
+  std::array<float, 257> mass{};
+  std::array<int64_t, 257> best;
+  best.fill(-1);
+  for (size_t id = 0; id < size; ++id) {
+    if (!(logits[id] > -std::numeric_limits<float>::infinity()))
+      continue;
+    std::string_view spelling =
+        draft.spelled[id] ? std::string_view(draft.spellings[id]) : std::string_view();
+    size_t group = spelling.size() > pending.size()
+                       ? static_cast<unsigned char>(spelling[pending.size()])
+                       : 256;
+    mass[group] += std::exp(logits[id] - top);
+    if (best[group] < 0 || logits[id] > logits[best[group]])
+      best[group] = static_cast<int64_t>(id);
+  }
+  size_t chosen = std::max_element(mass.begin(), mass.end()) - mass.begin();
+  return best[chosen];
 }
 
 std::unique_ptr<DraftContext> TokenTranslator::newContext() const {

@@ -38,6 +38,11 @@ public:
   /// the target's).
   std::vector<int32_t> translation(const std::vector<int64_t> &proposed,
                                    std::string_view pending) const;
+  /// Whether `proposed` translates into at least `count` target tokens (or
+  /// reaches the draft's EOS): by their bytes where they are too few, or
+  /// the target reads bytes, else by their translation.
+  bool covers(const std::vector<int64_t> &proposed, std::string_view pending,
+              size_t count) const;
   /// The first `count` of them into `out`; a short translation is padded
   /// with its last token, which verification treats as any other proposal.
   void translate(const std::vector<int64_t> &proposed, std::string_view pending,
@@ -54,6 +59,13 @@ public:
   /// is pending. (Also allowing tokens that spell only a part of it, to
   /// heal several tokens, gave fewer tokens per target forward here.)
   bool healingBias(std::string_view pending, float *bias) const;
+  /// The draft's proposal from its (biased) logits after `pending` bytes:
+  /// of the tokens that spell on from them, the most likely one among those
+  /// whose next byte is the most likely next byte (the probabilities summed
+  /// over the tokens that begin with each byte). The target verifies bytes,
+  /// or tokens that begin with them, so this is the choice it agrees with
+  /// most, where the greedy token may be one of many that share its mass.
+  int64_t chooseByBytes(const float *logits, std::string_view pending) const;
   size_t draftVocab() const { return draft.spellings.size(); }
   /// A new sequence's context in the draft's tokens.
   std::unique_ptr<DraftContext> newContext() const;
@@ -62,6 +74,8 @@ public:
 private:
   Vocabulary target, draft;
   Encoder encodeTarget, encodeDraft;
+  /// Whether the target's tokens are bytes (no tokenizer.json).
+  bool targetReadsBytes = false;
 };
 
 } // namespace specrt

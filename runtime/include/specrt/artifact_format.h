@@ -229,13 +229,14 @@ typedef struct {
 } specrt_memref_f32_2d;
 
 /* A cross-tokenizer draft's rounds (decoder.batch_proposer
- * "cross_tokenizer_draft"): draft_round is one greedy step of the draft
- * over its cache of slots, each sequence's logits plus its row of `bias`
- * (sequences x the draft's vocabulary; 0 or -inf); verify checks the given
- * proposals (sequences x decoder.proposals, in the target's tokens) after
- * each sequence's last token in one target forward and returns picks and
- * counts as spec_round does. */
-typedef void (*specrt_draft_round_fn)(specrt_memref_i64 *next,
+ * "cross_tokenizer_draft"): draft_round is one step of the draft over its
+ * cache of slots and returns each sequence's logits plus its row of `bias`
+ * (sequences x the draft's vocabulary; 0 or -inf), from which the runtime
+ * chooses; verify checks the given proposals (sequences x
+ * decoder.proposals, in the target's tokens) after each sequence's last
+ * token in one target forward and returns picks and counts as spec_round
+ * does. */
+typedef void (*specrt_draft_round_fn)(specrt_memref_f32_2d *logits,
                                       specrt_memref_f32_6d *draft_cache,
                                       int64_t first_slot,
                                       specrt_memref_i64 *lengths,
