@@ -146,7 +146,8 @@ int64_t TokenTranslator::chooseByBytes(const float *logits,
       best[group] = static_cast<int64_t>(id);
   }
   size_t chosen = std::max_element(mass.begin(), mass.end()) - mass.begin();
-  return best[chosen];
+  // No finite logit (a model that returned NaN): any token, still a token.
+  return std::max<int64_t>(best[chosen], 0);
 }
 
 std::unique_ptr<DraftContext> TokenTranslator::newContext() const {
