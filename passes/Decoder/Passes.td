@@ -490,6 +490,15 @@ def SpecLowerRounds : Pass<"spec-lower-rounds", "::mlir::ModuleOp"> {
     copy of it every round). Each entry's `spec.slot_cache_shape` is the
     shape of its first cache.
 
+    A decoder whose draft has another tokenizer (`spec.cross_tokenizer`)
+    gets, instead of the speculative round, the draft's prefill, the
+    draft's own round (`@<decoder>_draft_round_step(%draft_cache, %first,
+    %lengths, %tokens, %bias) -> (logits + bias, draft cache)`, one row per
+    sequence, from which the runtime chooses) and the target's verification
+    of given proposals (`@<decoder>_verify_step(%cache, %first, %lengths,
+    %tokens, %proposals: tensor<?xgammaxi64>) -> (picks, counts, cache)`):
+    the runtime translates between them (docs/cross-tokenizer.md).
+
     All run the batched target (`spec.verify`) and pick tokens with the
     decoder's rule (`spec.propose`, `spec.accept`), as its decode loops do.
     Greedy, a speculative round commits the target's picks up to its first
