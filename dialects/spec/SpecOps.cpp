@@ -163,11 +163,9 @@ int64_t DecoderOp::getNumProposals() {
 
 LogicalResult DecoderOp::verify() {
   if ((*this)->hasAttr(SpecDialect::kCrossTokenizerAttrName) &&
-      (!isa<DraftProposerAttr>(getProposer()) || getTreeAttr() ||
-       getRule().isSampling()))
+      (!isa<DraftProposerAttr>(getProposer()) || getTreeAttr()))
     return emitOpError() << "'" << SpecDialect::kCrossTokenizerAttrName
-                         << "' marks a draft proposing chains under greedy "
-                            "verification";
+                         << "' marks a draft proposing chains";
   if (FloatAttr rate = getAcceptanceRateAttr())
     if (!(rate.getValueAsDouble() >= 0.0 && rate.getValueAsDouble() <= 1.0))
       return emitOpError() << "acceptance_rate must lie in [0, 1], got "

@@ -114,10 +114,14 @@ private:
     Value batch, picks, counts;
   };
   Verified verifyProposals(ImplicitLocOpBuilder &b, ValueRange arguments,
-                           int64_t count);
-  std::pair<Value, Value> acceptSampled(ImplicitLocOpBuilder &b,
-                                        ArrayRef<Picks> proposals,
-                                        Value logits, Value rows, Value keys);
+                           int64_t count, bool sampled = false);
+  /// Sequence r's proposals (gamma scalars) and the distributions they
+  /// were drawn from (gamma x the target's vocabulary).
+  using RowProposals = llvm::function_ref<std::pair<SmallVector<Value>, Value>(
+      ImplicitLocOpBuilder &, Value r)>;
+  std::pair<Value, Value> acceptSampled(ImplicitLocOpBuilder &b, int64_t gamma,
+                                        RowProposals proposalsOf, Value logits,
+                                        Value rows, Value keys);
 
   SlotModel target;
   std::optional<SlotModel> draft;
@@ -459,19 +463,18 @@ Value RoundBuilder::headPicksAfter(ImplicitLocOpBuilder &b,
   return tensor::CastOp::create(b, proposalsType(b), loop.getResult(0));
 }
 
-/// Rejection sampling per sequence: sequence b's proposals (their tokens
-/// and distributions at row b of `proposals`) against its gamma + 1 rows of
-/// the target's `logits`, with its round's last key (keys[b] is its round
-/// key). Returns what each commits, rows x (gamma + 1) (the accepted
-/// proposals, then the target's token after them), and how many.
+/// Rejection sampling per sequence: sequence b's `gamma` proposals and
+/// their distributions (proposalsOf(b)) against its gamma + 1 rows of the
+/// target's `logits`, with its round's last key (keys[b] is its round key).
+/// Returns what each commits, rows x (gamma + 1) (the accepted proposals,
+/// then the target's token after them), and how many.
 std::pair<Value, Value> RoundBuilder::acceptSampled(ImplicitLocOpBuilder &b,
-                                                    ArrayRef<Picks> proposals,
+                                                    int64_t gamma,
+                                                    RowProposals proposalsOf,
                                                     Value logits, Value rows,
                                                     Value keys) {
-  auto gamma = static_cast<int64_t>(proposals.size());
   Type f = cast<RankedTensorType>(logits.getType()).getElementType();
   Type i64 = b.getI64Type();
-  int64_t draftVocab = draft->vocab;
   Value init[] = {tensor::EmptyOp::create(
                       b, ArrayRef<OpFoldResult>{rows, b.getIndexAttr(gamma + 1)},
                       i64),
@@ -481,18 +484,7 @@ std::pair<Value, Value> RoundBuilder::acceptSampled(ImplicitLocOpBuilder &b,
       [&](ImplicitLocOpBuilder &nb, Value r,
           ValueRange args) -> SmallVector<Value> {
         OpFoldResult one = nb.getIndexAttr(1), zero = nb.getIndexAttr(0);
-        SmallVector<Value> tokens;
-        Value q = tensor::EmptyOp::create(
-            nb, ArrayRef<int64_t>{gamma, draftVocab}, f);
-        for (auto [k, proposal] : llvm::enumerate(proposals)) {
-          tokens.push_back(tensor::ExtractOp::create(nb, proposal.tokens, r));
-          Value row = tensor::ExtractSliceOp::create(
-              nb, RankedTensorType::get({1, draftVocab}, f), proposal.probs,
-              {r, zero}, {one, nb.getIndexAttr(draftVocab)}, {one, one});
-          q = tensor::InsertSliceOp::create(
-              nb, row, q, {nb.getIndexAttr(k), zero},
-              {one, nb.getIndexAttr(draftVocab)}, {one, one});
-        }
+        auto [tokens, q] = proposalsOf(nb, r);
         Value proposed = tensor::FromElementsOp::create(
             nb, RankedTensorType::get({gamma}, i64), tokens);
         Value targetRows = tensor::ExtractSliceOp::create(
@@ -661,33 +653,36 @@ void RoundBuilder::buildBiasedDraftRound(ImplicitLocOpBuilder &b,
 /// @<decoder>_verify(cache, first, lengths, tokens, proposals) -> (picks,
 /// counts, cache): verifyProposals on proposals in the target's tokens,
 /// from wherever the runtime got them (a cross-tokenizer draft's,
-/// translated).
+/// translated). Sampled, it also takes the distributions they were drawn
+/// from in the target's vocabulary (rows x proposals x vocabulary) and
+/// each sequence's round key, and accepts by rejection sampling.
 void RoundBuilder::buildVerify(ImplicitLocOpBuilder &b, func::FuncOp func,
                                int64_t proposals) {
   Block *entry = func.addEntryBlock();
   b.setInsertionPointToStart(entry);
-  Verified verified = verifyProposals(b, entry->getArguments(), proposals);
+  Verified verified = verifyProposals(b, entry->getArguments(), proposals,
+                                      rule.isSampling());
   func::ReturnOp::create(b, ValueRange{verified.picks, verified.counts,
                                        verified.result.cache});
 }
 
-/// (cache, first, lengths, tokens, proposed): sequence b's `count`
-/// proposals (row b of `proposed`) verified after its last token in one
-/// target forward of count + 1 rows per sequence; it commits picks[b, 0 ..
-/// counts[b]) (greedy: every committed token is the target's own pick).
+/// (cache, first, lengths, tokens, proposed[, q, keys]): sequence b's
+/// `count` proposals (row b of `proposed`) verified after its last token in
+/// one target forward of count + 1 rows per sequence; it commits picks[b, 0
+/// .. counts[b]) (greedy: every committed token is the target's own pick;
+/// `sampled`: by rejection sampling against q[b], with keys[b]).
 RoundBuilder::Verified
 RoundBuilder::verifyProposals(ImplicitLocOpBuilder &b, ValueRange arguments,
-                              int64_t count) {
+                              int64_t count, bool sampled) {
   Value cache = arguments[0], first = arguments[1], lengths = arguments[2],
         tokens = arguments[3], proposed = arguments[4];
   Value batch = tensor::DimOp::create(b, tokens, 0);
-  OpFoldResult one = b.getIndexAttr(1);
+  OpFoldResult one = b.getIndexAttr(1), zero = b.getIndexAttr(0);
   SmallVector<Value> verified{tokens};
   for (int64_t k = 0; k < count; ++k)
     verified.push_back(tensor::ExtractSliceOp::create(
         b, RankedTensorType::get({ShapedType::kDynamic}, b.getI64Type()),
-        proposed, {b.getIndexAttr(0), b.getIndexAttr(k)}, {batch, one},
-        {one, one}));
+        proposed, {zero, b.getIndexAttr(k)}, {batch, one}, {one, one}));
   Value rowPositions =
       positions(b, lengths, 0, count + 1,
                 target.func.getArgumentTypes()[target.positions]);
@@ -695,6 +690,25 @@ RoundBuilder::verifyProposals(ImplicitLocOpBuilder &b, ValueRange arguments,
       columns(b, verified, target.func.getArgumentTypes()[target.tokens]);
   Forward result =
       forward(b, target, ids, rowPositions, cache, first, lengths);
+  if (sampled) {
+    Value q = arguments[5], keys = arguments[6];
+    Type f = cast<RankedTensorType>(q.getType()).getElementType();
+    OpFoldResult vocab = b.getIndexAttr(target.vocab);
+    auto rowProposals = [&](ImplicitLocOpBuilder &nb, Value r) {
+      SmallVector<Value> row;
+      for (int64_t k = 0; k < count; ++k)
+        row.push_back(tensor::ExtractOp::create(
+            nb, proposed, ValueRange{r, arith::ConstantIndexOp::create(nb, k)}));
+      Value probs = tensor::ExtractSliceOp::create(
+          nb, RankedTensorType::get({count, target.vocab}, f), q,
+          {r, zero, zero}, {one, nb.getIndexAttr(count), vocab},
+          {one, one, one});
+      return std::make_pair(row, probs);
+    };
+    auto [picks, counts] =
+        acceptSampled(b, count, rowProposals, result.logits, batch, keys);
+    return {result, batch, picks, counts};
+  }
   Value picks = pickAll(b, result.logits, batch, count + 1);
   Value counts = acceptedCounts(b, ArrayRef<Value>(verified).drop_front(),
                                 picks, batch);
@@ -776,8 +790,26 @@ void RoundBuilder::buildSpecRound(ImplicitLocOpBuilder &b, func::FuncOp func,
       forward(b, target, ids, rowPositions, cache, first, lengths);
   Value picks, counts;
   if (rule.isSampling()) {
-    std::tie(picks, counts) =
-        acceptSampled(b, proposals, result.logits, batch, keys);
+    int64_t draftVocab = draft->vocab;
+    Type f = cast<RankedTensorType>(result.logits.getType()).getElementType();
+    auto rowProposals = [&](ImplicitLocOpBuilder &nb, Value r) {
+      OpFoldResult one = nb.getIndexAttr(1), zero = nb.getIndexAttr(0);
+      SmallVector<Value> tokens;
+      Value q =
+          tensor::EmptyOp::create(nb, ArrayRef<int64_t>{gamma, draftVocab}, f);
+      for (auto [k, proposal] : llvm::enumerate(proposals)) {
+        tokens.push_back(tensor::ExtractOp::create(nb, proposal.tokens, r));
+        Value row = tensor::ExtractSliceOp::create(
+            nb, RankedTensorType::get({1, draftVocab}, f), proposal.probs,
+            {r, zero}, {one, nb.getIndexAttr(draftVocab)}, {one, one});
+        q = tensor::InsertSliceOp::create(
+            nb, row, q, {nb.getIndexAttr(k), zero},
+            {one, nb.getIndexAttr(draftVocab)}, {one, one});
+      }
+      return std::make_pair(tokens, q);
+    };
+    std::tie(picks, counts) = acceptSampled(b, gamma, rowProposals,
+                                            result.logits, batch, keys);
   } else {
     picks = pickAll(b, result.logits, batch, gamma + 1);
     counts = acceptedCounts(b, ArrayRef<Value>(verified).drop_front(), picks,
@@ -922,8 +954,18 @@ LogicalResult LowerRoundsPass::lower(DecoderOp decoder, SymbolTable &symbols) {
     int64_t gamma = cast<DraftProposerAttr>(decoder.getProposer()).getGamma();
     auto proposed = RankedTensorType::get({ShapedType::kDynamic, gamma}, i64);
     auto picks = RankedTensorType::get({ShapedType::kDynamic, gamma + 1}, i64);
-    steps.push_back(addStep("verify", {cache, index, tokens, tokens, proposed},
-                            {picks, tokens, cache}));
+    SmallVector<Type> verifyInputs{cache, index, tokens, tokens, proposed};
+    if (decoder.getRule().isSampling()) {
+      // The proposals' distributions in the target's vocabulary, which the
+      // runtime maps from the draft's.
+      Type f = cast<RankedTensorType>(
+                   target->func.getResultTypes()[target->logits])
+                   .getElementType();
+      verifyInputs.push_back(RankedTensorType::get(
+          {ShapedType::kDynamic, gamma, target->vocab}, f));
+      verifyInputs.push_back(tokens);
+    }
+    steps.push_back(addStep("verify", verifyInputs, {picks, tokens, cache}));
     builder.buildVerify(b, steps.back().first, gamma);
     steps.push_back(addStep("draft_prefill",
                             {draftCache, index, index, tokens, i64},

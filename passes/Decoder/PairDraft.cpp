@@ -281,13 +281,11 @@ LogicalResult PairDraftPass::initialize(MLIRContext *context) {
   if (minConfidence > 0.0 && sampling)
     return emit() << "spec-pair-draft: min-confidence stops drafting early "
                      "under greedy verification only; drop it or sampling";
-  if (crossTokenizer && (sampling || minConfidence > 0.0 ||
-                         !treeParents.empty() || !treeRanks.empty()))
+  if (crossTokenizer && (minConfidence > 0.0 || !treeParents.empty() ||
+                         !treeRanks.empty()))
     return emit() << "spec-pair-draft: a cross-tokenizer draft proposes "
-                     "chains under greedy verification so far; drop "
-                  << (sampling ? "sampling"
-                      : minConfidence > 0.0 ? "min-confidence"
-                                            : "the tree");
+                     "chains so far; drop "
+                  << (minConfidence > 0.0 ? "min-confidence" : "the tree");
   tree = {};
   if (!treeParents.empty() || !treeRanks.empty()) {
     tree = TreeAttr::getChecked([&] { return emit() << "spec-pair-draft: "; },

@@ -387,9 +387,29 @@ private:
   specrt_status plain(size_t first, size_t end);
   specrt_status speculative(size_t first, size_t end);
   specrt_status translated(size_t first, size_t end);
+  /// A sampled round's proposals in the target's tokens and the
+  /// distributions they were drawn from (proposals x target vocabulary per
+  /// sequence), with each sequence's length and round key.
+  struct SampledProposals {
+    std::vector<int64_t> lengths, keys, proposed;
+    std::vector<float> q;
+  };
+  specrt_status sampled(size_t first, size_t end);
+  specrt_status draftStep(size_t first, size_t end,
+                          const std::vector<int64_t> &lengths,
+                          const std::vector<int64_t> &fed,
+                          const std::vector<float> &bias,
+                          std::vector<float> &logits);
+  specrt_status drawShared(size_t first, size_t end,
+                           std::vector<std::vector<int64_t>> &contexts,
+                           SampledProposals &drawn);
+  specrt_status drawBytes(size_t first, size_t end,
+                          std::vector<std::vector<int64_t>> &contexts,
+                          const std::vector<std::string> &pending,
+                          SampledProposals &drawn);
   specrt_status catchUpDraft(size_t slot);
   void followText(size_t slot, std::vector<int64_t> &context,
-                  std::string &pending);
+                  std::string &pending, bool healed = true);
   specrt_status draftProposals(size_t first, size_t end,
                                const std::vector<std::vector<int64_t>> &contexts,
                                const std::vector<std::string> &pending,
@@ -418,7 +438,10 @@ specrt_status StepRunner::run(StepKind kind, size_t first, size_t end) {
   speculated |= kind == StepKind::Speculative;
   if (kind == StepKind::Plain)
     return plain(first, end);
-  return batch->translator ? translated(first, end) : speculative(first, end);
+  if (!batch->translator)
+    return speculative(first, end);
+  return batch->model->manifest.verify == "greedy" ? translated(first, end)
+                                                   : sampled(first, end);
 }
 
 /// Appends `picks` tokens to the sequence in `slot` and to the output.
@@ -558,7 +581,7 @@ specrt_status StepRunner::commitVerified(size_t first, size_t end,
 /// tokens committed since the last round spelled and the text's tail
 /// tokenized again with them.
 void StepRunner::followText(size_t slot, std::vector<int64_t> &context,
-                            std::string &pending) {
+                            std::string &pending, bool healed) {
   Slot &s = batch->slots[slot];
   const TokenTranslator &translator = *batch->translator;
   if (!s.draftText)
@@ -566,7 +589,13 @@ void StepRunner::followText(size_t slot, std::vector<int64_t> &context,
   s.draftText->append(translator.spellTarget(s.tokens.data() + s.spelled,
                                              s.tokens.size() - s.spelled));
   s.spelled = s.tokens.size();
-  translator.healedContext(*s.draftText, context, pending);
+  if (healed) {
+    translator.healedContext(*s.draftText, context, pending);
+    return;
+  }
+  const std::vector<int32_t> &ids = s.draftText->ids();
+  context.assign(1, translator.draftBos());
+  context.insert(context.end(), ids.begin(), ids.end());
 }
 
 /// The draft's proposals after each context (the contexts' last tokens fed
@@ -704,6 +733,183 @@ specrt_status StepRunner::translated(size_t first, size_t end) {
   return commitVerified(first, end, picks, counts);
 }
 
+/// A uniform draw in [0, 1) for `key` and `counter`: the compiled code's
+/// (spec-lower-steps), so that a sequence's draws are keyed alike wherever
+/// they are made.
+static double uniformDraw(uint64_t key, uint64_t counter) {
+  uint64_t z = key + (counter + 1) * 0x9E3779B97F4A7C15ULL;
+  z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ULL;
+  z = (z ^ (z >> 27)) * 0x94D049BB133111EBULL;
+  z ^= z >> 31;
+  return static_cast<double>(z >> 11) * 0x1.0p-53;
+}
+
+/// A sampled speculative round with a cross-tokenizer draft: each
+/// sequence's proposals are drawn from the draft, each a target token, with
+/// the distribution it was drawn from in the target's vocabulary; the
+/// target verifies them by rejection sampling against those distributions,
+/// so that what it commits is distributed as its own samples. A target
+/// that reads bytes gets the bytes of the draft's tokens, drawn a byte at a
+/// time (drawBytes); another, the draft's tokens it shares (drawShared).
+specrt_status StepRunner::sampled(size_t first, size_t end) {
+  size_t n = end - first, targetVocab = batch->translator->targetVocab();
+  int64_t gamma = batch->proposals, width = gamma + 1;
+  bool bytes = batch->translator->targetIsBytes();
+  Stopwatch watch;
+  std::vector<std::vector<int64_t>> contexts(n);
+  std::vector<std::string> pending(n);
+  for (size_t i = 0; i < n; ++i)
+    followText(first + i, contexts[i], pending[i], /*healed=*/bytes);
+  // Drawing bytes, a step may end the healed token without a proposal.
+  for (const std::vector<int64_t> &context : contexts)
+    if ((!bytes && !batch->translator->sharesTokens()) ||
+        static_cast<int64_t>(context.size()) + gamma > batch->draftCapacity)
+      return plain(first, end);
+  SampledProposals drawn{std::vector<int64_t>(n), std::vector<int64_t>(n),
+                         std::vector<int64_t>(n * gamma),
+                         std::vector<float>(n * gamma * targetVocab)};
+  std::vector<int64_t> lasts(n), picks(n * width), counts(n);
+  for (size_t i = 0; i < n; ++i) {
+    Slot &s = batch->slots[first + i];
+    drawn.lengths[i] = s.length();
+    lasts[i] = s.tokens.back();
+    // The round key, as a same-vocabulary draft's round takes it.
+    drawn.keys[i] = static_cast<int64_t>(
+        s.seed + static_cast<uint64_t>(s.forwards++) * SPECRT_KEYS_PER_ROUND);
+  }
+  batch->stats.translate_ns += watch.lap();
+  for (size_t i = 0; i < n; ++i)
+    if (specrt_status status = catchUpText(first + i, contexts[i]))
+      return status;
+  choosing = 0;
+  if (specrt_status status = bytes ? drawBytes(first, end, contexts, pending, drawn)
+                                   : drawShared(first, end, contexts, drawn))
+    return status;
+  uint64_t drafting = watch.lap();
+  batch->stats.propose_ns += drafting - std::min(drafting, choosing);
+  batch->stats.translate_ns += std::min(drafting, choosing);
+  SlotRun run{static_cast<int64_t>(first), n, drawn.lengths.data(), nullptr,
+              lasts.data(), drawn.keys.data(), drawn.proposed.data()};
+  run.distributions = drawn.q.data();
+  RoundOutput out{nullptr, picks.data(), counts.data(), nullptr};
+  if (specrt_status status =
+          batch->model->device->verify(batch->cache.data, run, out, error))
+    return fail(status, error);
+  batch->stats.verify_ns += watch.lap();
+  return commitVerified(first, end, picks, counts);
+}
+
+/// One draft round over slots [first, end) feeding `fed` at `lengths` (each
+/// sequence's draft position), its logits into `logits`, `bias` added.
+specrt_status StepRunner::draftStep(size_t first, size_t end,
+                                    const std::vector<int64_t> &lengths,
+                                    const std::vector<int64_t> &fed,
+                                    const std::vector<float> &bias,
+                                    std::vector<float> &logits) {
+  SlotRun run{static_cast<int64_t>(first), end - first, lengths.data(),
+              nullptr, fed.data(), nullptr, nullptr, bias.data()};
+  RoundOutput out{nullptr, nullptr, nullptr, nullptr, logits.data()};
+  if (specrt_status status = batch->model->device->draftRound(
+          batch->draftCache.data, run, out, error))
+    return fail(status, error);
+  return SPECRT_OK;
+}
+
+/// Token-level intersection (Timor et al. 2025): gamma draft steps, each
+/// proposal drawn from the draft's distribution over the tokens both
+/// vocabularies share; the draft's cache then holds each context and all
+/// proposals but the last.
+specrt_status StepRunner::drawShared(
+    size_t first, size_t end, std::vector<std::vector<int64_t>> &contexts,
+    SampledProposals &drawn) {
+  const TokenTranslator &translator = *batch->translator;
+  size_t n = end - first, draftVocab = translator.draftVocab(),
+         targetVocab = translator.targetVocab();
+  int64_t gamma = batch->proposals;
+  std::vector<int64_t> lengths(n), fed(n);
+  for (size_t i = 0; i < n; ++i) {
+    lengths[i] = static_cast<int64_t>(contexts[i].size()) - 1;
+    fed[i] = contexts[i].back();
+  }
+  std::vector<float> bias(n * draftVocab), logits(n * draftVocab);
+  for (size_t i = 0; i < n; ++i)
+    translator.sharedBias(&bias[i * draftVocab]);
+  double temperature = batch->model->manifest.temperature;
+  for (int64_t step = 0; step < gamma; ++step) {
+    if (specrt_status status = draftStep(first, end, lengths, fed, bias, logits))
+      return status;
+    Stopwatch draw;
+    for (size_t i = 0; i < n; ++i) {
+      // Keyed as a same-vocabulary draft's draw at this position.
+      double u = uniformDraw(static_cast<uint64_t>(drawn.keys[i] +
+                                                   drawn.lengths[i] + step),
+                             0);
+      size_t k = i * gamma + step;
+      fed[i] = translator.drawShared(&logits[i * draftVocab], temperature, u,
+                                     drawn.proposed[k], &drawn.q[k * targetVocab]);
+      contexts[i].push_back(fed[i]);
+      ++lengths[i];
+    }
+    choosing += draw.lap();
+  }
+  for (size_t i = 0; i < n; ++i)
+    batch->slots[first + i].draftCached.assign(contexts[i].begin(),
+                                               contexts[i].end() - 1);
+  return SPECRT_OK;
+}
+
+/// To a target that reads bytes: each sequence's draft tokens drawn a byte
+/// at a time (TokenTranslator::walkBytes) from its healed context until it
+/// has gamma bytes, a draft step for each token it finishes; the draft's
+/// cache then holds each context and the tokens fed after it.
+specrt_status StepRunner::drawBytes(
+    size_t first, size_t end, std::vector<std::vector<int64_t>> &contexts,
+    const std::vector<std::string> &pending, SampledProposals &drawn) {
+  const TokenTranslator &translator = *batch->translator;
+  size_t n = end - first, draftVocab = translator.draftVocab(),
+         targetVocab = translator.targetVocab();
+  auto gamma = static_cast<size_t>(batch->proposals);
+  std::vector<int64_t> lengths(n), fed(n);
+  std::vector<TokenTranslator::ByteWalk> walks(n);
+  std::vector<uint64_t> draws(n, 0);
+  for (size_t i = 0; i < n; ++i) {
+    lengths[i] = static_cast<int64_t>(contexts[i].size()) - 1;
+    fed[i] = contexts[i].back();
+    walks[i].token = pending[i];
+  }
+  std::vector<float> bias(n * draftVocab, 0.0f), logits(n * draftVocab);
+  double temperature = batch->model->manifest.temperature;
+  auto unfinished = [&] {
+    return std::any_of(walks.begin(), walks.end(),
+                       [&](const auto &walk) { return walk.proposed < gamma; });
+  };
+  for (size_t step = 0; step <= gamma && unfinished(); ++step) {
+    if (specrt_status status = draftStep(first, end, lengths, fed, bias, logits))
+      return status;
+    Stopwatch draw;
+    for (size_t i = 0; i < n; ++i) {
+      // A finished sequence's cache takes any token (EOS); the next round
+      // prefills again from where it differs.
+      int64_t next = translator.draftEos();
+      if (walks[i].proposed < gamma) {
+        auto key = static_cast<uint64_t>(drawn.keys[i] + drawn.lengths[i]);
+        next = translator.walkBytes(
+            &logits[i * draftVocab], temperature, walks[i], gamma,
+            [&] { return uniformDraw(key, draws[i]++); },
+            &drawn.proposed[i * gamma], &drawn.q[i * gamma * targetVocab]);
+      }
+      fed[i] = std::max<int64_t>(next, 0);
+      contexts[i].push_back(fed[i]);
+      ++lengths[i];
+    }
+    choosing += draw.lap();
+  }
+  for (size_t i = 0; i < n; ++i)
+    batch->slots[first + i].draftCached.assign(contexts[i].begin(),
+                                               contexts[i].end() - 1);
+  return SPECRT_OK;
+}
+
 /// Whether this step speculates, by the batch's policy.
 static bool shouldSpeculate(specrt_batch *batch, size_t sequences) {
   if (!batch->proposals || batch->speculation == SPECRT_SPECULATE_NEVER)
@@ -766,6 +972,7 @@ specrt_status specrt_batch_remove(specrt_batch *batch, int64_t slot) {
 
 specrt_status specrt::decodeInRounds(specrt_model *model, const int64_t *prompt,
                                      size_t promptLength, int64_t maxNewTokens,
+                                     uint64_t seed,
                                      const std::vector<int64_t> &stopTokens,
                                      DecodeOutput &output) {
   specrt_batch *opened = nullptr;
@@ -775,8 +982,8 @@ specrt_status specrt::decodeInRounds(specrt_model *model, const int64_t *prompt,
       opened, specrt_batch_close);
   specrt_batch_set_speculation(opened, SPECRT_SPECULATE_ALWAYS);
   int64_t slot = -1, token = -1;
-  if (specrt_status status =
-          specrt_batch_add(opened, prompt, promptLength, &slot, &token))
+  if (specrt_status status = specrt_batch_add_seeded(
+          opened, prompt, promptLength, seed, &slot, &token))
     return status;
   output.sequence.assign(prompt, prompt + promptLength);
   output.targetForwards = 1;

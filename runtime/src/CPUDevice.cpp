@@ -224,8 +224,13 @@ specrt_status HostLibrary::open(const std::string &directory,
     draftRoundEntry = reinterpret_cast<specrt_draft_round_fn>(
         symbol(manifest.draftRoundEntry));
     draftVocab = manifest.draftVocabSize;
-    verifyEntry = reinterpret_cast<specrt_verify_fn>(symbol(manifest.verifyEntry));
-    if (!draftPrefillEntry || !draftRoundEntry || !verifyEntry)
+    targetVocab = manifest.vocabSize;
+    void *verify = symbol(manifest.verifyEntry);
+    if (manifest.verify == "greedy")
+      verifyEntry = reinterpret_cast<specrt_verify_fn>(verify);
+    else
+      verifySampledEntry = reinterpret_cast<specrt_verify_sampled_fn>(verify);
+    if (!draftPrefillEntry || !draftRoundEntry || !verify)
       return SPECRT_ERROR_FORMAT;
     draftCacheShape = manifest.batchDraftCacheShape;
   }
@@ -455,7 +460,7 @@ specrt_status HostLibrary::draftRound(float *draftCache, const SlotRun &run,
 
 specrt_status HostLibrary::verify(float *cache, const SlotRun &run,
                                   const RoundOutput &out, std::string &error) {
-  if (!verifyEntry) {
+  if (!verifyEntry && !verifySampledEntry) {
     error = "the artifact has no cross-tokenizer draft (specc --cross-tokenizer)";
     return SPECRT_ERROR_UNSUPPORTED;
   }
@@ -467,8 +472,17 @@ specrt_status HostLibrary::verify(float *cache, const SlotRun &run,
                                   {proposals, 1}};
   specrt_spec_round_result result{};
   beforeRun();
-  verifyEntry(&result, &descriptor, run.first, &in.lengths, &in.tokens,
-              &proposedIn);
+  if (verifySampledEntry) {
+    auto *q = const_cast<float *>(run.distributions);
+    specrt_memref_f32_3d distributions{
+        q, q, 0, {n, proposals, targetVocab},
+        {proposals * targetVocab, targetVocab, 1}};
+    verifySampledEntry(&result, &descriptor, run.first, &in.lengths,
+                       &in.tokens, &proposedIn, &distributions, &in.keys);
+  } else {
+    verifyEntry(&result, &descriptor, run.first, &in.lengths, &in.tokens,
+                &proposedIn);
+  }
   specrt_status status = checkedRun(error);
   bool fits = takeVector(result.counts, n, out.counts);
   fits &= takeTable(result.picks, n, proposals + 1, out.picks);

@@ -54,6 +54,10 @@ struct SlotRun {
   /// A cross-tokenizer draft's round: each sequence's bias on its logits
   /// (bias[i * draft vocabulary ..]).
   const float *bias = nullptr;
+  /// A sampled cross-tokenizer draft's verification: the distributions each
+  /// sequence's proposals were drawn from, in the target's vocabulary
+  /// (distributions[(i * proposals + k) * vocabulary ..]).
+  const float *distributions = nullptr;
 };
 
 /// Where a round's results go: the next tokens of a plain round, the picks
@@ -203,6 +207,8 @@ private:
   specrt_spec_round_fn specRoundEntry = nullptr;
   specrt_draft_round_fn draftRoundEntry = nullptr;
   specrt_verify_fn verifyEntry = nullptr;
+  /// A sampling artifact's verify instead.
+  specrt_verify_sampled_fn verifySampledEntry = nullptr;
   /// With heads (decoder.batch_proposer "heads") instead of the three
   /// above.
   specrt_heads_prefill_fn headsPrefillEntry = nullptr;
@@ -210,8 +216,9 @@ private:
   specrt_heads_spec_round_fn headsSpecRoundEntry = nullptr;
   /// Tokens a speculative round proposes per sequence (decoder.proposals).
   int64_t proposals = 0;
-  /// A cross-tokenizer draft's vocabulary (its round's bias rows).
-  int64_t draftVocab = 0;
+  /// A cross-tokenizer draft's vocabulary (its round's bias rows), and the
+  /// target's (a sampled verification's distributions).
+  int64_t draftVocab = 0, targetVocab = 0;
   /// The caches of slots' shapes, from the manifest.
   std::vector<int64_t> cacheShape, draftCacheShape;
 

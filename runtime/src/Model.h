@@ -32,9 +32,10 @@ specrt_status fail(specrt_status status, std::string message);
 /// (a cross-tokenizer draft translates between them): one sequence in a
 /// batch whose steps all speculate, its tokens streamed as the compiled
 /// loops stream theirs (specrt_on_token), until max_new_tokens, EOS or a
-/// stop token.
+/// stop token; sampled, keyed by `seed`.
 specrt_status decodeInRounds(specrt_model *model, const int64_t *prompt,
                              size_t promptLength, int64_t maxNewTokens,
+                             uint64_t seed,
                              const std::vector<int64_t> &stopTokens,
                              DecodeOutput &output);
 } // namespace specrt

@@ -261,7 +261,7 @@ static specrt_status runDecode(specrt_model *model, const int64_t *prompt,
   } reset;
   if (o.speculative && model->manifest.crossTokenizer())
     return decodeInRounds(model, prompt, promptLength, o.max_new_tokens,
-                          stopTokens, output);
+                          o.seed, stopTokens, output);
   std::string error;
   if (specrt_status status = model->device->decode(
           o.speculative != 0, prompt, promptLength, o.max_new_tokens,

@@ -36,6 +36,15 @@ std::unique_ptr<TokenTranslator> TokenTranslator::create(const specrt_model &mod
   std::tie(translator->draft, translator->encodeDraft) =
       side(model.draftTokenizer.get(), m.draftVocabSize, m.draftBosTokenId,
            m.draftEosTokenId);
+  VocabularyBridge bridge =
+      VocabularyBridge::build(translator->draft, translator->target);
+  translator->toTarget = std::move(bridge.toTarget);
+  if (translator->draft.bos >= 0 &&
+      static_cast<size_t>(translator->draft.bos) < translator->toTarget.size())
+    translator->toTarget[translator->draft.bos] = -1;
+  translator->shared = static_cast<size_t>(
+      std::count_if(translator->toTarget.begin(), translator->toTarget.end(),
+                    [](int32_t id) { return id >= 0; }));
   return translator;
 }
 
@@ -148,6 +157,147 @@ int64_t TokenTranslator::chooseByBytes(const float *logits,
   size_t chosen = std::max_element(mass.begin(), mass.end()) - mass.begin();
   // No finite logit (a model that returned NaN): any token, still a token.
   return std::max<int64_t>(best[chosen], 0);
+}
+
+void TokenTranslator::sharedBias(float *bias) const {
+  for (size_t id = 0; id < toTarget.size(); ++id)
+    bias[id] = toTarget[id] >= 0 ? 0.0f : -std::numeric_limits<float>::infinity();
+}
+
+/// softmax(logits / temperature) (the largest logits alone at temperature
+/// 0), 0 where `keep` says no or a logit is not finite; unnormalized.
+static std::vector<double> weightsOf(const float *logits, size_t size,
+                                     double temperature,
+                                     const std::function<bool(size_t)> &keep) {
+  double top = -std::numeric_limits<double>::infinity();
+  for (size_t id = 0; id < size; ++id)
+    if (keep(id) && std::isfinite(logits[id]))
+      top = std::max(top, static_cast<double>(logits[id]));
+  std::vector<double> weights(size, 0.0);
+  for (size_t id = 0; id < size && std::isfinite(top); ++id) {
+    if (!keep(id) || !std::isfinite(logits[id]))
+      continue;
+    weights[id] = temperature > 0.0
+                      ? std::exp((logits[id] - top) / temperature)
+                      : static_cast<double>(logits[id] == top);
+  }
+  return weights;
+}
+
+int64_t TokenTranslator::drawShared(const float *logits, double temperature,
+                                    double uniform, int64_t &targetToken,
+                                    float *q) const {
+  size_t size = toTarget.size();
+  std::vector<double> weights = weightsOf(
+      logits, size, temperature, [&](size_t id) { return toTarget[id] >= 0; });
+  double total = 0.0;
+  for (double w : weights)
+    total += w;
+  // No finite shared logit: the first shared token, for sure.
+  for (size_t id = 0; id < size && !(total > 0.0); ++id)
+    if (toTarget[id] >= 0)
+      total = weights[id] = 1.0;
+  std::fill(q, q + target.spellings.size(), 0.0f);
+  int64_t drawn = -1;
+  double below = 0.0, threshold = uniform * total;
+  for (size_t id = 0; id < size; ++id) {
+    if (weights[id] == 0.0)
+      continue;
+    q[toTarget[id]] += static_cast<float>(weights[id] / total);
+    below += weights[id];
+    if (drawn < 0 && threshold < below)
+      drawn = static_cast<int64_t>(id);
+  }
+  // Rounding can leave the threshold at the total: the last such token.
+  for (size_t id = size; drawn < 0 && id-- > 0;)
+    if (weights[id] > 0.0)
+      drawn = static_cast<int64_t>(id);
+  targetToken = drawn >= 0 ? toTarget[drawn] : 0;
+  return std::max<int64_t>(drawn, 0);
+}
+
+int64_t TokenTranslator::walkBytes(const float *logits, double temperature,
+                                   ByteWalk &walk, size_t count,
+                                   const std::function<double()> &uniform,
+                                   int64_t *proposed, float *q) const {
+  size_t size = draft.spellings.size(), vocab = target.spellings.size();
+  std::vector<double> p = weightsOf(logits, size, temperature, [&](size_t id) {
+    return draft.spelled[id] ||
+           (static_cast<int32_t>(id) == draft.eos && target.eos >= 0);
+  });
+  auto eos = static_cast<size_t>(std::max<int32_t>(target.eos, 0));
+  while (walk.proposed < count) {
+    const std::string &token = walk.token;
+    // The mass of the tokens spelled `token` exactly (by the likeliest),
+    // of those spelling on from it by their next byte, and EOS (only as a
+    // whole token).
+    double ends = 0.0, endsBest = 0.0, total = 0.0;
+    int64_t endsAs = -1;
+    std::array<double, 257> next{};
+    for (size_t id = 0; id < size; ++id) {
+      if (p[id] == 0.0)
+        continue;
+      if (static_cast<int32_t>(id) == draft.eos) {
+        next[256] += token.empty() ? p[id] : 0.0;
+        continue;
+      }
+      std::string_view spelling = draft.spellings[id];
+      if (spelling.size() < token.size() ||
+          spelling.substr(0, token.size()) != token)
+        continue;
+      if (spelling.size() == token.size()) {
+        ends += p[id];
+        if (p[id] > endsBest)
+          endsBest = p[id], endsAs = static_cast<int64_t>(id);
+      } else {
+        next[static_cast<unsigned char>(spelling[token.size()])] += p[id];
+      }
+    }
+    for (double m : next)
+      total += m;
+    // The token ends here (drawn), or nothing spells on: the draft reads it.
+    if (!token.empty() && (total == 0.0 || uniform() * (ends + total) < ends)) {
+      walk.token.clear();
+      return endsAs >= 0 ? endsAs : std::max<int32_t>(draft.eos, 0);
+    }
+    float *row = q + walk.proposed * vocab;
+    std::fill(row, row + vocab, 0.0f);
+    size_t drawn = 256;
+    if (total > 0.0) {
+      double threshold = uniform() * total, below = 0.0;
+      for (size_t b = 0; b < next.size(); ++b) {
+        if (next[b] == 0.0)
+          continue;
+        row[b < 256 ? b : eos] +=
+            static_cast<float>(next[b] / total);
+        below += next[b];
+        if (drawn == 256 && threshold < below)
+          drawn = b;
+      }
+      // Rounding can leave the threshold at the total: the last such byte.
+      for (size_t b = next.size(); drawn == 256 && b-- > 0;)
+        if (next[b] > 0.0)
+          drawn = b;
+    } else {
+      // No finite logit at all: EOS (or byte 0), for sure.
+      row[eos] = 1.0f;
+    }
+    if (drawn == 256) {
+      // EOS ends the proposals; those after it repeat it, surely.
+      for (; walk.proposed < count; ++walk.proposed) {
+        proposed[walk.proposed] = static_cast<int64_t>(eos);
+        float *rest = q + walk.proposed * vocab;
+        if (rest != row) {
+          std::fill(rest, rest + vocab, 0.0f);
+          rest[eos] = 1.0f;
+        }
+      }
+      return -1;
+    }
+    proposed[walk.proposed++] = static_cast<int64_t>(drawn);
+    walk.token.push_back(static_cast<char>(drawn));
+  }
+  return -1;
 }
 
 std::unique_ptr<DraftContext> TokenTranslator::newContext() const {

@@ -16,6 +16,7 @@
 #include "specrt/VocabularyBridge.h"
 
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <string>
 #include <string_view>
@@ -66,16 +67,60 @@ public:
   /// or tokens that begin with them, so this is the choice it agrees with
   /// most, where the greedy token may be one of many that share its mass.
   int64_t chooseByBytes(const float *logits, std::string_view pending) const;
+  /// The bias of a sampled proposal (draftVocab() entries): 0 for the
+  /// draft's tokens the target has (spelled alike, or its EOS), -inf for
+  /// the others. Sampled, the draft proposes from its distribution over
+  /// those shared tokens alone (token-level intersection, Timor et al.
+  /// 2025): each proposal is then one target token, drawn from a
+  /// distribution the target's rejection sampling can weigh.
+  void sharedBias(float *bias) const;
+  /// Whether any draft token is shared (else sampled rounds propose
+  /// nothing the target could accept).
+  bool sharesTokens() const { return shared > 0; }
+  /// Draws a sampled proposal from the draft's logits (biased by
+  /// sharedBias) at `temperature` with `uniform` in [0, 1): returns the
+  /// draft's token and writes its target token into `targetToken` and the
+  /// distribution it was drawn from, in the target's vocabulary, into `q`
+  /// (targetVocab() entries).
+  int64_t drawShared(const float *logits, double temperature, double uniform,
+                     int64_t &targetToken, float *q) const;
+  /// Where a sampled draft's proposals to a target that reads bytes stand
+  /// in a round: the bytes of the draft token being drawn so far (first
+  /// the healed context's pending bytes), and how many proposals there are.
+  struct ByteWalk {
+    std::string token;
+    size_t proposed = 0;
+  };
+  /// One draft step's proposals to a target that reads bytes, from the
+  /// draft's logits at `temperature`: the draft's next token is drawn a
+  /// byte at a time, each byte (a target token) from the draft's mass over
+  /// the tokens that spell on from the bytes before it, and each
+  /// distribution goes into `q` (count x targetVocab(), from walk.proposed
+  /// on) as the target's rejection sampling needs. Before each byte after
+  /// the first, whether the token ends there is drawn too (its own mass
+  /// against that of the longer ones). Returns the token to feed the
+  /// draft next, or -1 once `count` proposals are drawn (or EOS).
+  /// `uniform` gives the draws.
+  int64_t walkBytes(const float *logits, double temperature, ByteWalk &walk,
+                    size_t count, const std::function<double()> &uniform,
+                    int64_t *proposed, float *q) const;
+  bool targetIsBytes() const { return targetReadsBytes; }
   size_t draftVocab() const { return draft.spellings.size(); }
+  size_t targetVocab() const { return target.spellings.size(); }
   /// A new sequence's context in the draft's tokens.
   std::unique_ptr<DraftContext> newContext() const;
   int64_t draftBos() const { return draft.bos; }
+  int64_t draftEos() const { return draft.eos; }
 
 private:
   Vocabulary target, draft;
   Encoder encodeTarget, encodeDraft;
   /// Whether the target's tokens are bytes (no tokenizer.json).
   bool targetReadsBytes = false;
+  /// Each draft token's target token spelled alike (-1: none; BOS is not
+  /// proposed), and how many there are.
+  std::vector<int32_t> toTarget;
+  size_t shared = 0;
 };
 
 } // namespace specrt

@@ -627,6 +627,13 @@ static FailureOr<std::string> checkCrossTokenizer(ModuleOp module,
       chooseTokenizer(module, draftTokenizerPath, draftPath, "draft");
   if (failed(draftTokenizer))
     return failure();
+  if (draftTokenizer->empty() && targetTokenizer.empty()) {
+    // Both would read bytes: the same vocabulary, nothing to translate.
+    llvm::errs() << "error: --cross-tokenizer: neither the target nor the "
+                 << "draft has a tokenizer.json beside it, so both would "
+                 << "read bytes; give the draft's with --draft-tokenizer\n";
+    return failure();
+  }
   FailureOr<specrt::Vocabulary> target =
       vocabularyOf(module, "target", targetTokenizer);
   FailureOr<specrt::Vocabulary> draft =
@@ -805,12 +812,11 @@ static LogicalResult checkFlags() {
     return fail("--cross-tokenizer pairs a --draft with another tokenizer; "
                 "--draft-tokenizer and --cross-tokenizer-min-shared go with "
                 "it");
-  if (crossTokenizer && (sampling || !treeShape.empty() ||
+  if (crossTokenizer && (!treeShape.empty() ||
                          draftConfidence.getNumOccurrences() ||
                          device == ArtifactDevice::CUDA))
-    return fail("--cross-tokenizer: greedy chains of proposals on the CPU so "
-                "far (not with --sampling, --tree, --draft-confidence or "
-                "--device cuda)");
+    return fail("--cross-tokenizer: chains of proposals on the CPU so far "
+                "(not with --tree, --draft-confidence or --device cuda)");
   if (!(minSharedTokens >= 0.0 && minSharedTokens <= 1.0))
     return fail("--cross-tokenizer-min-shared takes a fraction in [0, 1]");
   if (!hasProposer()) {

@@ -248,6 +248,28 @@ typedef void (*specrt_verify_fn)(specrt_spec_round_result *result,
                                  specrt_memref_i64 *lengths,
                                  specrt_memref_i64 *tokens,
                                  specrt_memref_i64_2d *proposals);
+/* A rank-3 float memref descriptor: the distributions a sampled
+ * cross-tokenizer draft's proposals were drawn from. */
+typedef struct {
+  float *allocated;
+  float *aligned;
+  int64_t offset;
+  int64_t sizes[3];
+  int64_t strides[3];
+} specrt_memref_f32_3d;
+/* verify of a sampling artifact (decoder.verify "rejection-sampling"):
+ * besides the proposals, the distributions they were drawn from in the
+ * target's vocabulary (sequences x decoder.proposals x vocab_size) and each
+ * sequence's round key; it accepts by rejection sampling, drawing with
+ * keys[i] + SPECRT_KEYS_PER_ROUND - 1. */
+typedef void (*specrt_verify_sampled_fn)(specrt_spec_round_result *result,
+                                         specrt_memref_f32_6d *cache,
+                                         int64_t first_slot,
+                                         specrt_memref_i64 *lengths,
+                                         specrt_memref_i64 *tokens,
+                                         specrt_memref_i64_2d *proposals,
+                                         specrt_memref_f32_3d *distributions,
+                                         specrt_memref_i64 *keys);
 
 /* What an entry point returns: the sequence buffer (prompt, then generated
  * tokens), the sequence's length, how many target forwards ran, how many

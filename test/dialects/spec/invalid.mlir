@@ -77,12 +77,12 @@ spec.decoder @d target(@t) proposer(#spec.draft<@draft, gamma = 1, min_confidenc
 
 // -----
 
-// expected-error @below {{'spec.decoder' op 'spec.cross_tokenizer' marks a draft proposing chains under greedy verification}}
-spec.decoder @d target(@t) proposer(#spec.draft<@draft, gamma = 4>) verify(#spec.rejection<temperature = 1.0>) {spec.cross_tokenizer}
+// expected-error @below {{'spec.decoder' op 'spec.cross_tokenizer' marks a draft proposing chains}}
+spec.decoder @d target(@t) proposer(#spec.draft<@draft, gamma = 1>) verify(#spec.greedy) tree(#spec.tree<parents = [0], ranks = [0]>) {spec.cross_tokenizer}
 
 // -----
 
-// expected-error @below {{'spec.decoder' op 'spec.cross_tokenizer' marks a draft proposing chains under greedy verification}}
+// expected-error @below {{'spec.decoder' op 'spec.cross_tokenizer' marks a draft proposing chains}}
 spec.decoder @d target(@t) proposer(#spec.none) verify(#spec.greedy) {spec.cross_tokenizer}
 
 // -----

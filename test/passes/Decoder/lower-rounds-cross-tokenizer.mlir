@@ -62,3 +62,27 @@ spec.decoder @decoder target(@target) proposer(#spec.draft<@draft, gamma = 2>) v
 // CHECK-LABEL: func.func @decoder_verify(
 // CHECK-LABEL: func.func @decoder_draft_prefill(
 // CHECK-LABEL: func.func @decoder_draft_round(
+
+// Sampled (token-level intersection): the runtime draws each proposal from
+// the draft's distribution over the tokens both vocabularies share and maps
+// it into the target's vocabulary; verify takes those distributions and
+// each sequence's round key, and accepts by rejection sampling.
+spec.decoder @sampled target(@target) proposer(#spec.draft<@draft, gamma = 2>) verify(#spec.rejection<temperature = 1.0>) {spec.cross_tokenizer, spec.slot_target = @target_slots, spec.slot_draft = @draft_slots}
+
+// CHECK-LABEL: func.func private @sampled_verify_step(
+// CHECK-SAME: %[[PROPOSED:[^:]*]]: tensor<?x2xi64>, %[[Q:[^:]*]]: tensor<?x2x16xf32>, %[[KEYS:[^:]*]]: tensor<?xi64>) -> (tensor<?x3xi64>, tensor<?xi64>, !spec.kv_cache<2x4x2x64x8xf32>)
+// CHECK: %[[FWD:.*]]:2 = spec.verify @target_slots(
+// CHECK: scf.for %[[R:.*]] = %{{.*}} to %{{.*}} step
+// CHECK: %[[P0:.*]] = tensor.extract %[[PROPOSED]][%[[R]], %{{.*}}]
+// CHECK: %[[P1:.*]] = tensor.extract %[[PROPOSED]][%[[R]], %{{.*}}]
+// CHECK: %[[QROWS:.*]] = tensor.extract_slice %[[Q]][%[[R]], 0, 0] [1, 2, 16] [1, 1, 1] : tensor<?x2x16xf32> to tensor<2x16xf32>
+// CHECK: %[[ROW:.*]] = tensor.from_elements %[[P0]], %[[P1]] : tensor<2xi64>
+// CHECK: %[[ROWS:.*]] = tensor.extract_slice %[[FWD]]#0[%[[R]], 0, 0] [1, 3, 16]
+// CHECK: %[[LAST:.*]] = arith.constant 1048575 : i64
+// CHECK: %[[ROUND:.*]] = tensor.extract %[[KEYS]][%[[R]]]
+// CHECK: %[[KEY:.*]] = arith.addi %[[ROUND]], %[[LAST]]
+// CHECK: spec.accept %[[ROW]], %[[ROWS]] probs(%[[QROWS]] : tensor<2x16xf32>) key(%[[KEY]]) rule(#spec.rejection<>)
+// CHECK-LABEL: func.func @sampled_verify(
+// CHECK-SAME: tensor<?x2x16xf32>, %{{.*}}: tensor<?xi64>) -> (tensor<?x3xi64>, tensor<?xi64>)
+// CHECK-LABEL: func.func @sampled_draft_round(
+// CHECK-SAME: tensor<?x24xf32>) -> tensor<?x24xf32>

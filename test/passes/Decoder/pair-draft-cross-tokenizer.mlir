@@ -1,11 +1,10 @@
 // RUN: spec-opt %s --spec-pair-draft=cross-tokenizer=true -split-input-file -verify-diagnostics | FileCheck %s
 // RUN: spec-opt %s --spec-pair-draft='cross-tokenizer=true gamma=6 decoder-name=cross' -split-input-file -verify-diagnostics=only-expected | FileCheck %s --check-prefix=OPTIONS
-// RUN: not spec-opt %s --spec-pair-draft='cross-tokenizer=true sampling=true' -split-input-file 2>&1 | FileCheck %s --check-prefix=SAMPLING
-// SAMPLING: error: spec-pair-draft: a cross-tokenizer draft proposes chains under greedy verification so far; drop sampling
+// RUN: spec-opt %s --spec-pair-draft='cross-tokenizer=true sampling=true temperature=0.8' -split-input-file -verify-diagnostics=only-expected | FileCheck %s --check-prefix=SAMPLING
 // RUN: not spec-opt %s --spec-pair-draft='cross-tokenizer=true tree-parents=0 tree-ranks=0' -split-input-file 2>&1 | FileCheck %s --check-prefix=TREE
-// TREE: error: spec-pair-draft: a cross-tokenizer draft proposes chains under greedy verification so far; drop the tree
+// TREE: error: spec-pair-draft: a cross-tokenizer draft proposes chains so far; drop the tree
 // RUN: not spec-opt %s --spec-pair-draft='cross-tokenizer=true min-confidence=0.5' -split-input-file 2>&1 | FileCheck %s --check-prefix=CONFIDENCE
-// CONFIDENCE: error: spec-pair-draft: a cross-tokenizer draft proposes chains under greedy verification so far; drop min-confidence
+// CONFIDENCE: error: spec-pair-draft: a cross-tokenizer draft proposes chains so far; drop min-confidence
 
 // A draft with another tokenizer, vocabulary and special token ids (the
 // example target reads bytes, models/draft_bpe.onnx BPE tokens): paired,
@@ -21,6 +20,10 @@ func.func private @draft(tensor<?x?xi64>) -> tensor<?x?x640xf32>
 
 // CHECK: spec.decoder @decoder target(@target) proposer(#spec.draft<@draft, gamma = 4>) verify(#spec.greedy) {spec.cross_tokenizer}
 // OPTIONS: spec.decoder @cross target(@target) proposer(#spec.draft<@draft, gamma = 6>) verify(#spec.greedy) {spec.cross_tokenizer}
+// Sampled, the draft proposes from its distribution over the tokens both
+// vocabularies share (token-level intersection), which the target's
+// rejection sampling keeps lossless.
+// SAMPLING: spec.decoder @decoder target(@target) proposer(#spec.draft<@draft, gamma = 4>) verify(#spec.rejection<temperature = 0.8>) {spec.cross_tokenizer}
 
 // -----
 

@@ -16,6 +16,8 @@
 
 #include <fstream>
 #include <iterator>
+#include <cmath>
+#include <cstdio>
 #include <map>
 #include <string>
 #include <vector>
@@ -133,4 +135,128 @@ TEST_F(CrossTokenizerTest, GreedyTokensAreTheTargetsAlone) {
   EXPECT_GT(stats.accepted * 4, stats.proposed)
       << stats.accepted << " of " << stats.proposed << " proposals accepted";
   EXPECT_GT(stats.draft_catch_up, 0u);
+}
+
+namespace {
+/// The 99.9th percentile of chi-square with `df` degrees of freedom
+/// (Wilson and Hilferty's approximation).
+double chiSquareBound(double df) {
+  double a = 2.0 / (9.0 * df);
+  return df * std::pow(1.0 - a + 3.0902 * std::sqrt(a), 3.0);
+}
+
+/// Pearson's statistic of two samples' counts over the same tokens being
+/// one distribution, and its degrees of freedom; tokens seen fewer than
+/// ten times in both together share one bin.
+std::pair<double, double> homogeneity(const std::map<int64_t, int64_t> &a,
+                                      const std::map<int64_t, int64_t> &b) {
+  std::map<int64_t, std::pair<double, double>> bins;
+  for (auto [token, n] : a)
+    bins[token].first += n;
+  for (auto [token, n] : b)
+    bins[token].second += n;
+  std::vector<std::pair<double, double>> pooled{{0.0, 0.0}};
+  double na = 0, nb = 0;
+  for (auto &[token, counts] : bins) {
+    na += counts.first, nb += counts.second;
+    if (counts.first + counts.second < 10) {
+      pooled.front().first += counts.first;
+      pooled.front().second += counts.second;
+    } else {
+      pooled.push_back(counts);
+    }
+  }
+  if (pooled.front().first + pooled.front().second == 0)
+    pooled.erase(pooled.begin());
+  double statistic = 0;
+  for (auto [x, y] : pooled) {
+    double expectedA = (x + y) * na / (na + nb), expectedB = (x + y) * nb / (na + nb);
+    statistic += (x - expectedA) * (x - expectedA) / expectedA +
+                 (y - expectedB) * (y - expectedB) / expectedB;
+  }
+  return {statistic, static_cast<double>(pooled.size()) - 1.0};
+}
+
+/// Per position 1..positions, the tokens `runs` sequences of `prompt`
+/// (seeds 0..runs-1) generated there: their counts.
+std::vector<std::map<int64_t, int64_t>>
+sampleTokens(specrt_model *model, const std::vector<int64_t> &prompt,
+             int64_t runs, size_t positions, specrt_speculation speculation) {
+  std::vector<std::map<int64_t, int64_t>> counts(positions);
+  specrt_batch *batch = nullptr;
+  EXPECT_EQ(specrt_batch_open(model, &batch), SPECRT_OK) << specrt_last_error();
+  EXPECT_EQ(specrt_batch_set_speculation(batch, speculation), SPECRT_OK);
+  std::map<int64_t, std::vector<int64_t>> bySlot;
+  std::vector<int64_t> slots(64), tokens(64);
+  for (int64_t seed = 0; seed < runs || !bySlot.empty();) {
+    while (seed < runs && specrt_batch_active(batch) < specrt_batch_slots(batch)) {
+      int64_t slot = -1, first = -1;
+      EXPECT_EQ(specrt_batch_add_seeded(batch, prompt.data(), prompt.size(),
+                                        static_cast<uint64_t>(seed++), &slot, &first),
+                SPECRT_OK)
+          << specrt_last_error();
+      bySlot[slot] = {first};
+    }
+    size_t count = 0;
+    EXPECT_EQ(specrt_batch_step(batch, slots.data(), tokens.data(), &count), SPECRT_OK)
+        << specrt_last_error();
+    for (size_t i = 0; i < count; ++i) {
+      auto sequence = bySlot.find(slots[i]);
+      if (sequence == bySlot.end())
+        continue;
+      sequence->second.push_back(tokens[i]);
+      if (sequence->second.size() > positions) {
+        for (size_t k = 0; k < positions; ++k)
+          ++counts[k][sequence->second[k + 1]];
+        EXPECT_EQ(specrt_batch_remove(batch, slots[i]), SPECRT_OK);
+        bySlot.erase(sequence);
+      }
+    }
+    if (::testing::Test::HasFailure())
+      break;
+  }
+  specrt_batch_close(batch);
+  return counts;
+}
+} // namespace
+
+// Sampled, the draft's tokens are drawn a byte at a time (the target reads
+// bytes) and verified by rejection sampling against the distributions they
+// were drawn from: the tokens must be distributed as the target's own. A
+// two-sample chi-square test per position against the target alone (plain
+// rounds of the same artifact), at the 99.9th percentile; the same bound
+// must reject a biased control, the target alone at temperature 0.8
+// (draft-batch-sampled.spec) instead of 1.
+TEST(CrossTokenizerSampling, TokensAreDistributedAsTheTargetsOwn) {
+  specrt_model *sampled = nullptr, *cooler = nullptr;
+  ASSERT_EQ(specrt_open(SPECULA_TEST_ARTIFACTS "/cross-sampled.spec", nullptr, &sampled),
+            SPECRT_OK)
+      << specrt_last_error();
+  ASSERT_EQ(specrt_open(SPECULA_TEST_ARTIFACTS "/draft-batch-sampled.spec", nullptr, &cooler),
+            SPECRT_OK)
+      << specrt_last_error();
+  std::ifstream file(SPECULA_CORPUS_FILE, std::ios::binary);
+  std::string text{std::istreambuf_iterator<char>(file), {}};
+  ASSERT_GT(text.size(), 20000u) << SPECULA_CORPUS_FILE;
+  constexpr int64_t kRuns = 2000;
+  constexpr size_t kPositions = 3;
+  std::vector<int64_t> prompt = promptOf(text, 5000, 40);
+  auto speculative = sampleTokens(sampled, prompt, kRuns, kPositions, SPECRT_SPECULATE_ALWAYS);
+  auto alone = sampleTokens(sampled, prompt, kRuns, kPositions, SPECRT_SPECULATE_NEVER);
+  auto control = sampleTokens(cooler, prompt, kRuns, kPositions, SPECRT_SPECULATE_NEVER);
+  double controlWorst = 0;
+  for (size_t k = 0; k < kPositions; ++k) {
+    auto [statistic, df] = homogeneity(speculative[k], alone[k]);
+    EXPECT_LT(statistic, chiSquareBound(df))
+        << "position " << k + 1 << ": speculative samples deviate from the target's";
+    auto [biased, controlDf] = homogeneity(control[k], alone[k]);
+    controlWorst = std::max(controlWorst, biased / chiSquareBound(controlDf));
+    std::printf("position %zu: chi-square %.1f (bound %.1f, %g bins), "
+                "control %.1f (bound %.1f)\n",
+                k + 1, statistic, chiSquareBound(df), df + 1, biased,
+                chiSquareBound(controlDf));
+  }
+  EXPECT_GT(controlWorst, 1.0) << "the bound rejects no position of the biased control";
+  specrt_close(sampled);
+  specrt_close(cooler);
 }
