@@ -145,8 +145,10 @@ def SpecPairDraft : Pass<"spec-pair-draft", "::mlir::ModuleOp"> {
     may differ (BOS and EOS correspond by role), and the decoder is marked
     `spec.cross_tokenizer`: its proposals are in the draft's tokens, which
     the runtime spells and re-tokenizes into the target's between batched
-    rounds (docs/cross-tokenizer.md). Greedy chains only so far: sampling,
-    trees and min-confidence are refused.
+    rounds (docs/cross-tokenizer.md). Sampled, the runtime draws each
+    proposal as a target token with the distribution it came from, and the
+    target's rejection sampling keeps its own distribution. Chains only so
+    far: trees and min-confidence are refused.
   }];
   let options = [
     Option<"targetName", "target", "std::string", "\"\"",
@@ -182,8 +184,8 @@ def SpecPairDraft : Pass<"spec-pair-draft", "::mlir::ModuleOp"> {
     Option<"crossTokenizer", "cross-tokenizer", "bool", "false",
            "Pair a draft whose tokenizer differs from the target's "
            "(spec.cross_tokenizer): vocabularies and special token ids may "
-           "differ; the runtime translates proposals between rounds (greedy "
-           "chains so far)">
+           "differ; the runtime translates proposals between rounds (chains "
+           "so far)">
   ];
   let dependentDialects = ["::specula::spec::SpecDialect",
                            "::mlir::tensor::TensorDialect"];
@@ -497,7 +499,10 @@ def SpecLowerRounds : Pass<"spec-lower-rounds", "::mlir::ModuleOp"> {
     sequence, from which the runtime chooses) and the target's verification
     of given proposals (`@<decoder>_verify_step(%cache, %first, %lengths,
     %tokens, %proposals: tensor<?xgammaxi64>) -> (picks, counts, cache)`):
-    the runtime translates between them (docs/cross-tokenizer.md).
+    the runtime translates between them (docs/cross-tokenizer.md). Sampled,
+    the verification also takes the distributions the proposals were drawn
+    from in the target's vocabulary (`tensor<?xgammaxvocab>`) and each
+    sequence's round key, and accepts by rejection sampling.
 
     All run the batched target (`spec.verify`) and pick tokens with the
     decoder's rule (`spec.propose`, `spec.accept`), as its decode loops do.

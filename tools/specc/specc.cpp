@@ -163,7 +163,8 @@ static cl::opt<bool> crossTokenizer(
     "cross-tokenizer",
     cl::desc("Pair a --draft whose tokenizer differs from the target's: the "
              "runtime spells its proposals and tokenizes them again in the "
-             "target's tokens between batched rounds (greedy chains, CPU; "
+             "target's tokens between batched rounds (chains, greedy or "
+             "sampled, CPU; "
              "docs/cross-tokenizer.md)"),
     cl::init(false), cl::cat(category));
 static cl::opt<std::string> draftTokenizerPath(
