@@ -29,19 +29,29 @@ static std::pair<Vocabulary, Encoder> side(const Tokenizer *tokenizer,
 
 std::unique_ptr<TokenTranslator> TokenTranslator::create(const specrt_model &model) {
   const Manifest &m = model.manifest;
-  auto translator = std::make_unique<TokenTranslator>();
-  std::tie(translator->target, translator->encodeTarget) =
+  auto [target, encodeTarget] =
       side(model.tokenizer.get(), m.vocabSize, m.bosTokenId, m.eosTokenId);
-  translator->targetReadsBytes = !model.tokenizer;
-  std::tie(translator->draft, translator->encodeDraft) =
-      side(model.draftTokenizer.get(), m.draftVocabSize, m.draftBosTokenId,
-           m.draftEosTokenId);
-  VocabularyBridge bridge =
-      VocabularyBridge::build(translator->draft, translator->target);
+  auto [draft, encodeDraft] = side(model.draftTokenizer.get(), m.draftVocabSize,
+                                   m.draftBosTokenId, m.draftEosTokenId);
+  return create(std::move(target), std::move(encodeTarget), std::move(draft),
+                std::move(encodeDraft), !model.tokenizer);
+}
+
+std::unique_ptr<TokenTranslator>
+TokenTranslator::create(Vocabulary target, Encoder encodeTarget,
+                        Vocabulary draft, Encoder encodeDraft,
+                        bool targetReadsBytes) {
+  auto translator = std::make_unique<TokenTranslator>();
+  VocabularyBridge bridge = VocabularyBridge::build(draft, target);
+  translator->target = std::move(target);
+  translator->encodeTarget = std::move(encodeTarget);
+  translator->draft = std::move(draft);
+  translator->encodeDraft = std::move(encodeDraft);
+  translator->targetReadsBytes = targetReadsBytes;
   translator->toTarget = std::move(bridge.toTarget);
-  if (translator->draft.bos >= 0 &&
-      static_cast<size_t>(translator->draft.bos) < translator->toTarget.size())
-    translator->toTarget[translator->draft.bos] = -1;
+  int32_t bos = translator->draft.bos;
+  if (bos >= 0 && static_cast<size_t>(bos) < translator->toTarget.size())
+    translator->toTarget[bos] = -1;
   translator->shared = static_cast<size_t>(
       std::count_if(translator->toTarget.begin(), translator->toTarget.end(),
                     [](int32_t id) { return id >= 0; }));
@@ -262,7 +272,8 @@ int64_t TokenTranslator::walkBytes(const float *logits, double temperature,
     }
     float *row = q + walk.proposed * vocab;
     std::fill(row, row + vocab, 0.0f);
-    size_t drawn = 256;
+    // next.size(): none yet; 256 is EOS.
+    size_t none = next.size(), drawn = none;
     if (total > 0.0) {
       double threshold = uniform() * total, below = 0.0;
       for (size_t b = 0; b < next.size(); ++b) {
@@ -271,16 +282,17 @@ int64_t TokenTranslator::walkBytes(const float *logits, double temperature,
         row[b < 256 ? b : eos] +=
             static_cast<float>(next[b] / total);
         below += next[b];
-        if (drawn == 256 && threshold < below)
+        if (drawn == none && threshold < below)
           drawn = b;
       }
       // Rounding can leave the threshold at the total: the last such byte.
-      for (size_t b = next.size(); drawn == 256 && b-- > 0;)
+      for (size_t b = next.size(); drawn == none && b-- > 0;)
         if (next[b] > 0.0)
           drawn = b;
     } else {
       // No finite logit at all: EOS (or byte 0), for sure.
       row[eos] = 1.0f;
+      drawn = 256;
     }
     if (drawn == 256) {
       // EOS ends the proposals; those after it repeat it, surely.

@@ -30,6 +30,11 @@ class TokenTranslator {
 public:
   /// For an artifact with a cross-tokenizer draft (its tokenizers open).
   static std::unique_ptr<TokenTranslator> create(const specrt_model &model);
+  /// Between two vocabularies and their encoders; `targetReadsBytes` when
+  /// the target's ids are bytes.
+  static std::unique_ptr<TokenTranslator>
+  create(Vocabulary target, Encoder encodeTarget, Vocabulary draft,
+         Encoder encodeDraft, bool targetReadsBytes);
 
   /// The text of target tokens (special tokens spell nothing).
   std::string spellTarget(const int64_t *tokens, size_t count) const;
