@@ -609,7 +609,7 @@ specrt_status StepRunner::draftProposals(
     const std::vector<std::string> &pending,
     std::vector<std::vector<int64_t>> &proposed) {
   size_t n = end - first, vocab = batch->translator->draftVocab();
-  std::vector<int64_t> lengths(n), tokens(n), keys(n, 0);
+  std::vector<int64_t> lengths(n), tokens(n);
   std::vector<float> logits(n * vocab);
   for (size_t i = 0; i < n; ++i) {
     if (specrt_status status = catchUpText(first + i, contexts[i]))
@@ -636,13 +636,9 @@ specrt_status StepRunner::draftProposals(
   };
   proposed.assign(n, {});
   for (int64_t step = 0; step < maxDraftSteps() && !covered(); ++step) {
-    SlotRun run{static_cast<int64_t>(first), n, lengths.data(), nullptr,
-                tokens.data(), keys.data(), nullptr,
-                (step == 0 ? healing : unbiased).data()};
-    RoundOutput out{nullptr, nullptr, nullptr, nullptr, logits.data()};
-    if (specrt_status status = batch->model->device->draftRound(
-            batch->draftCache.data, run, out, error))
-      return fail(status, error);
+    if (specrt_status status = draftStep(first, end, lengths, tokens,
+                                         step == 0 ? healing : unbiased, logits))
+      return status;
     Stopwatch choice;
     for (size_t i = 0; i < n; ++i) {
       int64_t token = batch->translator->chooseByBytes(

@@ -8,6 +8,7 @@
 #include <array>
 #include <cmath>
 #include <limits>
+#include <type_traits>
 
 using namespace specrt;
 
@@ -55,6 +56,12 @@ TokenTranslator::create(Vocabulary target, Encoder encodeTarget,
   translator->shared = static_cast<size_t>(
       std::count_if(translator->toTarget.begin(), translator->toTarget.end(),
                     [](int32_t id) { return id >= 0; }));
+  const Vocabulary &d = translator->draft;
+  for (size_t id = 0; id < d.spellings.size(); ++id)
+    if (d.spelled[id] && !d.spellings[id].empty())
+      translator->bySpelling.push_back(static_cast<int32_t>(id));
+  std::stable_sort(translator->bySpelling.begin(), translator->bySpelling.end(),
+                   [&](int32_t a, int32_t b) { return d.spellings[a] < d.spellings[b]; });
   return translator;
 }
 
@@ -240,27 +247,31 @@ int64_t TokenTranslator::walkBytes(const float *logits, double temperature,
     const std::string &token = walk.token;
     // The mass of the tokens spelled `token` exactly (by the likeliest),
     // of those spelling on from it by their next byte, and EOS (only as a
-    // whole token).
+    // whole token). Sorted by spelling, the tokens that begin with `token`
+    // are one range, those spelled so exactly first.
     double ends = 0.0, endsBest = 0.0, total = 0.0;
     int64_t endsAs = -1;
     std::array<double, 257> next{};
-    for (size_t id = 0; id < size; ++id) {
-      if (p[id] == 0.0)
-        continue;
-      if (static_cast<int32_t>(id) == draft.eos) {
-        next[256] += token.empty() ? p[id] : 0.0;
-        continue;
-      }
-      std::string_view spelling = draft.spellings[id];
-      if (spelling.size() < token.size() ||
-          spelling.substr(0, token.size()) != token)
-        continue;
+    if (token.empty() && draft.eos >= 0)
+      next[256] = p[draft.eos];
+    auto prefix = [&](const auto &key) -> std::string_view {
+      if constexpr (std::is_same_v<std::decay_t<decltype(key)>, int32_t>)
+        return std::string_view(draft.spellings[key]).substr(0, token.size());
+      else
+        return key;
+    };
+    auto [from, to] = std::equal_range(
+        bySpelling.begin(), bySpelling.end(), token,
+        [&](const auto &a, const auto &b) { return prefix(a) < prefix(b); });
+    for (auto it = from; it != to; ++it) {
+      std::string_view spelling = draft.spellings[*it];
+      double mass = p[*it];
       if (spelling.size() == token.size()) {
-        ends += p[id];
-        if (p[id] > endsBest)
-          endsBest = p[id], endsAs = static_cast<int64_t>(id);
+        ends += mass;
+        if (mass > endsBest)
+          endsBest = mass, endsAs = *it;
       } else {
-        next[static_cast<unsigned char>(spelling[token.size()])] += p[id];
+        next[static_cast<unsigned char>(spelling[token.size()])] += mass;
       }
     }
     for (double m : next)

@@ -126,6 +126,8 @@ private:
   /// proposed), and how many there are.
   std::vector<int32_t> toTarget;
   size_t shared = 0;
+  /// The draft's spelled tokens sorted by their bytes (walkBytes' ranges).
+  std::vector<int32_t> bySpelling;
 };
 
 } // namespace specrt
