@@ -60,6 +60,14 @@ TokenTranslator::create(Vocabulary target, Encoder encodeTarget,
   for (size_t id = 0; id < d.spellings.size(); ++id)
     if (d.spelled[id] && !d.spellings[id].empty())
       translator->bySpelling.push_back(static_cast<int32_t>(id));
+  translator->sharedMask.resize(d.spellings.size());
+  translator->spelledMask.resize(d.spellings.size());
+  for (size_t id = 0; id < d.spellings.size(); ++id) {
+    translator->sharedMask[id] = translator->toTarget[id] >= 0;
+    translator->spelledMask[id] =
+        d.spelled[id] || (static_cast<int32_t>(id) == d.eos &&
+                          translator->target.eos >= 0);
+  }
   std::stable_sort(translator->bySpelling.begin(), translator->bySpelling.end(),
                    [&](int32_t a, int32_t b) { return d.spellings[a] < d.spellings[b]; });
   return translator;
@@ -182,31 +190,34 @@ void TokenTranslator::sharedBias(float *bias) const {
 }
 
 /// softmax(logits / temperature) (the largest logits alone at temperature
-/// 0), 0 where `keep` says no or a logit is not finite; unnormalized.
-static std::vector<double> weightsOf(const float *logits, size_t size,
-                                     double temperature,
-                                     const std::function<bool(size_t)> &keep) {
-  double top = -std::numeric_limits<double>::infinity();
+/// 0), 0 where `drawable` is 0 or a logit is not finite; unnormalized, into
+/// `weights`. (In floats: the per-step cost of a sampled round is mostly
+/// these exponentials.)
+static void weightsOf(const float *logits, const std::vector<char> &drawable,
+                      double temperature, std::vector<float> &weights) {
+  size_t size = drawable.size();
+  float top = -std::numeric_limits<float>::infinity();
   for (size_t id = 0; id < size; ++id)
-    if (keep(id) && std::isfinite(logits[id]))
-      top = std::max(top, static_cast<double>(logits[id]));
-  std::vector<double> weights(size, 0.0);
-  for (size_t id = 0; id < size && std::isfinite(top); ++id) {
-    if (!keep(id) || !std::isfinite(logits[id]))
+    if (drawable[id] && std::isfinite(logits[id]))
+      top = std::max(top, logits[id]);
+  weights.assign(size, 0.0f);
+  if (!std::isfinite(top))
+    return;
+  auto scale = static_cast<float>(temperature > 0.0 ? 1.0 / temperature : 0.0);
+  for (size_t id = 0; id < size; ++id) {
+    if (!drawable[id] || !std::isfinite(logits[id]))
       continue;
-    weights[id] = temperature > 0.0
-                      ? std::exp((logits[id] - top) / temperature)
-                      : static_cast<double>(logits[id] == top);
+    weights[id] = scale > 0.0f ? std::exp((logits[id] - top) * scale)
+                               : static_cast<float>(logits[id] == top);
   }
-  return weights;
 }
 
 int64_t TokenTranslator::drawShared(const float *logits, double temperature,
                                     double uniform, int64_t &targetToken,
                                     float *q) const {
   size_t size = toTarget.size();
-  std::vector<double> weights = weightsOf(
-      logits, size, temperature, [&](size_t id) { return toTarget[id] >= 0; });
+  std::vector<float> weights;
+  weightsOf(logits, sharedMask, temperature, weights);
   double total = 0.0;
   for (double w : weights)
     total += w;
@@ -238,10 +249,8 @@ int64_t TokenTranslator::walkBytes(const float *logits, double temperature,
                                    const std::function<double()> &uniform,
                                    int64_t *proposed, float *q) const {
   size_t size = draft.spellings.size(), vocab = target.spellings.size();
-  std::vector<double> p = weightsOf(logits, size, temperature, [&](size_t id) {
-    return draft.spelled[id] ||
-           (static_cast<int32_t>(id) == draft.eos && target.eos >= 0);
-  });
+  std::vector<float> p;
+  weightsOf(logits, spelledMask, temperature, p);
   auto eos = static_cast<size_t>(std::max<int32_t>(target.eos, 0));
   while (walk.proposed < count) {
     const std::string &token = walk.token;

@@ -128,6 +128,9 @@ private:
   size_t shared = 0;
   /// The draft's spelled tokens sorted by their bytes (walkBytes' ranges).
   std::vector<int32_t> bySpelling;
+  /// Which draft tokens each sampled proposer draws: the shared ones, and
+  /// (walkBytes) the spelled ones and EOS when the target has one.
+  std::vector<char> sharedMask, spelledMask;
 };
 
 } // namespace specrt
