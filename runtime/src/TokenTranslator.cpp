@@ -185,8 +185,8 @@ int64_t TokenTranslator::chooseByBytes(const float *logits,
 }
 
 void TokenTranslator::sharedBias(float *bias) const {
-  for (size_t id = 0; id < toTarget.size(); ++id)
-    bias[id] = toTarget[id] >= 0 ? 0.0f : -std::numeric_limits<float>::infinity();
+  for (size_t id = 0; id < sharedMask.size(); ++id)
+    bias[id] = sharedMask[id] ? 0.0f : -std::numeric_limits<float>::infinity();
 }
 
 /// softmax(logits / temperature) (the largest logits alone at temperature

@@ -2,8 +2,10 @@
 //
 // A draft with another tokenizer than its target's proposes in its own
 // tokens. Between batched rounds the runtime spells them and tokenizes the
-// text again in the target's tokens, which the target verifies; and it keeps
-// each sequence's committed text in the draft's tokens (DraftContext). The
+// text again in the target's tokens, which the target verifies (sampled, it
+// draws each proposal as one target token with its distribution instead);
+// and it keeps each sequence's committed text in the draft's tokens
+// (DraftContext). The
 // tokenizers live here, in the runtime, which is why these rounds run from
 // the runtime's batch and not inside one compiled loop
 // (docs/cross-tokenizer.md).
