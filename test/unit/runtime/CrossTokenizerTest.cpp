@@ -6,10 +6,14 @@
 // whose steps all speculate, a few at a time; each one's 128 tokens must be
 // the target's alone (specrt_generate with the target-only loop), and the
 // draft's translated proposals must be accepted often enough to show that
-// they are the text the draft means.
+// they are the text the draft means. Sampled, the tokens must be
+// distributed as the target's own, to a byte-level target (the draft's
+// tokens drawn a byte at a time) and to one with a tokenizer (the roles
+// reversed: the tokens both share), against biased controls.
 //
 //===----------------------------------------------------------------------===//
 
+#include "specrt/Tokenizer.h"
 #include "specrt/specrt.h"
 
 #include "gtest/gtest.h"
@@ -218,45 +222,72 @@ sampleTokens(specrt_model *model, const std::vector<int64_t> &prompt,
   specrt_batch_close(batch);
   return counts;
 }
-} // namespace
 
-// Sampled, the draft's tokens are drawn a byte at a time (the target reads
-// bytes) and verified by rejection sampling against the distributions they
-// were drawn from: the tokens must be distributed as the target's own. A
-// two-sample chi-square test per position against the target alone (plain
-// rounds of the same artifact), at the 99.9th percentile; the same bound
-// must reject a biased control, the target alone at temperature 0.8
-// (draft-batch-sampled.spec) instead of 1.
-TEST(CrossTokenizerSampling, TokensAreDistributedAsTheTargetsOwn) {
-  specrt_model *sampled = nullptr, *cooler = nullptr;
-  ASSERT_EQ(specrt_open(SPECULA_TEST_ARTIFACTS "/cross-sampled.spec", nullptr, &sampled),
-            SPECRT_OK)
-      << specrt_last_error();
-  ASSERT_EQ(specrt_open(SPECULA_TEST_ARTIFACTS "/draft-batch-sampled.spec", nullptr, &cooler),
-            SPECRT_OK)
-      << specrt_last_error();
-  std::ifstream file(SPECULA_CORPUS_FILE, std::ios::binary);
-  std::string text{std::istreambuf_iterator<char>(file), {}};
-  ASSERT_GT(text.size(), 20000u) << SPECULA_CORPUS_FILE;
-  constexpr int64_t kRuns = 2000;
+/// Samples `prompt` through `artifact`'s speculative rounds and through its
+/// target alone (plain rounds), `runs` seeds each, and checks with a
+/// two-sample chi-square test at each of the first three positions, at the
+/// 99.9th percentile, that they are one distribution; the same bound must
+/// reject `control` (a biased sampler: a target alone at another
+/// temperature) at some position.
+void expectTargetSamples(const char *artifact, const char *control,
+                         const std::vector<int64_t> &prompt, int64_t runs) {
+  specrt_model *sampled = nullptr, *biased = nullptr;
+  ASSERT_EQ(specrt_open(artifact, nullptr, &sampled), SPECRT_OK) << specrt_last_error();
+  ASSERT_EQ(specrt_open(control, nullptr, &biased), SPECRT_OK) << specrt_last_error();
   constexpr size_t kPositions = 3;
-  std::vector<int64_t> prompt = promptOf(text, 5000, 40);
-  auto speculative = sampleTokens(sampled, prompt, kRuns, kPositions, SPECRT_SPECULATE_ALWAYS);
-  auto alone = sampleTokens(sampled, prompt, kRuns, kPositions, SPECRT_SPECULATE_NEVER);
-  auto control = sampleTokens(cooler, prompt, kRuns, kPositions, SPECRT_SPECULATE_NEVER);
+  auto speculative = sampleTokens(sampled, prompt, runs, kPositions, SPECRT_SPECULATE_ALWAYS);
+  auto alone = sampleTokens(sampled, prompt, runs, kPositions, SPECRT_SPECULATE_NEVER);
+  auto controlled = sampleTokens(biased, prompt, runs, kPositions, SPECRT_SPECULATE_NEVER);
   double controlWorst = 0;
   for (size_t k = 0; k < kPositions; ++k) {
     auto [statistic, df] = homogeneity(speculative[k], alone[k]);
     EXPECT_LT(statistic, chiSquareBound(df))
         << "position " << k + 1 << ": speculative samples deviate from the target's";
-    auto [biased, controlDf] = homogeneity(control[k], alone[k]);
-    controlWorst = std::max(controlWorst, biased / chiSquareBound(controlDf));
+    auto [control, controlDf] = homogeneity(controlled[k], alone[k]);
+    controlWorst = std::max(controlWorst, control / chiSquareBound(controlDf));
     std::printf("position %zu: chi-square %.1f (bound %.1f, %g bins), "
                 "control %.1f (bound %.1f)\n",
-                k + 1, statistic, chiSquareBound(df), df + 1, biased,
+                k + 1, statistic, chiSquareBound(df), df + 1, control,
                 chiSquareBound(controlDf));
   }
   EXPECT_GT(controlWorst, 1.0) << "the bound rejects no position of the biased control";
   specrt_close(sampled);
-  specrt_close(cooler);
+  specrt_close(biased);
+}
+
+std::string corpus() {
+  std::ifstream file(SPECULA_CORPUS_FILE, std::ios::binary);
+  return {std::istreambuf_iterator<char>(file), {}};
+}
+} // namespace
+
+// Sampled, to the byte-level target, the draft's tokens are drawn a byte at
+// a time and verified by rejection sampling against the distributions they
+// were drawn from: the tokens must be distributed as the target's own. The
+// control: the same target at temperature 0.8 (draft-batch-sampled.spec).
+TEST(CrossTokenizerSampling, ByteWalkTokensAreDistributedAsTheTargetsOwn) {
+  std::string text = corpus();
+  ASSERT_GT(text.size(), 20000u) << SPECULA_CORPUS_FILE;
+  expectTargetSamples(SPECULA_TEST_ARTIFACTS "/cross-sampled.spec",
+                      SPECULA_TEST_ARTIFACTS "/draft-batch-sampled.spec",
+                      promptOf(text, 5000, 40), 2000);
+}
+
+// To a target with a tokenizer (the BPE model; the byte-level model as its
+// draft), proposals are drawn from the tokens both vocabularies share. The
+// control: the BPE target alone at temperature 0.8 (bpe-cooler.spec), whose
+// 640 tokens spread the samples over more bins: 6,000 sequences each. The
+// prompt is the BPE tokenizer's ids of the same text.
+TEST(CrossTokenizerSampling, SharedTokensAreDistributedAsTheTargetsOwn) {
+  std::string text = corpus();
+  ASSERT_GT(text.size(), 20000u) << SPECULA_CORPUS_FILE;
+  std::string error;
+  std::unique_ptr<specrt::Tokenizer> tokenizer =
+      specrt::Tokenizer::load(SPECULA_BPE_TOKENIZER, error);
+  ASSERT_TRUE(tokenizer) << error;
+  std::vector<int64_t> prompt{kBos};
+  for (int32_t id : tokenizer->encode(text.substr(5000, 40)))
+    prompt.push_back(id);
+  expectTargetSamples(SPECULA_TEST_ARTIFACTS "/cross-shared-sampled.spec",
+                      SPECULA_TEST_ARTIFACTS "/bpe-cooler.spec", prompt, 6000);
 }
