@@ -141,6 +141,50 @@ TEST_F(CrossTokenizerTest, GreedyTokensAreTheTargetsAlone) {
   EXPECT_GT(stats.draft_catch_up, 0u);
 }
 
+// The roles reversed (cross-shared.spec): the byte-level model drafts for
+// the BPE model, whose tokenizer.json the runtime tokenizes the draft's
+// bytes with. Each sequence's tokens are the target's alone, and some
+// proposals are accepted.
+TEST(CrossTokenizerGreedy, TranslatedIntoATokenizersTokens) {
+  specrt_model *model = nullptr;
+  ASSERT_EQ(specrt_open(SPECULA_TEST_ARTIFACTS "/cross-shared.spec", nullptr, &model),
+            SPECRT_OK)
+      << specrt_last_error();
+  std::ifstream file(SPECULA_CORPUS_FILE, std::ios::binary);
+  std::string text{std::istreambuf_iterator<char>(file), {}};
+  std::string error;
+  std::unique_ptr<specrt::Tokenizer> tokenizer =
+      specrt::Tokenizer::load(SPECULA_BPE_TOKENIZER, error);
+  ASSERT_TRUE(tokenizer) << error;
+  size_t tokens = 0;
+  int64_t forwards = 0;
+  for (size_t i = 0; i < 8; ++i) {
+    std::vector<int64_t> prompt{kBos};
+    for (int32_t id : tokenizer->encode(text.substr(2000 + i * 1499, 48)))
+      prompt.push_back(id);
+    std::vector<int64_t> outputs[2];
+    for (int speculative = 0; speculative < 2; ++speculative) {
+      specrt_generate_options options;
+      specrt_generate_options_init(&options);
+      options.max_new_tokens = 48;
+      options.speculative = speculative;
+      specrt_result result;
+      ASSERT_EQ(specrt_generate(model, prompt.data(), prompt.size(), &options, &result),
+                SPECRT_OK)
+          << specrt_last_error();
+      outputs[speculative].assign(result.tokens, result.tokens + result.num_tokens);
+      if (speculative)
+        tokens += result.num_tokens, forwards += result.target_forwards;
+      specrt_result_free(&result);
+    }
+    EXPECT_EQ(outputs[1], outputs[0]) << "prompt " << i;
+  }
+  // Some translated proposals were accepted: fewer forwards than tokens.
+  EXPECT_LT(forwards, static_cast<int64_t>(tokens));
+  std::printf("%zu tokens in %lld target forwards\n", tokens, static_cast<long long>(forwards));
+  specrt_close(model);
+}
+
 namespace {
 /// The 99.9th percentile of chi-square with `df` degrees of freedom
 /// (Wilson and Hilferty's approximation).
