@@ -151,6 +151,8 @@ struct specrt_batch {
   /// positions its cache holds per slot.
   std::unique_ptr<TokenTranslator> translator;
   int64_t draftCapacity = 0;
+  /// Whether the artifact samples (decoder.verify "rejection-sampling").
+  bool sampling = false;
   specrt_speculation speculation = SPECRT_SPECULATE_ADAPTIVE;
   /// Prompt tokens prefilled per step (0: a whole prompt when it joins).
   int64_t prefillChunk = 0;
@@ -189,6 +191,7 @@ specrt_status specrt_batch_open(specrt_model *model, specrt_batch **batch) {
     opened->draftCapacity = m.batchDraftCacheShape[4];
   }
   opened->heads = m.batchProposer == "heads";
+  opened->sampling = m.verify != "greedy";
   *batch = opened.release();
   return SPECRT_OK;
 }
@@ -387,14 +390,14 @@ private:
   specrt_status plain(size_t first, size_t end);
   specrt_status speculative(size_t first, size_t end);
   specrt_status translated(size_t first, size_t end);
-  /// A sampled round's proposals in the target's tokens and the
+  /// A round's proposals in the target's tokens and (sampled) the
   /// distributions they were drawn from (proposals x target vocabulary per
   /// sequence), with each sequence's length and round key.
-  struct SampledProposals {
+  struct TokenProposals {
     std::vector<int64_t> lengths, keys, proposed;
     std::vector<float> q;
   };
-  specrt_status sampled(size_t first, size_t end);
+  specrt_status tokenwise(size_t first, size_t end);
   specrt_status draftStep(size_t first, size_t end,
                           const std::vector<int64_t> &lengths,
                           const std::vector<int64_t> &fed,
@@ -402,11 +405,11 @@ private:
                           std::vector<float> &logits);
   specrt_status drawShared(size_t first, size_t end,
                            std::vector<std::vector<int64_t>> &contexts,
-                           SampledProposals &drawn);
+                           TokenProposals &drawn);
   specrt_status drawBytes(size_t first, size_t end,
                           std::vector<std::vector<int64_t>> &contexts,
                           const std::vector<std::string> &pending,
-                          SampledProposals &drawn);
+                          TokenProposals &drawn);
   specrt_status catchUpDraft(size_t slot);
   void followText(size_t slot, std::vector<int64_t> &context,
                   std::string &pending, bool healed = true);
@@ -440,8 +443,11 @@ specrt_status StepRunner::run(StepKind kind, size_t first, size_t end) {
     return plain(first, end);
   if (!batch->translator)
     return speculative(first, end);
-  return batch->model->manifest.verify == "greedy" ? translated(first, end)
-                                                   : sampled(first, end);
+  // To a byte-level target, and sampled to any, the draft's proposals are
+  // drawn as target tokens; greedy to a tokenizer's, translated.
+  if (batch->translator->targetIsBytes() || batch->sampling)
+    return tokenwise(first, end);
+  return translated(first, end);
 }
 
 /// Appends `picks` tokens to the sequence in `slot` and to the output.
@@ -740,14 +746,15 @@ static double uniformDraw(uint64_t key, uint64_t counter) {
   return static_cast<double>(z >> 11) * 0x1.0p-53;
 }
 
-/// A sampled speculative round with a cross-tokenizer draft: each
-/// sequence's proposals are drawn from the draft, each a target token, with
-/// the distribution it was drawn from in the target's vocabulary; the
-/// target verifies them by rejection sampling against those distributions,
-/// so that what it commits is distributed as its own samples. A target
-/// that reads bytes gets the bytes of the draft's tokens, drawn a byte at a
-/// time (drawBytes); another, the draft's tokens it shares (drawShared).
-specrt_status StepRunner::sampled(size_t first, size_t end) {
+/// A speculative round with a cross-tokenizer draft whose proposals are
+/// drawn as target tokens, each with the distribution it was drawn from:
+/// sampled, the target verifies them by rejection sampling against those
+/// distributions, so that what it commits is distributed as its own
+/// samples; greedy, by its picks. A target that reads bytes gets the bytes
+/// of the draft's tokens, drawn (greedy: chosen) a byte at a time
+/// (drawBytes); another, sampled, the draft's tokens it shares
+/// (drawShared).
+specrt_status StepRunner::tokenwise(size_t first, size_t end) {
   size_t n = end - first, targetVocab = batch->translator->targetVocab();
   int64_t gamma = batch->proposals, width = gamma + 1;
   bool bytes = batch->translator->targetIsBytes();
@@ -761,9 +768,10 @@ specrt_status StepRunner::sampled(size_t first, size_t end) {
     if ((!bytes && !batch->translator->sharesTokens()) ||
         static_cast<int64_t>(context.size()) + gamma > batch->draftCapacity)
       return plain(first, end);
-  SampledProposals drawn{std::vector<int64_t>(n), std::vector<int64_t>(n),
-                         std::vector<int64_t>(n * gamma),
-                         std::vector<float>(n * gamma * targetVocab)};
+  TokenProposals drawn{
+      std::vector<int64_t>(n), std::vector<int64_t>(n),
+      std::vector<int64_t>(n * gamma),
+      std::vector<float>(batch->sampling ? n * gamma * targetVocab : 0)};
   std::vector<int64_t> lasts(n), picks(n * width), counts(n);
   for (size_t i = 0; i < n; ++i) {
     Slot &s = batch->slots[first + i];
@@ -786,7 +794,7 @@ specrt_status StepRunner::sampled(size_t first, size_t end) {
   batch->stats.translate_ns += std::min(drafting, choosing);
   SlotRun run{static_cast<int64_t>(first), n, drawn.lengths.data(), nullptr,
               lasts.data(), drawn.keys.data(), drawn.proposed.data()};
-  run.distributions = drawn.q.data();
+  run.distributions = batch->sampling ? drawn.q.data() : nullptr;
   RoundOutput out{nullptr, picks.data(), counts.data(), nullptr};
   if (specrt_status status =
           batch->model->device->verify(batch->cache.data, run, out, error))
@@ -817,7 +825,7 @@ specrt_status StepRunner::draftStep(size_t first, size_t end,
 /// proposals but the last.
 specrt_status StepRunner::drawShared(
     size_t first, size_t end, std::vector<std::vector<int64_t>> &contexts,
-    SampledProposals &drawn) {
+    TokenProposals &drawn) {
   const TokenTranslator &translator = *batch->translator;
   size_t n = end - first, draftVocab = translator.draftVocab(),
          targetVocab = translator.targetVocab();
@@ -860,7 +868,7 @@ specrt_status StepRunner::drawShared(
 /// cache then holds each context and the tokens fed after it.
 specrt_status StepRunner::drawBytes(
     size_t first, size_t end, std::vector<std::vector<int64_t>> &contexts,
-    const std::vector<std::string> &pending, SampledProposals &drawn) {
+    const std::vector<std::string> &pending, TokenProposals &drawn) {
   const TokenTranslator &translator = *batch->translator;
   size_t n = end - first, draftVocab = translator.draftVocab(),
          targetVocab = translator.targetVocab();
@@ -874,7 +882,9 @@ specrt_status StepRunner::drawBytes(
     walks[i].token = pending[i];
   }
   std::vector<float> bias(n * draftVocab, 0.0f), logits(n * draftVocab);
-  double temperature = batch->model->manifest.temperature;
+  // Greedy, the bytes are chosen by the draft's own masses.
+  double temperature =
+      batch->sampling ? batch->model->manifest.temperature : 1.0;
   auto unfinished = [&] {
     return std::any_of(walks.begin(), walks.end(),
                        [&](const auto &walk) { return walk.proposed < gamma; });
@@ -892,7 +902,9 @@ specrt_status StepRunner::drawBytes(
         next = translator.walkBytes(
             &logits[i * draftVocab], temperature, walks[i], gamma,
             [&] { return uniformDraw(key, draws[i]++); },
-            &drawn.proposed[i * gamma], &drawn.q[i * gamma * targetVocab]);
+            &drawn.proposed[i * gamma],
+            batch->sampling ? &drawn.q[i * gamma * targetVocab] : nullptr,
+            !batch->sampling);
       }
       fed[i] = std::max<int64_t>(next, 0);
       contexts[i].push_back(fed[i]);

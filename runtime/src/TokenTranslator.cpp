@@ -247,7 +247,8 @@ int64_t TokenTranslator::drawShared(const float *logits, double temperature,
 int64_t TokenTranslator::walkBytes(const float *logits, double temperature,
                                    ByteWalk &walk, size_t count,
                                    const std::function<double()> &uniform,
-                                   int64_t *proposed, float *q) const {
+                                   int64_t *proposed, float *q,
+                                   bool greedy) const {
   size_t size = draft.spellings.size(), vocab = target.spellings.size();
   std::vector<float> p;
   weightsOf(logits, spelledMask, temperature, p);
@@ -286,44 +287,50 @@ int64_t TokenTranslator::walkBytes(const float *logits, double temperature,
     for (double m : next)
       total += m;
     // The token ends here (drawn), or nothing spells on: the draft reads it.
-    if (!token.empty() && (total == 0.0 || uniform() * (ends + total) < ends)) {
+    // (Greedy: where its own mass is at least the longer ones'.)
+    auto endsHere = [&] {
+      return greedy ? ends >= total : uniform() * (ends + total) < ends;
+    };
+    if (!token.empty() && (total == 0.0 || endsHere())) {
       walk.token.clear();
       return endsAs >= 0 ? endsAs : std::max<int32_t>(draft.eos, 0);
     }
-    float *row = q + walk.proposed * vocab;
-    std::fill(row, row + vocab, 0.0f);
-    // next.size(): none yet; 256 is EOS.
-    size_t none = next.size(), drawn = none;
-    if (total > 0.0) {
+    // The byte: the likeliest (greedy), or drawn; 256 is EOS, which also
+    // stands for nothing to draw from (no finite logit at all).
+    size_t drawn = 256;
+    if (total > 0.0 && greedy) {
+      drawn = std::max_element(next.begin(), next.end()) - next.begin();
+    } else if (total > 0.0) {
       double threshold = uniform() * total, below = 0.0;
-      for (size_t b = 0; b < next.size(); ++b) {
-        if (next[b] == 0.0)
-          continue;
-        row[b < 256 ? b : eos] +=
-            static_cast<float>(next[b] / total);
-        below += next[b];
-        if (drawn == none && threshold < below)
-          drawn = b;
-      }
       // Rounding can leave the threshold at the total: the last such byte.
-      for (size_t b = next.size(); drawn == none && b-- > 0;)
-        if (next[b] > 0.0)
+      for (size_t b = next.size(); b-- > 0;)
+        if (next[b] > 0.0) {
           drawn = b;
-    } else {
-      // No finite logit at all: EOS (or byte 0), for sure.
-      row[eos] = 1.0f;
-      drawn = 256;
-    }
-    if (drawn == 256) {
-      // EOS ends the proposals; those after it repeat it, surely.
-      for (; walk.proposed < count; ++walk.proposed) {
-        proposed[walk.proposed] = static_cast<int64_t>(eos);
-        float *rest = q + walk.proposed * vocab;
-        if (rest != row) {
-          std::fill(rest, rest + vocab, 0.0f);
-          rest[eos] = 1.0f;
+          break;
+        }
+      for (size_t b = 0; b < next.size(); ++b) {
+        below += next[b];
+        if (next[b] > 0.0 && threshold < below) {
+          drawn = b;
+          break;
         }
       }
+    }
+    // Each proposal's distribution (greedy walks report none): what it
+    // was drawn from, and after EOS the EOS it repeats, surely.
+    size_t described = drawn == 256 ? count : walk.proposed + 1;
+    for (size_t k = walk.proposed; q && k < described; ++k) {
+      float *row = q + k * vocab;
+      std::fill(row, row + vocab, 0.0f);
+      for (size_t b = 0; k == walk.proposed && total > 0.0 && b < next.size(); ++b)
+        row[b < 256 ? b : eos] += static_cast<float>(next[b] / total);
+      if (k > walk.proposed || total == 0.0)
+        row[eos] = 1.0f;
+    }
+    if (drawn == 256) {
+      // EOS ends the proposals; those after it repeat it.
+      for (; walk.proposed < count; ++walk.proposed)
+        proposed[walk.proposed] = static_cast<int64_t>(eos);
       return -1;
     }
     proposed[walk.proposed++] = static_cast<int64_t>(drawn);

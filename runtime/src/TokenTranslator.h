@@ -110,7 +110,7 @@ public:
   /// `uniform` gives the draws.
   int64_t walkBytes(const float *logits, double temperature, ByteWalk &walk,
                     size_t count, const std::function<double()> &uniform,
-                    int64_t *proposed, float *q) const;
+                    int64_t *proposed, float *q, bool greedy = false) const;
   bool targetIsBytes() const { return targetReadsBytes; }
   size_t draftVocab() const { return draft.spellings.size(); }
   size_t targetVocab() const { return target.spellings.size(); }

@@ -246,3 +246,34 @@ TEST_F(TokenTranslatorTest, ByteWalksFollowTheirDistributions) {
   double control = chiSquare(secondCounts, biased, continued, df);
   EXPECT_GT(control, chiSquareBound(df));
 }
+
+// Greedy, the walk chooses instead of drawing: the likeliest first byte by
+// mass, then on while the longer tokens outweigh the one spelled so far.
+TEST_F(TokenTranslatorTest, GreedyByteWalksChooseTheLikeliestBytes) {
+  Vocabulary target = Vocabulary::byteLevel(259, 256, 257);
+  auto translator = TokenTranslator::create(target, noEncoder(), draft,
+                                            noEncoder(), true);
+  // Mass on "a..." spread over "ab", "abc", "ac": 'a' wins as a first byte
+  // although " the" is the likeliest single token.
+  std::vector<float> logits(draft.spellings.size(), -20.0f);
+  auto id = [&](const std::string &piece) {
+    return kBytes + (std::find(kPieces.begin(), kPieces.end(), piece) - kPieces.begin());
+  };
+  logits[id(" the")] = 2.0f;
+  logits[id("ab")] = 1.5f;
+  logits[id("abc")] = 1.4f;
+  logits[id("ac")] = 1.0f;
+  logits[id("a")] = 0.5f;
+  std::vector<int64_t> proposed(3);
+  TokenTranslator::ByteWalk walk;
+  int64_t fed = translator->walkBytes(logits.data(), 1.0, walk, 3,
+                                      [] { return 0.5; }, proposed.data(),
+                                      nullptr, /*greedy=*/true);
+  // 'a', then 'b' ("ab" and "abc" outweigh "ac"), then "ab" itself
+  // outweighs "abc": it ends there, and the draft reads "ab" next.
+  EXPECT_EQ(walk.proposed, 2u);
+  EXPECT_EQ(proposed[0], 'a');
+  EXPECT_EQ(proposed[1], 'b');
+  EXPECT_EQ(fed, id("ab"));
+  EXPECT_TRUE(walk.token.empty());
+}
