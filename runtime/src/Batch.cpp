@@ -895,8 +895,9 @@ specrt_status StepRunner::drawBytes(
     Stopwatch draw;
     for (size_t i = 0; i < n; ++i) {
       // A finished sequence's cache takes any token (EOS); the next round
-      // prefills again from where it differs.
-      int64_t next = translator.draftEos();
+      // prefills again from where it differs. (Every step after the first
+      // proposes a byte at least, so γ + 1 steps finish every walk.)
+      int64_t next = -1;
       if (walks[i].proposed < gamma) {
         auto key = static_cast<uint64_t>(drawn.keys[i] + drawn.lengths[i]);
         next = translator.walkBytes(
@@ -906,7 +907,7 @@ specrt_status StepRunner::drawBytes(
             batch->sampling ? &drawn.q[i * gamma * targetVocab] : nullptr,
             !batch->sampling);
       }
-      fed[i] = std::max<int64_t>(next, 0);
+      fed[i] = next >= 0 ? next : std::max<int64_t>(translator.draftEos(), 0);
       contexts[i].push_back(fed[i]);
       ++lengths[i];
     }
