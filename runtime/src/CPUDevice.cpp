@@ -374,6 +374,24 @@ static bool takeVector(const specrt_memref_i64 &vector, int64_t count,
   return fits;
 }
 
+/// Copies what a speculative round (or a verification) of `n` sequences
+/// committed into `out` and frees it: the counts, and the picks, proposals
+/// + 1 per sequence (a wider table is refused, not copied past them).
+/// `status` is the run's; `what` names the entry in the error.
+static specrt_status takeVerified(specrt_spec_round_result &result, int64_t n,
+                                  int64_t proposals, const RoundOutput &out,
+                                  specrt_status status, const char *what,
+                                  std::string &error) {
+  bool fits = takeVector(result.counts, n, out.counts);
+  fits &= takeTable(result.picks, n, proposals + 1, out.picks);
+  if (!fits && status == SPECRT_OK) {
+    error = std::string(what) + " returned no picks and counts for " +
+            std::to_string(n) + " sequences";
+    status = SPECRT_ERROR_FORMAT;
+  }
+  return status;
+}
+
 specrt_status HostLibrary::prefill(SlotCache which, float *cache,
                                    int64_t slot, int64_t start,
                                    const int64_t *tokens, size_t length,
@@ -483,15 +501,8 @@ specrt_status HostLibrary::verify(float *cache, const SlotRun &run,
     verifyEntry(&result, &descriptor, run.first, &in.lengths, &in.tokens,
                 &proposedIn);
   }
-  specrt_status status = checkedRun(error);
-  bool fits = takeVector(result.counts, n, out.counts);
-  fits &= takeTable(result.picks, n, proposals + 1, out.picks);
-  if (!fits && status == SPECRT_OK) {
-    error = "the verification returned no picks and counts for " +
-            std::to_string(n) + " sequences";
-    status = SPECRT_ERROR_FORMAT;
-  }
-  return status;
+  return takeVerified(result, n, proposals, out, checkedRun(error),
+                      "the verification", error);
 }
 
 specrt_status HostLibrary::headsRound(float *cache, const SlotRun &run,
@@ -533,17 +544,8 @@ specrt_status HostLibrary::specRound(float *cache, float *draftCache,
   beforeRun();
   specRoundEntry(&result, &target, &draft, run.first, &in.lengths,
                  &in.previous, &in.tokens, &in.keys);
-  specrt_status status = checkedRun(error);
-  // The caller's picks hold proposals + 1 per sequence: a wider table is
-  // refused, not copied past them.
-  bool fits = takeVector(result.counts, n, out.counts);
-  fits &= takeTable(result.picks, n, proposals + 1, out.picks);
-  if (!fits && status == SPECRT_OK) {
-    error = "the speculative round returned no picks and counts for " +
-            std::to_string(n) + " sequences";
-    status = SPECRT_ERROR_FORMAT;
-  }
-  return status;
+  return takeVerified(result, n, proposals, out, checkedRun(error),
+                      "the speculative round", error);
 }
 
 specrt_status HostLibrary::headsSpecRound(float *cache, const SlotRun &run,
