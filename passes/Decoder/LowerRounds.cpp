@@ -614,10 +614,10 @@ void RoundBuilder::buildRound(ImplicitLocOpBuilder &b, func::FuncOp func) {
 /// @<decoder>_draft_round(draft cache, first, lengths, tokens, bias) ->
 /// (logits, draft cache) for a cross-tokenizer draft: one step of the draft
 /// over a run of slots, sequence b's logits at its token plus row b of
-/// `bias` (0 or -inf per token). The runtime chooses the proposal from them
-/// by the bytes the tokens spell, and the bias restricts a step to the
-/// tokens that spell on from a partial last token (token healing), so that
-/// the draft continues a text cut mid-token as it would have tokenized it.
+/// `bias` (0 or -inf per token). The runtime chooses or draws the proposals
+/// from them by the bytes the tokens spell, and the bias restricts a step
+/// (to the tokens that spell on from a partial last token, token healing,
+/// or to the tokens both vocabularies share).
 void RoundBuilder::buildBiasedDraftRound(ImplicitLocOpBuilder &b,
                                          func::FuncOp func) {
   Block *entry = func.addEntryBlock();

@@ -403,6 +403,10 @@ private:
                           const std::vector<int64_t> &fed,
                           const std::vector<float> &bias,
                           std::vector<float> &logits);
+  specrt_status draftStep(size_t first, size_t end,
+                          const std::vector<std::vector<int64_t>> &contexts,
+                          const std::vector<float> &bias,
+                          std::vector<float> &logits);
   specrt_status drawShared(size_t first, size_t end,
                            std::vector<std::vector<int64_t>> &contexts,
                            TokenProposals &drawn);
@@ -789,6 +793,11 @@ specrt_status StepRunner::tokenwise(size_t first, size_t end) {
   if (specrt_status status = bytes ? drawBytes(first, end, contexts, pending, drawn)
                                    : drawShared(first, end, contexts, drawn))
     return status;
+  // Each context now ends in the token the draft would read next; its
+  // cache holds the rest.
+  for (size_t i = 0; i < n; ++i)
+    batch->slots[first + i].draftCached.assign(contexts[i].begin(),
+                                               contexts[i].end() - 1);
   uint64_t drafting = watch.lap();
   batch->stats.propose_ns += drafting - std::min(drafting, choosing);
   batch->stats.translate_ns += std::min(drafting, choosing);
@@ -819,10 +828,23 @@ specrt_status StepRunner::draftStep(size_t first, size_t end,
   return SPECRT_OK;
 }
 
+/// draftStep after each of `contexts`, feeding its last token (the cache
+/// holds the rest).
+specrt_status StepRunner::draftStep(
+    size_t first, size_t end, const std::vector<std::vector<int64_t>> &contexts,
+    const std::vector<float> &bias, std::vector<float> &logits) {
+  std::vector<int64_t> lengths(contexts.size()), fed(contexts.size());
+  for (size_t i = 0; i < contexts.size(); ++i) {
+    lengths[i] = static_cast<int64_t>(contexts[i].size()) - 1;
+    fed[i] = contexts[i].back();
+  }
+  return draftStep(first, end, lengths, fed, bias, logits);
+}
+
 /// Token-level intersection (Timor et al. 2025): gamma draft steps, each
 /// proposal drawn from the draft's distribution over the tokens both
-/// vocabularies share; the draft's cache then holds each context and all
-/// proposals but the last.
+/// vocabularies share, each context extended by the proposal its draft
+/// reads next.
 specrt_status StepRunner::drawShared(
     size_t first, size_t end, std::vector<std::vector<int64_t>> &contexts,
     TokenProposals &drawn) {
@@ -830,17 +852,12 @@ specrt_status StepRunner::drawShared(
   size_t n = end - first, draftVocab = translator.draftVocab(),
          targetVocab = translator.targetVocab();
   int64_t gamma = batch->proposals;
-  std::vector<int64_t> lengths(n), fed(n);
-  for (size_t i = 0; i < n; ++i) {
-    lengths[i] = static_cast<int64_t>(contexts[i].size()) - 1;
-    fed[i] = contexts[i].back();
-  }
   std::vector<float> bias(n * draftVocab), logits(n * draftVocab);
   for (size_t i = 0; i < n; ++i)
     translator.sharedBias(&bias[i * draftVocab]);
   double temperature = batch->model->manifest.temperature;
   for (int64_t step = 0; step < gamma; ++step) {
-    if (specrt_status status = draftStep(first, end, lengths, fed, bias, logits))
+    if (specrt_status status = draftStep(first, end, contexts, bias, logits))
       return status;
     Stopwatch draw;
     for (size_t i = 0; i < n; ++i) {
@@ -849,23 +866,19 @@ specrt_status StepRunner::drawShared(
                                                    drawn.lengths[i] + step),
                              0);
       size_t k = i * gamma + step;
-      fed[i] = translator.drawShared(&logits[i * draftVocab], temperature, u,
-                                     drawn.proposed[k], &drawn.q[k * targetVocab]);
-      contexts[i].push_back(fed[i]);
-      ++lengths[i];
+      contexts[i].push_back(translator.drawShared(
+          &logits[i * draftVocab], temperature, u, drawn.proposed[k],
+          &drawn.q[k * targetVocab]));
     }
     choosing += draw.lap();
   }
-  for (size_t i = 0; i < n; ++i)
-    batch->slots[first + i].draftCached.assign(contexts[i].begin(),
-                                               contexts[i].end() - 1);
   return SPECRT_OK;
 }
 
 /// To a target that reads bytes: each sequence's draft tokens drawn a byte
 /// at a time (TokenTranslator::walkBytes) from its healed context until it
-/// has gamma bytes, a draft step for each token it finishes; the draft's
-/// cache then holds each context and the tokens fed after it.
+/// has gamma bytes, a draft step for each token it finishes, each context
+/// extended by the tokens its draft reads.
 specrt_status StepRunner::drawBytes(
     size_t first, size_t end, std::vector<std::vector<int64_t>> &contexts,
     const std::vector<std::string> &pending, TokenProposals &drawn) {
@@ -873,14 +886,10 @@ specrt_status StepRunner::drawBytes(
   size_t n = end - first, draftVocab = translator.draftVocab(),
          targetVocab = translator.targetVocab();
   auto gamma = static_cast<size_t>(batch->proposals);
-  std::vector<int64_t> lengths(n), fed(n);
   std::vector<TokenTranslator::ByteWalk> walks(n);
   std::vector<uint64_t> draws(n, 0);
-  for (size_t i = 0; i < n; ++i) {
-    lengths[i] = static_cast<int64_t>(contexts[i].size()) - 1;
-    fed[i] = contexts[i].back();
+  for (size_t i = 0; i < n; ++i)
     walks[i].token = pending[i];
-  }
   std::vector<float> bias(n * draftVocab, 0.0f), logits(n * draftVocab);
   // Greedy, the bytes are chosen by the draft's own masses.
   double temperature =
@@ -890,7 +899,7 @@ specrt_status StepRunner::drawBytes(
                        [&](const auto &walk) { return walk.proposed < gamma; });
   };
   for (size_t step = 0; step <= gamma && unfinished(); ++step) {
-    if (specrt_status status = draftStep(first, end, lengths, fed, bias, logits))
+    if (specrt_status status = draftStep(first, end, contexts, bias, logits))
       return status;
     Stopwatch draw;
     for (size_t i = 0; i < n; ++i) {
@@ -907,15 +916,11 @@ specrt_status StepRunner::drawBytes(
             batch->sampling ? &drawn.q[i * gamma * targetVocab] : nullptr,
             !batch->sampling);
       }
-      fed[i] = next >= 0 ? next : std::max<int64_t>(translator.draftEos(), 0);
-      contexts[i].push_back(fed[i]);
-      ++lengths[i];
+      contexts[i].push_back(
+          next >= 0 ? next : std::max<int64_t>(translator.draftEos(), 0));
     }
     choosing += draw.lap();
   }
-  for (size_t i = 0; i < n; ++i)
-    batch->slots[first + i].draftCached.assign(contexts[i].begin(),
-                                               contexts[i].end() - 1);
   return SPECRT_OK;
 }
 

@@ -115,7 +115,7 @@ bool TokenTranslator::covers(const std::vector<int64_t> &proposed,
   // A target token spells at least one byte.
   if (bytes < pending.size() + count)
     return false;
-  return targetReadsBytes || translation(proposed, pending).size() >= count;
+  return translation(proposed, pending).size() >= count;
 }
 
 void TokenTranslator::translate(const std::vector<int64_t> &proposed,

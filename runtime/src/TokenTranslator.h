@@ -47,8 +47,8 @@ public:
   std::vector<int32_t> translation(const std::vector<int64_t> &proposed,
                                    std::string_view pending) const;
   /// Whether `proposed` translates into at least `count` target tokens (or
-  /// reaches the draft's EOS): by their bytes where they are too few, or
-  /// the target reads bytes, else by their translation.
+  /// reaches the draft's EOS): by their bytes where they are too few, else
+  /// by their translation.
   bool covers(const std::vector<int64_t> &proposed, std::string_view pending,
               size_t count) const;
   /// The first `count` of them into `out`; a short translation is padded

@@ -98,6 +98,13 @@ protected:
     logits[draft.bos] = 3.0f;
   }
 
+  /// The draft's translator to a target that reads bytes (259 ids, BOS
+  /// 256, EOS 257), as the example target does.
+  std::unique_ptr<TokenTranslator> toBytes() const {
+    return TokenTranslator::create(Vocabulary::byteLevel(259, 256, 257),
+                                   noEncoder(), draft, noEncoder(), true);
+  }
+
   Vocabulary draft;
   std::vector<float> logits;
   std::mt19937_64 random{2025};
@@ -170,9 +177,7 @@ TEST_F(TokenTranslatorTest, SharedDrawsFollowTheirDistribution) {
 // longer ones, and the next byte follows q's second row, the longer ones'
 // mass by their second byte.
 TEST_F(TokenTranslatorTest, ByteWalksFollowTheirDistributions) {
-  Vocabulary target = Vocabulary::byteLevel(259, 256, 257);
-  auto translator = TokenTranslator::create(target, noEncoder(), draft,
-                                            noEncoder(), true);
+  auto translator = toBytes();
   constexpr double kTemperature = 1.0;
   size_t vocab = translator->targetVocab();
   std::vector<double> p(logits.size(), 0.0);
@@ -250,9 +255,7 @@ TEST_F(TokenTranslatorTest, ByteWalksFollowTheirDistributions) {
 // Greedy, the walk chooses instead of drawing: the likeliest first byte by
 // mass, then on while the longer tokens outweigh the one spelled so far.
 TEST_F(TokenTranslatorTest, GreedyByteWalksChooseTheLikeliestBytes) {
-  Vocabulary target = Vocabulary::byteLevel(259, 256, 257);
-  auto translator = TokenTranslator::create(target, noEncoder(), draft,
-                                            noEncoder(), true);
+  auto translator = toBytes();
   // Mass on "a..." spread over "ab", "abc", "ac": 'a' wins as a first byte
   // although " the" is the likeliest single token.
   std::vector<float> logits(draft.spellings.size(), -20.0f);
