@@ -78,8 +78,9 @@ def Spec_Dialect : Dialect {
     /// (spec-slot-target), which spec-lower-rounds builds rounds on.
     static constexpr ::llvm::StringLiteral kSlotTargetAttrName =
         "spec.slot_target";
-    /// Discardable attribute of a spec.decoder with a draft: the draft's
-    /// batched twin (spec-slot-target), which proposes in batched rounds.
+    /// Discardable attribute of a spec.decoder with a draft or an MTP
+    /// module: its batched twin (spec-slot-target), which proposes in
+    /// batched rounds.
     static constexpr ::llvm::StringLiteral kSlotDraftAttrName =
         "spec.slot_draft";
     /// Discardable unit attribute of a spec.decoder whose draft has another

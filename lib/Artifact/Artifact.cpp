@@ -358,7 +358,8 @@ static FailureOr<llvm::json::Array> slotCacheShape(ModuleOp module,
 /// entries, and their caches' shapes in the manifest's decoder section,
 /// with what proposes in them (batch_proposer): a draft (its prefill and
 /// cache too), the Medusa heads fused into the target (every entry also
-/// returns proposals), or none.
+/// returns proposals), an MTP module (its prefill and cache; the target's
+/// entries also return hidden states), or none.
 static LogicalResult describeRounds(ModuleOp module,
                                     const ArtifactOptions &options,
                                     llvm::json::Object &entryPoints,
@@ -370,7 +371,7 @@ static LogicalResult describeRounds(ModuleOp module,
     return static_cast<bool>(module.lookupSymbol<LLVM::LLVMFuncOp>(entry(kind)));
   };
   bool drafts = has("draft_prefill"), speculates = has("spec_round"),
-       translates = has("draft_round");
+       translates = has("draft_round"), modules = has("module_prefill");
   SmallVector<StringRef> kinds{"prefill", "round"};
   if (speculates)
     kinds.push_back("spec_round");
@@ -378,6 +379,8 @@ static LogicalResult describeRounds(ModuleOp module,
     kinds.push_back("draft_prefill");
   if (translates)
     kinds.append({"draft_round", "verify"});
+  if (modules)
+    kinds.push_back("module_prefill");
   for (StringRef kind : kinds) {
     if (!has(kind))
       return module.emitError() << "the pipeline produced no batched "
@@ -389,10 +392,18 @@ static LogicalResult describeRounds(ModuleOp module,
     return failure();
   decoder["max_batch"] = static_cast<int64_t>(options.cpuPipeline.maxBatch);
   decoder["batch_proposer"] = translates ? "cross_tokenizer_draft"
-                              : drafts   ? "draft"
+                              : drafts     ? "draft"
+                              : modules    ? "mtp_module"
                               : speculates ? "heads"
                                            : "none";
   decoder["batch_cache_shape"] = std::move(*shape);
+  if (modules) {
+    FailureOr<llvm::json::Array> moduleShape =
+        slotCacheShape(module, entry("module_prefill"));
+    if (failed(moduleShape))
+      return failure();
+    decoder["batch_module_cache_shape"] = std::move(*moduleShape);
+  }
   if (!drafts)
     return success();
   FailureOr<llvm::json::Array> draftShape =

@@ -99,3 +99,18 @@ bool specula::proposesWithHeadsInRounds(spec::DecoderOp decoder,
                     : spec::RoleAttr();
   return role && role.getKind() == spec::FunctionRole::MedusaHead;
 }
+
+func::FuncOp specula::proposingModuleInRounds(spec::DecoderOp decoder,
+                                              SymbolTable &symbols) {
+  auto heads = dyn_cast<spec::MTPProposerAttr>(decoder.getProposer());
+  if (!heads || decoder.getTreeAttr() || heads.getHeads().size() != 1)
+    return {};
+  auto module = symbols.lookup<func::FuncOp>(heads.getHeads().front().getValue());
+  auto role = module ? module->getAttrOfType<spec::RoleAttr>(
+                           spec::SpecDialect::kRoleAttrName)
+                     : spec::RoleAttr();
+  if (!role || role.getKind() != spec::FunctionRole::MTPModule ||
+      module.isExternal())
+    return {};
+  return module;
+}

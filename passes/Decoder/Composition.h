@@ -58,6 +58,12 @@ createMTPDecoder(mlir::ModuleOp module, llvm::StringRef name,
 bool proposesWithHeadsInRounds(spec::DecoderOp decoder,
                                mlir::SymbolTable &symbols);
 
+/// The MTP module that proposes in `decoder`'s batched rounds, or null: a
+/// chain of one module (depth 1), greedy or sampled, without a tree
+/// (deeper chains' rounds run the target alone).
+mlir::func::FuncOp proposingModuleInRounds(spec::DecoderOp decoder,
+                                           mlir::SymbolTable &symbols);
+
 } // namespace specula
 
 #endif // SPECULA_PASSES_DECODER_COMPOSITION_H

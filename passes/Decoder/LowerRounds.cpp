@@ -45,6 +45,9 @@ struct SlotModel {
   mutable func::FuncOp func;
   unsigned tokens, positions, cache, firstSlot, lengths;
   unsigned logits, cacheResult;
+  /// An MTP module's argument of the target's hidden states, and a
+  /// target's result of them (the rows an MTP module reads).
+  std::optional<unsigned> hidden, hiddenResult;
   KVCacheType cacheType;
   int64_t vocab;
   bool isTarget;
@@ -53,10 +56,12 @@ struct SlotModel {
   SmallVector<unsigned> heads;
 };
 
-/// A batched model's logits, updated cache and heads' logits.
+/// A batched model's logits, updated cache, heads' logits and hidden
+/// states (when it returns them).
 struct Forward {
   Value logits, cache;
   SmallVector<Value> heads;
+  Value hidden;
 };
 
 /// One token per sequence, and (sampled) the distributions they were drawn
@@ -84,6 +89,8 @@ public:
   void buildSpecRound(ImplicitLocOpBuilder &b, func::FuncOp func,
                       int64_t gamma);
   void buildHeadsSpecRound(ImplicitLocOpBuilder &b, func::FuncOp func);
+  void buildModulePrefill(ImplicitLocOpBuilder &b, func::FuncOp func);
+  void buildModuleSpecRound(ImplicitLocOpBuilder &b, func::FuncOp func);
 
 private:
   Value toRows(ImplicitLocOpBuilder &b, Value values, Value rows,
@@ -94,7 +101,11 @@ private:
   Value pastLengths(ImplicitLocOpBuilder &b, Value lengths, int64_t offset);
   Value columns(ImplicitLocOpBuilder &b, ValueRange tokens, Type type);
   Forward forward(ImplicitLocOpBuilder &b, const SlotModel &model, Value ids,
-                  Value rowPositions, Value cache, Value first, Value lengths);
+                  Value rowPositions, Value cache, Value first, Value lengths,
+                  Value hidden = {});
+  Value hiddenRows(ImplicitLocOpBuilder &b, const Forward &result);
+  Picks proposeAt(ImplicitLocOpBuilder &b, const SlotModel &model,
+                  Value logits, Value rows, Value counts, RowKey keyOf);
   Value pick(ImplicitLocOpBuilder &b, const SlotModel &model, Value logits,
              Value rows, OpFoldResult row);
   Picks sample(ImplicitLocOpBuilder &b, const SlotModel &model, Value logits,
@@ -108,6 +119,9 @@ private:
   Value headPicksAfter(ImplicitLocOpBuilder &b, const Forward &result,
                        Value rows, Value counts);
   Type proposalsType(ImplicitLocOpBuilder &b) const;
+  /// Whether an MTP module (the draft's slot) proposes: the target's
+  /// prefills and plain rounds also return their hidden states.
+  bool moduleProposes() const { return draft && draft->hidden; }
   /// A target forward verifying given proposals, and what it commits.
   struct Verified {
     Forward result;
@@ -154,9 +168,14 @@ static FailureOr<SlotModel> analyzeSlotModel(func::FuncOp func,
                     " (run spec-kv-cache-inplace first)");
     *slot = *index;
   }
-  if (func.getNumArguments() != 5)
+  model.hidden = findArgument(func, IOKind::PreviousHiddenStates);
+  if (model.hidden.has_value() != (what == "MTP module"))
+    return refuse(model.hidden ? "takes hidden states"
+                               : "takes no previous hidden states");
+  if (func.getNumArguments() != 5 + (model.hidden ? 1 : 0))
     return refuse("takes arguments besides token ids, positions, its cache, "
                   "the first slot and the past lengths");
+  model.hiddenResult = findResult(func, IOKind::HiddenStates);
   std::optional<unsigned> logits = findResult(func, IOKind::Logits);
   std::optional<unsigned> cache = findResult(func, IOKind::KVCache);
   if (!logits || !cache)
@@ -170,6 +189,13 @@ static FailureOr<SlotModel> analyzeSlotModel(func::FuncOp func,
     return refuse("has no cache of slots or no batch x rows x vocabulary "
                   "logits");
   model.vocab = logitsType.getDimSize(2);
+  if (model.hiddenResult) {
+    auto hiddenType = dyn_cast<RankedTensorType>(
+        func.getResultTypes()[*model.hiddenResult]);
+    if (!hiddenType || hiddenType.getRank() != 3 || hiddenType.isDynamicDim(2))
+      return refuse("returns hidden states that are not batch x rows x "
+                    "hidden");
+  }
   return model;
 }
 
@@ -266,8 +292,15 @@ Value RoundBuilder::columns(ImplicitLocOpBuilder &b, ValueRange tokens,
 /// `model` on `ids` at `rowPositions`, row b in slot `first` + b.
 Forward RoundBuilder::forward(ImplicitLocOpBuilder &b, const SlotModel &model,
                               Value ids, Value rowPositions, Value cache,
-                              Value first, Value lengths) {
-  SmallVector<Value> operands(5);
+                              Value first, Value lengths, Value hidden) {
+  SmallVector<Value> operands(model.func.getNumArguments());
+  if (model.hidden) {
+    Type wanted = model.func.getArgumentTypes()[*model.hidden];
+    operands[*model.hidden] =
+        hidden.getType() == wanted
+            ? hidden
+            : Value(tensor::CastOp::create(b, wanted, hidden));
+  }
   operands[model.tokens] = ids;
   operands[model.positions] = rowPositions;
   operands[model.cache] = cache;
@@ -285,7 +318,20 @@ Forward RoundBuilder::forward(ImplicitLocOpBuilder &b, const SlotModel &model,
                  {}};
   for (unsigned head : model.heads)
     result.heads.push_back(call->getResult(head));
+  if (model.hiddenResult)
+    result.hidden = call->getResult(*model.hiddenResult);
   return result;
+}
+
+/// A forward's hidden states (batch x rows x hidden) as one row per
+/// position: batch * rows x hidden, sequence by sequence.
+Value RoundBuilder::hiddenRows(ImplicitLocOpBuilder &b, const Forward &result) {
+  auto type = cast<RankedTensorType>(result.hidden.getType());
+  return tensor::CollapseShapeOp::create(
+      b,
+      RankedTensorType::get({ShapedType::kDynamic, type.getDimSize(2)},
+                            type.getElementType()),
+      result.hidden, ArrayRef<ReassociationIndices>{{0, 1}, {2}});
 }
 
 /// The greedy pick at row `row` of each of `rows` sequences.
@@ -524,7 +570,8 @@ std::pair<Value, Value> RoundBuilder::acceptSampled(ImplicitLocOpBuilder &b,
 /// follows the rule, sampled with `key` (the sequence's seed, as the decode
 /// loops draw their first token); the draft's is its greedy pick. With
 /// heads, it also returns their proposals after the prompt
-/// (`tensor<heads x i64>`) before the cache.
+/// (`tensor<heads x i64>`) before the cache; when an MTP module proposes,
+/// the target's hidden states at the rows (rows x hidden).
 void RoundBuilder::buildPrefill(ImplicitLocOpBuilder &b, func::FuncOp func,
                                 const SlotModel &model) {
   Block *entry = func.addEntryBlock();
@@ -562,6 +609,8 @@ void RoundBuilder::buildPrefill(ImplicitLocOpBuilder &b, func::FuncOp func,
     results.push_back(tensor::CollapseShapeOp::create(
         b, table, ArrayRef<ReassociationIndices>{{0, 1}}));
   }
+  if (model.isTarget && moduleProposes())
+    results.push_back(hiddenRows(b, result));
   results.push_back(result.cache);
   func::ReturnOp::create(b, results);
 }
@@ -582,7 +631,8 @@ static Value keyAtPosition(ImplicitLocOpBuilder &b, Value keys, Value lengths,
 /// cache). Sampled, sequence b draws with keys[b] + lengths[b] (its seed
 /// plus its position, as the decode loops' target-only steps do). With
 /// heads, it also returns their proposals for each sequence's next round
-/// (rows x heads) before the cache.
+/// (rows x heads) before the cache; when an MTP module proposes, the
+/// target's hidden states at the rows (rows x hidden).
 void RoundBuilder::buildRound(ImplicitLocOpBuilder &b, func::FuncOp func) {
   Block *entry = func.addEntryBlock();
   b.setInsertionPointToStart(entry);
@@ -607,6 +657,8 @@ void RoundBuilder::buildRound(ImplicitLocOpBuilder &b, func::FuncOp func) {
   SmallVector<Value> results{next};
   if (!result.heads.empty())
     results.push_back(headPicks(b, result, batch, b.getIndexAttr(0)));
+  if (moduleProposes())
+    results.push_back(hiddenRows(b, result));
   results.push_back(result.cache);
   func::ReturnOp::create(b, results);
 }
@@ -732,6 +784,164 @@ void RoundBuilder::buildHeadsSpecRound(ImplicitLocOpBuilder &b,
                               verified.counts);
   func::ReturnOp::create(b, ValueRange{verified.picks, verified.counts, next,
                                        verified.result.cache});
+}
+
+/// The proposal of each of `rows` sequences at its own row counts[r] - 1
+/// of `logits` (batch x rows x vocabulary): the model's token after the
+/// last that the sequence committed, picked under the rule (sampled: drawn
+/// with keyOf(r)).
+Picks RoundBuilder::proposeAt(ImplicitLocOpBuilder &b, const SlotModel &model,
+                              Value logits, Value rows, Value counts,
+                              RowKey keyOf) {
+  Type f = cast<RankedTensorType>(logits.getType()).getElementType();
+  Type i64 = b.getI64Type();
+  auto rowType = RankedTensorType::get({1, model.vocab}, f);
+  OpFoldResult vocab = b.getIndexAttr(model.vocab);
+  Value init[] = {
+      tensor::EmptyOp::create(b, ArrayRef<OpFoldResult>{rows}, i64),
+      tensor::EmptyOp::create(b, ArrayRef<OpFoldResult>{rows, vocab}, f)};
+  auto loop = overRows(
+      b, rows, init,
+      [&](ImplicitLocOpBuilder &nb, Value r,
+          ValueRange args) -> SmallVector<Value> {
+        OpFoldResult one = nb.getIndexAttr(1), zero = nb.getIndexAttr(0);
+        Value last = arith::SubIOp::create(
+            nb,
+            arith::IndexCastOp::create(nb, nb.getIndexType(),
+                                       tensor::ExtractOp::create(nb, counts, r)),
+            arith::ConstantIndexOp::create(nb, 1));
+        Value row = tensor::ExtractSliceOp::create(
+            nb, rowType, logits, {r, last, zero}, {one, one, vocab},
+            {one, one, one});
+        Value key = rule.isSampling() ? keyOf(nb, r) : Value();
+        auto drawn = ProposeOp::create(
+            nb, RankedTensorType::get({1}, i64), rowType, row, key,
+            rule.isSampling() ? rule
+                              : VerificationRuleAttrInterface(
+                                    GreedyAttr::get(context)));
+        Value token = tensor::ExtractOp::create(
+            nb, drawn.getTokens(),
+            ValueRange{arith::ConstantIndexOp::create(nb, 0)});
+        Value probs = tensor::InsertSliceOp::create(
+            nb, drawn.getProbs(), args[1], {r, zero}, {one, vocab},
+            {one, one});
+        return {tensor::InsertOp::create(nb, token, args[0], r), probs};
+      });
+  return {loop.getResult(0), loop.getResult(1)};
+}
+
+/// @<decoder>_module_prefill(module cache, slot, start, hidden, tokens, key)
+/// -> (proposal, [q,] module cache): the MTP module of slot `slot` at
+/// positions start.., row i reading the target's hidden states at start +
+/// i (row i of `hidden`) and the token after it (tokens[i]); its proposal
+/// after the last row (sampled: drawn with `key`, and its distribution q).
+/// The runtime catches the module up with it on what the target's prefills
+/// and plain rounds left it behind.
+void RoundBuilder::buildModulePrefill(ImplicitLocOpBuilder &b,
+                                      func::FuncOp func) {
+  Block *entry = func.addEntryBlock();
+  b.setInsertionPointToStart(entry);
+  Value cache = entry->getArgument(0), slot = entry->getArgument(1),
+        start = entry->getArgument(2), hidden = entry->getArgument(3),
+        tokens = entry->getArgument(4), key = entry->getArgument(5);
+  const SlotModel &module = *draft;
+  Value c1 = arith::ConstantIndexOp::create(b, 1);
+  Value count = tensor::DimOp::create(b, tokens, 0);
+  Type i64 = b.getI64Type();
+  Value past = tensor::CastOp::create(
+      b, module.func.getArgumentTypes()[module.lengths],
+      tensor::FromElementsOp::create(
+          b, RankedTensorType::get({1}, i64),
+          ValueRange{arith::IndexCastOp::create(b, i64, start)}));
+  auto hiddenType = cast<RankedTensorType>(hidden.getType());
+  Value rows = tensor::ExpandShapeOp::create(
+      b,
+      RankedTensorType::get({1, ShapedType::kDynamic, hiddenType.getDimSize(1)},
+                            hiddenType.getElementType()),
+      hidden, ArrayRef<ReassociationIndices>{{0, 1}, {2}});
+  Forward result = forward(
+      b, module,
+      toRows(b, tokens, c1, count,
+             module.func.getArgumentTypes()[module.tokens]),
+      span(b, start, count, module.func.getArgumentTypes()[module.positions]),
+      cache, slot, past, rows);
+  Value counts = tensor::FromElementsOp::create(
+      b, RankedTensorType::get({1}, i64),
+      ValueRange{arith::IndexCastOp::create(b, i64, count)});
+  Picks proposal =
+      proposeAt(b, module, result.logits, c1, counts,
+                [&](ImplicitLocOpBuilder &, Value) { return key; });
+  SmallVector<Value> results{tensor::ExtractOp::create(
+      b, proposal.tokens, ValueRange{arith::ConstantIndexOp::create(b, 0)})};
+  if (rule.isSampling())
+    results.push_back(tensor::CollapseShapeOp::create(
+        b, RankedTensorType::get({module.vocab}, hiddenType.getElementType()),
+        tensor::CastOp::create(
+            b,
+            RankedTensorType::get({1, module.vocab},
+                                  hiddenType.getElementType()),
+            proposal.probs),
+        ArrayRef<ReassociationIndices>{{0, 1}}));
+  results.push_back(result.cache);
+  func::ReturnOp::create(b, results);
+}
+
+/// @<decoder>_spec_round(cache, module cache, first, lengths, tokens,
+/// proposals, [q,] keys) -> (picks, counts, proposals, [q,] cache, module
+/// cache) with an MTP module: sequence b's proposal (row b, the module's
+/// after its last token) is verified in one target forward of 2 rows per
+/// sequence; then the module runs on those rows (the target's hidden
+/// states there and the tokens the round committed after them) and its
+/// row at the last committed token proposes the sequence's next. Sampled,
+/// the proposals come with the distributions they were drawn from (q,
+/// rows x 1 x vocabulary), acceptance is by rejection sampling with
+/// keys[b], and the next proposal is drawn with keys[b] + 1.
+void RoundBuilder::buildModuleSpecRound(ImplicitLocOpBuilder &b,
+                                        func::FuncOp func) {
+  Block *entry = func.addEntryBlock();
+  b.setInsertionPointToStart(entry);
+  bool sampled = rule.isSampling();
+  Value cache = entry->getArgument(0), moduleCache = entry->getArgument(1),
+        first = entry->getArgument(2), lengths = entry->getArgument(3),
+        keys = entry->getArguments().back();
+  SmallVector<Value> arguments{cache, first, lengths, entry->getArgument(4),
+                               entry->getArgument(5)};
+  if (sampled)
+    arguments.append({entry->getArgument(6), keys});
+  Verified verified = verifyProposals(b, arguments, 1, sampled);
+  const SlotModel &module = *draft;
+  Value ids = tensor::CastOp::create(
+      b, module.func.getArgumentTypes()[module.tokens], verified.picks);
+  Forward proposed = forward(
+      b, module, ids,
+      positions(b, lengths, 0, 2,
+                module.func.getArgumentTypes()[module.positions]),
+      moduleCache, first, lengths, verified.result.hidden);
+  // As the decode loop draws an MTP module's proposal after a round.
+  Picks next = proposeAt(b, module, proposed.logits, verified.batch,
+                         verified.counts,
+                         [&](ImplicitLocOpBuilder &nb, Value r) -> Value {
+                           return arith::AddIOp::create(
+                               nb, tensor::ExtractOp::create(nb, keys, r),
+                               arith::ConstantOp::create(
+                                   nb, nb.getI64IntegerAttr(1)));
+                         });
+  Type i64 = b.getI64Type();
+  SmallVector<Value> results{
+      verified.picks, verified.counts,
+      tensor::ExpandShapeOp::create(
+          b, RankedTensorType::get({ShapedType::kDynamic, 1}, i64),
+          next.tokens, ArrayRef<ReassociationIndices>{{0, 1}})};
+  if (sampled) {
+    auto probsType = cast<RankedTensorType>(next.probs.getType());
+    results.push_back(tensor::ExpandShapeOp::create(
+        b,
+        RankedTensorType::get({ShapedType::kDynamic, 1, module.vocab},
+                              probsType.getElementType()),
+        next.probs, ArrayRef<ReassociationIndices>{{0, 1}, {2}}));
+  }
+  results.append({verified.result.cache, proposed.cache});
+  func::ReturnOp::create(b, results);
 }
 
 /// @<decoder>_spec_round(cache, draft cache, first, lengths, previous,
@@ -903,12 +1113,21 @@ LogicalResult LowerRoundsPass::lower(DecoderOp decoder, SymbolTable &symbols) {
           cast<MTPProposerAttr>(decoder.getProposer()).getHeads().size())))
     return failure();
   std::optional<SlotModel> draft;
+  bool proposingModule = isa<MTPProposerAttr>(decoder.getProposer());
   if (decoder->hasAttr(SpecDialect::kSlotDraftAttrName)) {
-    FailureOr<SlotModel> found = lookupSlotModel(
-        decoder, symbols, SpecDialect::kSlotDraftAttrName, "draft");
+    FailureOr<SlotModel> found =
+        lookupSlotModel(decoder, symbols, SpecDialect::kSlotDraftAttrName,
+                        proposingModule ? "MTP module" : "draft");
     if (failed(found))
       return failure();
     draft = *found;
+    if (proposingModule && !target->hiddenResult)
+      return decoder.emitError()
+             << "decoder @" << decoder.getSymName() << ": its batched target @"
+             << target->func.getSymName()
+             << " does not return the hidden states its MTP module reads";
+  } else {
+    proposingModule = false;
   }
   ModuleOp module = getOperation();
   ImplicitLocOpBuilder b(decoder.getLoc(), module.getBody(),
@@ -933,6 +1152,16 @@ LogicalResult LowerRoundsPass::lower(DecoderOp decoder, SymbolTable &symbols) {
     prefillResults.push_back(RankedTensorType::get({heads}, i64));
     roundResults.push_back(proposals);
   }
+  // With an MTP module, the target's hidden states by row.
+  RankedTensorType hiddenRows;
+  if (proposingModule) {
+    auto hidden = cast<RankedTensorType>(
+        target->func.getResultTypes()[*target->hiddenResult]);
+    hiddenRows = RankedTensorType::get(
+        {ShapedType::kDynamic, hidden.getDimSize(2)}, hidden.getElementType());
+    prefillResults.push_back(hiddenRows);
+    roundResults.push_back(hiddenRows);
+  }
   prefillResults.push_back(cache);
   roundResults.push_back(cache);
   SmallVector<std::pair<func::FuncOp, std::string>> steps{
@@ -947,7 +1176,30 @@ LogicalResult LowerRoundsPass::lower(DecoderOp decoder, SymbolTable &symbols) {
                             {picks, tokens, proposals, cache}));
     builder.buildHeadsSpecRound(b, steps.back().first);
   }
-  if (draft && decoder->hasAttr(SpecDialect::kCrossTokenizerAttrName)) {
+  if (proposingModule) {
+    Type moduleCache = draft->cacheType;
+    auto one = RankedTensorType::get({ShapedType::kDynamic, 1}, i64);
+    auto picks = RankedTensorType::get({ShapedType::kDynamic, 2}, i64);
+    SmallVector<Type> prefillOut{i64}, roundIn{cache, moduleCache, index,
+                                             tokens, tokens, one},
+        roundOut{picks, tokens, one};
+    if (decoder.getRule().isSampling()) {
+      Type f = hiddenRows.getElementType();
+      prefillOut.push_back(RankedTensorType::get({draft->vocab}, f));
+      auto q = RankedTensorType::get({ShapedType::kDynamic, 1, draft->vocab}, f);
+      roundIn.push_back(q);
+      roundOut.push_back(q);
+    }
+    prefillOut.push_back(moduleCache);
+    roundIn.push_back(tokens);
+    roundOut.append({cache, moduleCache});
+    steps.push_back(addStep("module_prefill",
+                            {moduleCache, index, index, hiddenRows, tokens, i64},
+                            prefillOut));
+    builder.buildModulePrefill(b, steps.back().first);
+    steps.push_back(addStep("spec_round", roundIn, roundOut));
+    builder.buildModuleSpecRound(b, steps.back().first);
+  } else if (draft && decoder->hasAttr(SpecDialect::kCrossTokenizerAttrName)) {
     // The draft proposes in its own tokens, which the runtime translates
     // between its rounds and @<decoder>_verify's.
     Type draftCache = draft->cacheType;

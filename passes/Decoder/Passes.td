@@ -430,7 +430,9 @@ def SpecSlotTarget : Pass<"spec-slot-target", "::mlir::ModuleOp"> {
     is cloned as it is when the heads propose in the rounds (Medusa heads,
     greedy, a chain); otherwise the target they were fused into is, so that
     rounds compute no heads they do not use. A draft gets a twin too
-    (`spec.slot_draft`).
+    (`spec.slot_draft`), and so does an MTP module that proposes in the
+    rounds (a chain of one module: it reads the target's hidden states and
+    keeps a cache of its own per slot).
 
     Refused: `slots` below 1, and a decoder that already has a batched
     target.

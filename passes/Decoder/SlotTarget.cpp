@@ -3,8 +3,8 @@
 // Batched rounds need the target twice: as the decoder's loops call it (one
 // sequence) and over a cache of sequence slots (a batch of sequences per
 // forward). The clone carries the slot count until spec-kv-cache-inplace
-// gives it its cache. A draft proposes in batched rounds too: it gets a
-// twin of its own.
+// gives it its cache. A draft or an MTP module proposes in batched rounds
+// too: it gets a twin of its own.
 //
 //===----------------------------------------------------------------------===//
 
@@ -79,6 +79,13 @@ void SlotTargetPass::runOnOperation() {
     }
     addSlotTwin(symbols, target, decoder, SpecDialect::kSlotTargetAttrName,
                 slots);
+    // An MTP module proposes from the target's hidden states with a cache
+    // of its own, which the rounds keep per slot as a draft's.
+    if (func::FuncOp module = proposingModuleInRounds(decoder, symbols)) {
+      addSlotTwin(symbols, module, decoder, SpecDialect::kSlotDraftAttrName,
+                  slots);
+      continue;
+    }
     auto proposer = dyn_cast<DraftProposerAttr>(decoder.getProposer());
     if (!proposer)
       continue;

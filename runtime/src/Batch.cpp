@@ -52,7 +52,7 @@ struct Slot {
   /// The prompt and the generated tokens; all but the last are in the
   /// target's cache once the prompt's prefill is done.
   std::vector<int64_t> tokens;
-  /// Positions the draft's cache holds of them.
+  /// Positions the draft's (or the MTP module's) cache holds of them.
   int64_t draftLength = 0;
   /// While the prompt's prefill is under way (a chunk per step): positions
   /// of it the target's cache holds, and when the sequence came, so that
@@ -66,8 +66,12 @@ struct Slot {
   uint64_t seed = 0;
   int64_t forwards = 0;
   /// With heads, what they proposed after its last token: its next
-  /// speculative round verifies them.
+  /// speculative round verifies them. With an MTP module, its proposal
+  /// once its cache holds the sequence's length (sampled, with the
+  /// distribution it was drawn from), and the target's hidden states at
+  /// the positions it has not read, draftLength .. length - 1, by row.
   std::vector<int64_t> proposals;
+  std::vector<float> distribution, hidden;
   /// With a cross-tokenizer draft: the committed text in the draft's
   /// tokens, how many of `tokens` it holds, and what the draft's cache
   /// holds by position (its BOS, then draft tokens).
@@ -145,8 +149,9 @@ struct specrt_batch {
   /// Tokens the draft or the heads propose per sequence in a speculative
   /// step (0: no proposer in the rounds).
   int64_t proposals = 0;
-  /// Whether the heads fused into the target propose (no draft cache).
-  bool heads = false;
+  /// Whether the heads fused into the target propose (no draft cache), or
+  /// an MTP module does (its cache in draftCache).
+  bool heads = false, module = false;
   /// With a cross-tokenizer draft: what translates its tokens, and the
   /// positions its cache holds per slot.
   std::unique_ptr<TokenTranslator> translator;
@@ -172,7 +177,8 @@ specrt_status specrt_batch_open(specrt_model *model, specrt_batch **batch) {
                 "the artifact has no batched rounds; compile it with specc "
                 "--max-batch");
   auto opened = std::make_unique<specrt_batch>(m.maxBatch);
-  bool drafts = m.batchProposer == "draft" || m.crossTokenizer();
+  bool drafts =
+      m.batchProposer == "draft" || m.crossTokenizer() || m.mtpModule();
   if (!opened->cache.allocate(m.batchCacheShape) ||
       (drafts && !opened->draftCache.allocate(m.batchDraftCacheShape)))
     return fail(SPECRT_ERROR_OUT_OF_MEMORY,
@@ -191,6 +197,7 @@ specrt_status specrt_batch_open(specrt_model *model, specrt_batch **batch) {
     opened->draftCapacity = m.batchDraftCacheShape[4];
   }
   opened->heads = m.batchProposer == "heads";
+  opened->module = m.mtpModule();
   opened->sampling = m.verify != "greedy";
   *batch = opened.release();
   return SPECRT_OK;
@@ -247,12 +254,14 @@ static specrt_status prefill(specrt_batch *batch, Slot &slot, int64_t index,
   std::string error;
   int64_t token = 0;
   slot.proposals.resize(batch->heads ? batch->proposals : 0);
+  std::vector<float> hidden;
   if (specrt_status status = batch->model->device->prefill(
           SlotCache::Target, batch->cache.data, index, slot.prefilled,
           slot.tokens.data() + slot.prefilled, count,
           static_cast<int64_t>(slot.seed), token, slot.proposals.data(),
-          error))
+          batch->module ? &hidden : nullptr, error))
     return fail(status, error);
+  slot.hidden.insert(slot.hidden.end(), hidden.begin(), hidden.end());
   ++batch->stats.prefill_forwards;
   batch->stats.prefill_tokens += count;
   slot.prefilled += count;
@@ -415,6 +424,7 @@ private:
                           const std::vector<std::string> &pending,
                           TokenProposals &drawn);
   specrt_status catchUpDraft(size_t slot);
+  specrt_status catchUpModule(size_t slot);
   void followText(size_t slot, std::vector<int64_t> &context,
                   std::string &pending, bool healed = true);
   specrt_status draftProposals(size_t first, size_t end,
@@ -486,22 +496,30 @@ specrt_status StepRunner::plain(size_t first, size_t end) {
   SlotRun run{static_cast<int64_t>(first), n, lengths.data(), nullptr,
               lasts.data(), keys.data(), nullptr};
   std::vector<int64_t> proposals(batch->heads ? n * batch->proposals : 0);
+  std::vector<float> hidden;
   RoundOutput out{next.data(), nullptr, nullptr, proposals.data()};
+  out.hidden = batch->module ? &hidden : nullptr;
   if (specrt_status status =
           batch->model->device->round(batch->cache.data, run, out, error))
     return fail(status, error);
   keepProposals(first, end, proposals);
+  // The module reads these rows when it next catches up.
+  size_t width = hidden.size() / std::max<size_t>(n, 1);
+  for (size_t i = 0; i < n && batch->module; ++i)
+    batch->slots[first + i].hidden.insert(
+        batch->slots[first + i].hidden.end(), hidden.begin() + i * width,
+        hidden.begin() + (i + 1) * width);
   for (size_t i = 0; i < n; ++i)
     if (specrt_status status = commit(first + i, &next[i], 1))
       return status;
   return SPECRT_OK;
 }
 
-/// With heads, each sequence of slots [first, end) keeps what they
-/// proposed for its next round.
+/// With heads or an MTP module, each sequence of slots [first, end) keeps
+/// what they proposed for its next round.
 void StepRunner::keepProposals(size_t first, size_t end,
                                const std::vector<int64_t> &proposals) {
-  if (!batch->heads)
+  if (proposals.empty())
     return;
   auto width = static_cast<size_t>(batch->proposals);
   for (size_t i = 0; i < end - first; ++i)
@@ -522,11 +540,47 @@ specrt_status StepRunner::catchUpDraft(size_t slot) {
           SlotCache::Draft, batch->draftCache.data,
           static_cast<int64_t>(slot), s.draftLength,
           s.tokens.data() + s.draftLength, missing, 0, ignored, nullptr,
-          error))
+          nullptr, error))
     return fail(status, error);
   catchingUp += std::chrono::steady_clock::now() - start;
   batch->stats.draft_catch_up += missing;
   s.draftLength += missing;
+  return SPECRT_OK;
+}
+
+/// Feeds the MTP module of `slot` the target's hidden states it has not
+/// read (from prefills and plain rounds), so that its cache holds the
+/// sequence's length and its proposal follows the last token. Sampled, it
+/// draws with the key of the sequence's last target forward + 1, as the
+/// decode loop draws after its prefill and each round.
+specrt_status StepRunner::catchUpModule(size_t slot) {
+  Slot &s = batch->slots[slot];
+  int64_t missing = s.length() - s.draftLength;
+  if (missing <= 0)
+    return SPECRT_OK;
+  auto rows = static_cast<size_t>(missing);
+  if (s.hidden.empty() || s.hidden.size() % rows != 0)
+    return fail(SPECRT_ERROR_FORMAT,
+                "the MTP module lacks the target's hidden states of " +
+                    std::to_string(missing) + " positions");
+  auto width = static_cast<int64_t>(s.hidden.size() / rows);
+  uint64_t key = s.seed + static_cast<uint64_t>(s.forwards - 1) *
+                              SPECRT_KEYS_PER_ROUND + 1;
+  s.proposals.assign(1, 0);
+  s.distribution.assign(
+      batch->sampling ? batch->model->manifest.vocabSize : 0, 0.0f);
+  auto start = std::chrono::steady_clock::now();
+  // Position t reads the hidden states there and the token after it.
+  if (specrt_status status = batch->model->device->modulePrefill(
+          batch->draftCache.data, static_cast<int64_t>(slot), s.draftLength,
+          s.hidden.data(), width, s.tokens.data() + s.draftLength + 1,
+          rows, static_cast<int64_t>(key), s.proposals[0],
+          s.distribution.data(), error))
+    return fail(status, error);
+  catchingUp += std::chrono::steady_clock::now() - start;
+  batch->stats.draft_catch_up += missing;
+  s.draftLength = s.length();
+  s.hidden.clear();
   return SPECRT_OK;
 }
 
@@ -535,15 +589,20 @@ specrt_status StepRunner::speculative(size_t first, size_t end) {
   int64_t width = batch->proposals + 1;
   std::vector<int64_t> lengths(n), previous(n), lasts(n), keys(n), counts(n),
       picks(n * width), proposed, next;
+  size_t vocab = static_cast<size_t>(batch->model->manifest.vocabSize);
+  std::vector<float> q, nextQ(batch->module && batch->sampling ? n * vocab : 0);
   for (size_t i = 0; i < n; ++i) {
-    if (!batch->heads)
-      if (specrt_status status = catchUpDraft(first + i))
-        return status;
+    specrt_status caughtUp = batch->module ? catchUpModule(first + i)
+                             : batch->heads ? SPECRT_OK
+                                            : catchUpDraft(first + i);
+    if (caughtUp != SPECRT_OK)
+      return caughtUp;
     Slot &s = batch->slots[first + i];
     lengths[i] = s.length();
     previous[i] = s.tokens[s.length() - 1];
     lasts[i] = s.tokens.back();
     proposed.insert(proposed.end(), s.proposals.begin(), s.proposals.end());
+    q.insert(q.end(), s.distribution.begin(), s.distribution.end());
     // The round key specrt_generate's loop gives the round after as many
     // target forwards (wrapping, as its 64-bit keys do).
     keys[i] = static_cast<int64_t>(
@@ -552,17 +611,29 @@ specrt_status StepRunner::speculative(size_t first, size_t end) {
   next.resize(proposed.size());
   SlotRun run{static_cast<int64_t>(first), n, lengths.data(),
               previous.data(), lasts.data(), keys.data(), proposed.data()};
+  run.distributions = q.data();
   RoundOutput out{nullptr, picks.data(), counts.data(), next.data()};
+  out.distributions = nextQ.data();
   if (specrt_status status = batch->model->device->specRound(
           batch->cache.data, batch->draftCache.data, run, out, error))
     return fail(status, error);
   keepProposals(first, end, next);
-  // The draft cached positions up to length + proposals - 1 of which all
-  // that the sequence keeps are its tokens.
-  for (size_t i = 0; i < n; ++i)
-    batch->slots[first + i].draftLength =
-        std::min(lengths[i] + std::clamp<int64_t>(counts[i], 1, width),
-                 lengths[i] + batch->proposals);
+  for (size_t i = 0; i < n; ++i) {
+    Slot &s = batch->slots[first + i];
+    int64_t count = std::clamp<int64_t>(counts[i], 1, width);
+    if (batch->module) {
+      // The module read the round's rows up to the new length.
+      s.draftLength = lengths[i] + count;
+      if (batch->sampling)
+        s.distribution.assign(nextQ.begin() + i * vocab,
+                              nextQ.begin() + (i + 1) * vocab);
+      continue;
+    }
+    // The draft cached positions up to length + proposals - 1 of which all
+    // that the sequence keeps are its tokens.
+    s.draftLength =
+        std::min(lengths[i] + count, lengths[i] + batch->proposals);
+  }
   return commitVerified(first, end, picks, counts);
 }
 
@@ -686,7 +757,7 @@ specrt_status StepRunner::catchUpText(size_t slot,
   if (specrt_status status = batch->model->device->prefill(
           SlotCache::Draft, batch->draftCache.data, static_cast<int64_t>(slot),
           static_cast<int64_t>(valid), context.data() + valid, need - valid, 0,
-          ignored, nullptr, error))
+          ignored, nullptr, nullptr, error))
     return fail(status, error);
   batch->stats.draft_catch_up += need - valid;
   return SPECRT_OK;

@@ -78,9 +78,19 @@ public:
   specrt_status prefill(SlotCache which, float *cache, int64_t slot,
                         int64_t start, const int64_t *tokens, size_t length,
                         int64_t key, int64_t &token, int64_t *proposals,
+                        std::vector<float> *hidden,
                         std::string &error) override {
     return library.prefill(which, cache, slot, start, tokens, length, key,
-                           token, proposals, error);
+                           token, proposals, hidden, error);
+  }
+  specrt_status modulePrefill(float *moduleCache, int64_t slot, int64_t start,
+                              const float *hidden, int64_t hiddenSize,
+                              const int64_t *tokens, size_t length,
+                              int64_t key, int64_t &token, float *distribution,
+                              std::string &error) override {
+    return library.modulePrefill(moduleCache, slot, start, hidden, hiddenSize,
+                                 tokens, length, key, token, distribution,
+                                 error);
   }
   specrt_status round(float *cache, const SlotRun &run, const RoundOutput &out,
                       std::string &error) override {
@@ -201,6 +211,30 @@ specrt_status HostLibrary::open(const std::string &directory,
     if (!headsPrefillEntry || !headsRoundEntry || !headsSpecRoundEntry)
       return SPECRT_ERROR_FORMAT;
     cacheShape = manifest.batchCacheShape;
+  } else if (manifest.maxBatch > 0 && manifest.mtpModule()) {
+    hiddenPrefillEntry = reinterpret_cast<specrt_hidden_prefill_fn>(
+        symbol(manifest.prefillEntry));
+    hiddenRoundEntry =
+        reinterpret_cast<specrt_hidden_round_fn>(symbol(manifest.roundEntry));
+    void *modulePrefill = symbol(manifest.draftPrefillEntry);
+    void *specRound = symbol(manifest.specRoundEntry);
+    if (manifest.verify == "greedy") {
+      modulePrefillEntry =
+          reinterpret_cast<specrt_module_prefill_fn>(modulePrefill);
+      moduleSpecRoundEntry =
+          reinterpret_cast<specrt_module_spec_round_fn>(specRound);
+    } else {
+      modulePrefillSampledEntry =
+          reinterpret_cast<specrt_module_prefill_sampled_fn>(modulePrefill);
+      moduleSpecRoundSampledEntry =
+          reinterpret_cast<specrt_module_spec_round_sampled_fn>(specRound);
+    }
+    if (!hiddenPrefillEntry || !hiddenRoundEntry || !modulePrefill ||
+        !specRound)
+      return SPECRT_ERROR_FORMAT;
+    cacheShape = manifest.batchCacheShape;
+    draftCacheShape = manifest.batchDraftCacheShape;
+    targetVocab = manifest.vocabSize;
   } else if (manifest.maxBatch > 0) {
     prefillEntry =
         reinterpret_cast<specrt_prefill_fn>(symbol(manifest.prefillEntry));
@@ -374,6 +408,33 @@ static bool takeVector(const specrt_memref_i64 &vector, int64_t count,
   return fits;
 }
 
+/// Copies a result of `rows` rows of any positive width into `out`
+/// (replaced) and frees it; false when it has not that many rows.
+static bool takeRows(const specrt_memref_f32_2d &table, int64_t rows,
+                     std::vector<float> *out) {
+  int64_t columns = table.aligned ? table.sizes[1] : 0;
+  if (table.sizes[0] != rows || columns <= 0 || columns > (1 << 24)) {
+    _mlir_memref_to_llvm_free(table.allocated);
+    return false;
+  }
+  out->resize(static_cast<size_t>(rows * columns));
+  return takeTable(table, rows, columns, out->data());
+}
+
+/// Copies a sampled MTP module round's distributions (`n` x 1 x `vocab`)
+/// into `out` and frees them; false when they are not that shape.
+static bool takeDistributions(const specrt_memref_f32_3d &table, int64_t n,
+                              int64_t vocab, float *out) {
+  bool fits = table.aligned && table.sizes[0] == n && table.sizes[1] == 1 &&
+              table.sizes[2] == vocab;
+  for (int64_t i = 0; fits && i < n; ++i)
+    for (int64_t j = 0; j < vocab; ++j)
+      out[i * vocab + j] = table.aligned[table.offset + i * table.strides[0] +
+                                         j * table.strides[2]];
+  _mlir_memref_to_llvm_free(table.allocated);
+  return fits;
+}
+
 /// Copies what a speculative round (or a verification) of `n` sequences
 /// committed into `out` and frees it: the counts, and the picks, proposals
 /// + 1 per sequence (a wider table is refused, not copied past them).
@@ -396,10 +457,13 @@ specrt_status HostLibrary::prefill(SlotCache which, float *cache,
                                    int64_t slot, int64_t start,
                                    const int64_t *tokens, size_t length,
                                    int64_t key, int64_t &token,
-                                   int64_t *proposed, std::string &error) {
+                                   int64_t *proposed,
+                                   std::vector<float> *hidden,
+                                   std::string &error) {
   bool draft = which == SlotCache::Draft;
   specrt_prefill_fn entry = draft ? draftPrefillEntry : prefillEntry;
-  if (!entry && !(headsPrefillEntry && !draft)) {
+  if (!entry && !(headsPrefillEntry && !draft) &&
+      !(hiddenPrefillEntry && !draft)) {
     error = draft ? kNoBatchedDraft
                   : "the artifact has no batched rounds (specc --max-batch)";
     return SPECRT_ERROR_UNSUPPORTED;
@@ -412,6 +476,19 @@ specrt_status HostLibrary::prefill(SlotCache which, float *cache,
   if (entry) {
     token = entry(&descriptor, slot, start, &input, key);
     return checkedRun(error);
+  }
+  if (hiddenPrefillEntry) {
+    specrt_hidden_prefill_result result{};
+    hiddenPrefillEntry(&result, &descriptor, slot, start, &input, key);
+    token = result.token;
+    specrt_status status = checkedRun(error);
+    if (!takeRows(result.hidden, static_cast<int64_t>(length), hidden) &&
+        status == SPECRT_OK) {
+      error = "the prefill returned no hidden states for its " +
+              std::to_string(length) + " rows";
+      status = SPECRT_ERROR_FORMAT;
+    }
+    return status;
   }
   specrt_heads_prefill_result result{};
   headsPrefillEntry(&result, &descriptor, slot, start, &input, key);
@@ -426,10 +503,69 @@ specrt_status HostLibrary::prefill(SlotCache which, float *cache,
   return status;
 }
 
+specrt_status HostLibrary::modulePrefill(float *moduleCache, int64_t slot,
+                                         int64_t start, const float *hidden,
+                                         int64_t hiddenSize,
+                                         const int64_t *tokens, size_t length,
+                                         int64_t key, int64_t &token,
+                                         float *distribution,
+                                         std::string &error) {
+  if (!modulePrefillEntry && !modulePrefillSampledEntry) {
+    error = "the artifact has no batched MTP module (specc --mtp-head "
+            "--max-batch)";
+    return SPECRT_ERROR_UNSUPPORTED;
+  }
+  specrt_memref_f32_6d descriptor = cacheDescriptor(moduleCache, draftCacheShape);
+  auto rows = static_cast<int64_t>(length);
+  auto *states = const_cast<float *>(hidden);
+  specrt_memref_f32_2d hiddenIn{states, states, 0, {rows, hiddenSize},
+                                {hiddenSize, 1}};
+  specrt_memref_i64 input = inputMemref(tokens, rows);
+  beforeRun();
+  if (modulePrefillEntry) {
+    token = modulePrefillEntry(&descriptor, slot, start, &hiddenIn, &input, key);
+    return checkedRun(error);
+  }
+  specrt_module_prefill_sampled_result result{};
+  modulePrefillSampledEntry(&result, &descriptor, slot, start, &hiddenIn,
+                            &input, key);
+  token = result.token;
+  specrt_status status = checkedRun(error);
+  const specrt_memref_f32_1d &q = result.distribution;
+  bool fits = q.aligned && q.sizes[0] == targetVocab;
+  for (int64_t j = 0; fits && j < targetVocab; ++j)
+    distribution[j] = q.aligned[q.offset + j * q.strides[0]];
+  _mlir_memref_to_llvm_free(q.allocated);
+  if (!fits && status == SPECRT_OK) {
+    error = "the MTP module's prefill returned no distribution over " +
+            std::to_string(targetVocab) + " tokens";
+    status = SPECRT_ERROR_FORMAT;
+  }
+  return status;
+}
+
 specrt_status HostLibrary::round(float *cache, const SlotRun &run,
                                  const RoundOutput &out, std::string &error) {
   if (headsRoundEntry)
     return headsRound(cache, run, out, error);
+  if (hiddenRoundEntry) {
+    specrt_memref_f32_6d descriptor = cacheDescriptor(cache, cacheShape);
+    auto n = static_cast<int64_t>(run.count);
+    RoundInputs in(run);
+    specrt_hidden_round_result result{};
+    beforeRun();
+    hiddenRoundEntry(&result, &descriptor, run.first, &in.lengths, &in.tokens,
+                     &in.keys);
+    specrt_status status = checkedRun(error);
+    bool fits = takeVector(result.next, n, out.next);
+    fits &= takeRows(result.hidden, n, out.hidden);
+    if (!fits && status == SPECRT_OK) {
+      error = "the round returned no tokens and hidden states for " +
+              std::to_string(n) + " sequences";
+      status = SPECRT_ERROR_FORMAT;
+    }
+    return status;
+  }
   if (!roundEntry) {
     error = "the artifact has no batched rounds (specc --max-batch)";
     return SPECRT_ERROR_UNSUPPORTED;
@@ -532,6 +668,8 @@ specrt_status HostLibrary::specRound(float *cache, float *draftCache,
                                      std::string &error) {
   if (headsSpecRoundEntry)
     return headsSpecRound(cache, run, out, error);
+  if (moduleSpecRoundEntry || moduleSpecRoundSampledEntry)
+    return moduleSpecRound(cache, draftCache, run, out, error);
   if (!specRoundEntry) {
     error = kNoBatchedDraft;
     return SPECRT_ERROR_UNSUPPORTED;
@@ -573,9 +711,57 @@ specrt_status HostLibrary::headsSpecRound(float *cache, const SlotRun &run,
   return status;
 }
 
+specrt_status HostLibrary::moduleSpecRound(float *cache, float *moduleCache,
+                                           const SlotRun &run,
+                                           const RoundOutput &out,
+                                           std::string &error) {
+  specrt_memref_f32_6d target = cacheDescriptor(cache, cacheShape);
+  specrt_memref_f32_6d module = cacheDescriptor(moduleCache, draftCacheShape);
+  auto n = static_cast<int64_t>(run.count);
+  RoundInputs in(run);
+  auto *proposed = const_cast<int64_t *>(run.proposals);
+  specrt_memref_i64_2d proposedIn{proposed, proposed, 0, {n, 1}, {1, 1}};
+  specrt_heads_spec_round_result result{};
+  bool fits = true;
+  beforeRun();
+  if (moduleSpecRoundEntry) {
+    moduleSpecRoundEntry(&result, &target, &module, run.first, &in.lengths,
+                         &in.tokens, &proposedIn, &in.keys);
+  } else {
+    auto *q = const_cast<float *>(run.distributions);
+    specrt_memref_f32_3d distributions{
+        q, q, 0, {n, 1, targetVocab}, {targetVocab, targetVocab, 1}};
+    specrt_module_spec_round_sampled_result sampled{};
+    moduleSpecRoundSampledEntry(&sampled, &target, &module, run.first,
+                                &in.lengths, &in.tokens, &proposedIn,
+                                &distributions, &in.keys);
+    result = {sampled.picks, sampled.counts, sampled.proposals};
+    fits = takeDistributions(sampled.distributions, n, targetVocab,
+                             out.distributions);
+  }
+  specrt_status status = checkedRun(error);
+  fits &= takeVector(result.counts, n, out.counts);
+  fits &= takeTable(result.picks, n, 2, out.picks);
+  fits &= takeTable(result.proposals, n, 1, out.proposals);
+  if (!fits && status == SPECRT_OK) {
+    error = "the speculative round returned no picks, counts and proposals "
+            "for " + std::to_string(n) + " sequences";
+    status = SPECRT_ERROR_FORMAT;
+  }
+  return status;
+}
+
 specrt_status Device::prefill(SlotCache, float *, int64_t, int64_t,
                               const int64_t *, size_t, int64_t, int64_t &,
-                              int64_t *, std::string &error) {
+                              int64_t *, std::vector<float> *,
+                              std::string &error) {
+  error = "batched rounds run on the CPU so far";
+  return SPECRT_ERROR_UNSUPPORTED;
+}
+
+specrt_status Device::modulePrefill(float *, int64_t, int64_t, const float *,
+                                    int64_t, const int64_t *, size_t, int64_t,
+                                    int64_t &, float *, std::string &error) {
   error = "batched rounds run on the CPU so far";
   return SPECRT_ERROR_UNSUPPORTED;
 }

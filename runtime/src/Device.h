@@ -69,6 +69,11 @@ struct RoundOutput {
   /// A cross-tokenizer draft's round: each sequence's biased logits
   /// (logits[i * draft vocabulary ..]).
   float *logits = nullptr;
+  /// With an MTP module: the target's hidden states at a plain round's rows
+  /// (sequences x hidden size, replaced), and a sampled speculative round's
+  /// next proposals' distributions (distributions[i * vocabulary ..]).
+  std::vector<float> *hidden = nullptr;
+  float *distributions = nullptr;
 };
 
 class Device {
@@ -94,13 +99,16 @@ public:
   /// cache of slots of the manifest's batch_cache_shape in host memory (or
   /// the draft's, batch_draft_cache_shape): `tokens` into `slot` at
   /// positions start.., the token after them (drawn with `key`) into
-  /// `token` (and with heads their proposals after it into `proposals`);
-  /// one round over a run of slots; one speculative round
-  /// (specrt_spec_round_fn or specrt_heads_spec_round_fn) over them.
+  /// `token` (and with heads their proposals after it into `proposals`;
+  /// with an MTP module, the target's hidden states at the rows into
+  /// `hidden`, rows x hidden size, replaced); one round over a run of
+  /// slots; one speculative round (specrt_spec_round_fn,
+  /// specrt_heads_spec_round_fn or an MTP module's) over them.
   virtual specrt_status prefill(SlotCache which, float *cache, int64_t slot,
                                 int64_t start, const int64_t *tokens,
                                 size_t length, int64_t key, int64_t &token,
-                                int64_t *proposals, std::string &error);
+                                int64_t *proposals, std::vector<float> *hidden,
+                                std::string &error);
   virtual specrt_status specRound(float *cache, float *draftCache,
                                   const SlotRun &run, const RoundOutput &out,
                                   std::string &error);
@@ -114,6 +122,17 @@ public:
                                    const RoundOutput &out, std::string &error);
   virtual specrt_status verify(float *cache, const SlotRun &run,
                                const RoundOutput &out, std::string &error);
+  /// An MTP module's catch-up (specrt_module_prefill_fn): `length` rows of
+  /// the target's hidden states (hidden[i * hiddenSize ..]), each with the
+  /// token after it, into the module's cache of `slot` at positions
+  /// start..; its proposal after them into `token` (sampled: drawn with
+  /// `key`, and its distribution into `distribution`, vocab_size floats).
+  virtual specrt_status modulePrefill(float *moduleCache, int64_t slot,
+                                      int64_t start, const float *hidden,
+                                      int64_t hiddenSize,
+                                      const int64_t *tokens, size_t length,
+                                      int64_t key, int64_t &token,
+                                      float *distribution, std::string &error);
 };
 
 /// The message of the first run-time check (specrt_check) that failed on
@@ -181,7 +200,12 @@ public:
   specrt_status prefill(SlotCache which, float *cache, int64_t slot,
                         int64_t start, const int64_t *tokens, size_t length,
                         int64_t key, int64_t &token, int64_t *proposed,
-                        std::string &error);
+                        std::vector<float> *hidden, std::string &error);
+  specrt_status modulePrefill(float *moduleCache, int64_t slot, int64_t start,
+                              const float *hidden, int64_t hiddenSize,
+                              const int64_t *tokens, size_t length,
+                              int64_t key, int64_t &token, float *distribution,
+                              std::string &error);
   specrt_status round(float *cache, const SlotRun &run, const RoundOutput &out,
                       std::string &error);
   specrt_status draftRound(float *draftCache, const SlotRun &run,
@@ -214,6 +238,15 @@ private:
   specrt_heads_prefill_fn headsPrefillEntry = nullptr;
   specrt_heads_round_fn headsRoundEntry = nullptr;
   specrt_heads_spec_round_fn headsSpecRoundEntry = nullptr;
+  /// With an MTP module (decoder.batch_proposer "mtp_module"): the target's
+  /// entries that also return hidden states, and the module's prefill and
+  /// speculative round, greedy or sampled.
+  specrt_hidden_prefill_fn hiddenPrefillEntry = nullptr;
+  specrt_hidden_round_fn hiddenRoundEntry = nullptr;
+  specrt_module_prefill_fn modulePrefillEntry = nullptr;
+  specrt_module_prefill_sampled_fn modulePrefillSampledEntry = nullptr;
+  specrt_module_spec_round_fn moduleSpecRoundEntry = nullptr;
+  specrt_module_spec_round_sampled_fn moduleSpecRoundSampledEntry = nullptr;
   /// Tokens a speculative round proposes per sequence (decoder.proposals).
   int64_t proposals = 0;
   /// A cross-tokenizer draft's vocabulary (its round's bias rows), and the
@@ -226,6 +259,9 @@ private:
                            const RoundOutput &out, std::string &error);
   specrt_status headsSpecRound(float *cache, const SlotRun &run,
                                const RoundOutput &out, std::string &error);
+  specrt_status moduleSpecRound(float *cache, float *moduleCache,
+                                const SlotRun &run, const RoundOutput &out,
+                                std::string &error);
 
   void beforeRun();
   static specrt_memref_f32_6d cacheDescriptor(float *cache,

@@ -448,12 +448,17 @@ static void readBatchedRounds(FieldReader &fields, Manifest &m) {
   m.roundEntry = fields.string("entry_points.round");
   m.batchCacheShape = fields.integers("decoder.batch_cache_shape");
   m.batchProposer = fields.string("decoder.batch_proposer");
-  if (m.batchProposer == "draft" || m.batchProposer == "heads")
+  if (m.batchProposer == "draft" || m.batchProposer == "heads" ||
+      m.mtpModule())
     m.specRoundEntry = fields.string("entry_points.spec_round");
   bool drafts = m.batchProposer == "draft" || m.crossTokenizer();
   if (drafts) {
     m.draftPrefillEntry = fields.string("entry_points.draft_prefill");
     m.batchDraftCacheShape = fields.integers("decoder.batch_draft_cache_shape");
+  } else if (m.mtpModule()) {
+    m.draftPrefillEntry = fields.string("entry_points.module_prefill");
+    m.batchDraftCacheShape =
+        fields.integers("decoder.batch_module_cache_shape");
   }
   if (m.crossTokenizer()) {
     m.draftRoundEntry = fields.string("entry_points.draft_round");
@@ -465,10 +470,10 @@ static void readBatchedRounds(FieldReader &fields, Manifest &m) {
   if (!fields.error.empty())
     return;
   if (m.batchProposer != "draft" && m.batchProposer != "heads" &&
-      m.batchProposer != "none" && !m.crossTokenizer())
+      m.batchProposer != "none" && !m.crossTokenizer() && !m.mtpModule())
     return fields.problem("decoder.batch_proposer",
                           "is '" + m.batchProposer +
-                              "'; expected 'draft', 'heads', "
+                              "'; expected 'draft', 'heads', 'mtp_module', "
                               "'cross_tokenizer_draft' or 'none'");
   const char *shapeRule = "must be 2 x layers x max_batch x kv_heads x "
                           "capacity x head_dim, positive and under 1 TB";
@@ -480,6 +485,9 @@ static void readBatchedRounds(FieldReader &fields, Manifest &m) {
     fields.problem("decoder.batch_cache_shape", shapeRule);
   else if (drafts && !isSlotCacheShape(m.batchDraftCacheShape, m.maxBatch))
     fields.problem("decoder.batch_draft_cache_shape", shapeRule);
+  else if (m.mtpModule() &&
+           !isSlotCacheShape(m.batchDraftCacheShape, m.maxBatch))
+    fields.problem("decoder.batch_module_cache_shape", shapeRule);
   else if (m.crossTokenizer() &&
            (m.draftVocabSize < 1 || m.draftBosTokenId < 0 ||
             m.draftBosTokenId >= m.draftVocabSize || m.draftEosTokenId < 0 ||

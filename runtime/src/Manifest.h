@@ -32,12 +32,15 @@ struct Manifest {
   int64_t maxBatch = 0;
   std::string prefillEntry, roundEntry;
   std::vector<int64_t> batchCacheShape;
-  /// What proposes in the rounds (decoder.batch_proposer): "draft", "heads"
-  /// or "none". The speculative round (empty with none); with a draft, its
-  /// prefill and the shape of the draft's cache of slots.
+  /// What proposes in the rounds (decoder.batch_proposer): "draft",
+  /// "heads", "mtp_module" or "none". The speculative round (empty with
+  /// none); with a draft or an MTP module, its prefill and the shape of its
+  /// cache of slots (entry_points.module_prefill and
+  /// decoder.batch_module_cache_shape for a module).
   std::string batchProposer;
   std::string draftPrefillEntry, specRoundEntry;
   std::vector<int64_t> batchDraftCacheShape;
+  bool mtpModule() const { return batchProposer == "mtp_module"; }
   /// A draft with another tokenizer (batch_proposer
   /// "cross_tokenizer_draft", decoder.cross_tokenizer): its vocabulary and
   /// BOS/EOS, its tokenizer ("bytes", or "tokenizer.json":

@@ -88,7 +88,8 @@
  *
  * spec_round verifies row i of `proposals` after sequence i's last token;
  * sequence i commits picks[i][0 .. counts[i]) and its next proposals are
- * row i of result->proposals.
+ * row i of result->proposals. "mtp_module" and "cross_tokenizer_draft"
+ * are described with their entries' types below.
  *
  * Compiled code calls back into the runtime for its buffers
  * (_mlir_memref_to_llvm_alloc / _free), strided copies (memrefCopy), the
@@ -270,6 +271,82 @@ typedef void (*specrt_verify_sampled_fn)(specrt_spec_round_result *result,
                                          specrt_memref_i64_2d *proposals,
                                          specrt_memref_f32_3d *distributions,
                                          specrt_memref_i64 *keys);
+
+/* A rank-1 float memref descriptor: one distribution over a vocabulary. */
+typedef struct {
+  float *allocated;
+  float *aligned;
+  int64_t offset;
+  int64_t sizes[1];
+  int64_t strides[1];
+} specrt_memref_f32_1d;
+
+/* An MTP module's rounds (decoder.batch_proposer "mtp_module", a chain of
+ * one module): the module reads the target's hidden states and keeps its
+ * own cache of slots (decoder.batch_module_cache_shape). prefill and round
+ * also return the target's hidden states at the rows they fed (rows x
+ * hidden), which the caller keeps until module_prefill feeds them to the
+ * module: row i at position start + i with the token after it, tokens[i];
+ * it returns the module's proposal after the last row (sampled: drawn
+ * with `key`, with its distribution). spec_round verifies each sequence's
+ * proposal (row i of `proposals`, the module's after its last token) in
+ * one target forward of 2 rows per sequence, runs the module on those
+ * rows, and returns each sequence's next proposal; it needs each
+ * sequence's module cache to hold its length positions, and leaves it
+ * holding its new length. Sampled, proposals come with the distributions
+ * they were drawn from (sequences x 1 x vocab_size) in and out, keys[i] is
+ * the round key and the next proposal is drawn with keys[i] + 1; the
+ * caller draws module_prefill's with the key of its last target forward
+ * + 1, as the decode loop does. */
+typedef struct {
+  int64_t token;
+  specrt_memref_f32_2d hidden;
+} specrt_hidden_prefill_result;
+typedef struct {
+  specrt_memref_i64 next;
+  specrt_memref_f32_2d hidden;
+} specrt_hidden_round_result;
+typedef struct {
+  int64_t token;
+  specrt_memref_f32_1d distribution;
+} specrt_module_prefill_sampled_result;
+typedef struct {
+  specrt_memref_i64_2d picks;
+  specrt_memref_i64 counts;
+  specrt_memref_i64_2d proposals;
+  specrt_memref_f32_3d distributions;
+} specrt_module_spec_round_sampled_result;
+typedef void (*specrt_hidden_prefill_fn)(specrt_hidden_prefill_result *result,
+                                         specrt_memref_f32_6d *cache,
+                                         int64_t slot, int64_t start,
+                                         specrt_memref_i64 *tokens,
+                                         int64_t key);
+typedef void (*specrt_hidden_round_fn)(specrt_hidden_round_result *result,
+                                       specrt_memref_f32_6d *cache,
+                                       int64_t first_slot,
+                                       specrt_memref_i64 *lengths,
+                                       specrt_memref_i64 *tokens,
+                                       specrt_memref_i64 *keys);
+typedef int64_t (*specrt_module_prefill_fn)(specrt_memref_f32_6d *module_cache,
+                                            int64_t slot, int64_t start,
+                                            specrt_memref_f32_2d *hidden,
+                                            specrt_memref_i64 *tokens,
+                                            int64_t key);
+typedef void (*specrt_module_prefill_sampled_fn)(
+    specrt_module_prefill_sampled_result *result,
+    specrt_memref_f32_6d *module_cache, int64_t slot, int64_t start,
+    specrt_memref_f32_2d *hidden, specrt_memref_i64 *tokens, int64_t key);
+typedef void (*specrt_module_spec_round_fn)(
+    specrt_heads_spec_round_result *result, specrt_memref_f32_6d *cache,
+    specrt_memref_f32_6d *module_cache, int64_t first_slot,
+    specrt_memref_i64 *lengths, specrt_memref_i64 *tokens,
+    specrt_memref_i64_2d *proposals, specrt_memref_i64 *keys);
+typedef void (*specrt_module_spec_round_sampled_fn)(
+    specrt_module_spec_round_sampled_result *result,
+    specrt_memref_f32_6d *cache, specrt_memref_f32_6d *module_cache,
+    int64_t first_slot, specrt_memref_i64 *lengths, specrt_memref_i64 *tokens,
+    specrt_memref_i64_2d *proposals, specrt_memref_f32_3d *distributions,
+    specrt_memref_i64 *keys);
 
 /* What an entry point returns: the sequence buffer (prompt, then generated
  * tokens), the sequence's length, how many target forwards ran, how many

@@ -75,3 +75,62 @@ func.func private @target_slots(
         !spec.kv_cache<2x4x2x64x8xf32> {spec.io = #spec.io<kv_cache>})
 // expected-error @below {{decoder @decoder: its batched target @target_slots does not return the logits of head 1 for every row}}
 spec.decoder @decoder target(@target) proposer(#spec.mtp<[@head1]>) verify(#spec.greedy) {spec.slot_target = @target_slots}
+
+// -----
+
+// An MTP module in the rounds reads the target's hidden states, which its
+// batched target must return.
+func.func private @target(tensor<?x?xi64>) -> tensor<?x?x16xf32>
+    attributes {spec.role = #spec.role<target>}
+func.func private @module(tensor<?x?x4xf32>, tensor<?x?xi64>) -> tensor<?x?x16xf32>
+    attributes {spec.role = #spec.role<mtp_module, depth = 1>}
+func.func private @target_slots(
+    tensor<?x?xi64> {spec.io = #spec.io<token_ids>},
+    tensor<?x?xi64> {spec.io = #spec.io<position_ids>},
+    !spec.kv_cache<2x4x2x64x8xf32> {spec.io = #spec.io<kv_cache>},
+    index {spec.io = #spec.io<first_slot>},
+    tensor<?xi64> {spec.io = #spec.io<past_lengths>})
+    -> (tensor<?x?x16xf32> {spec.io = #spec.io<logits>},
+        !spec.kv_cache<2x4x2x64x8xf32> {spec.io = #spec.io<kv_cache>})
+    attributes {spec.role = #spec.role<target>, spec.slots = 4 : i64}
+func.func private @module_slots(
+    tensor<?x?x4xf32> {spec.io = #spec.io<previous_hidden_states>},
+    tensor<?x?xi64> {spec.io = #spec.io<token_ids>},
+    tensor<?x?xi64> {spec.io = #spec.io<position_ids>},
+    !spec.kv_cache<2x1x2x64x8xf32> {spec.io = #spec.io<kv_cache>},
+    index {spec.io = #spec.io<first_slot>},
+    tensor<?xi64> {spec.io = #spec.io<past_lengths>})
+    -> (tensor<?x?x16xf32> {spec.io = #spec.io<logits>},
+        !spec.kv_cache<2x1x2x64x8xf32> {spec.io = #spec.io<kv_cache>})
+    attributes {spec.role = #spec.role<mtp_module, depth = 1>, spec.slots = 4 : i64}
+// expected-error @below {{decoder @decoder: its batched target @target_slots does not return the hidden states its MTP module reads}}
+spec.decoder @decoder target(@target) proposer(#spec.mtp<[@module]>) verify(#spec.greedy) {spec.slot_target = @target_slots, spec.slot_draft = @module_slots}
+
+// -----
+
+// The module's twin must take them.
+func.func private @target(tensor<?x?xi64>) -> tensor<?x?x16xf32>
+    attributes {spec.role = #spec.role<target>}
+func.func private @module(tensor<?x?x4xf32>, tensor<?x?xi64>) -> tensor<?x?x16xf32>
+    attributes {spec.role = #spec.role<mtp_module, depth = 1>}
+func.func private @target_slots(
+    tensor<?x?xi64> {spec.io = #spec.io<token_ids>},
+    tensor<?x?xi64> {spec.io = #spec.io<position_ids>},
+    !spec.kv_cache<2x4x2x64x8xf32> {spec.io = #spec.io<kv_cache>},
+    index {spec.io = #spec.io<first_slot>},
+    tensor<?xi64> {spec.io = #spec.io<past_lengths>})
+    -> (tensor<?x?x16xf32> {spec.io = #spec.io<logits>},
+        tensor<?x?x4xf32> {spec.io = #spec.io<hidden_states>},
+        !spec.kv_cache<2x4x2x64x8xf32> {spec.io = #spec.io<kv_cache>})
+    attributes {spec.role = #spec.role<target>, spec.slots = 4 : i64}
+func.func private @module_slots(
+    tensor<?x?xi64> {spec.io = #spec.io<token_ids>},
+    tensor<?x?xi64> {spec.io = #spec.io<position_ids>},
+    !spec.kv_cache<2x1x2x64x8xf32> {spec.io = #spec.io<kv_cache>},
+    index {spec.io = #spec.io<first_slot>},
+    tensor<?xi64> {spec.io = #spec.io<past_lengths>})
+    -> (tensor<?x?x16xf32> {spec.io = #spec.io<logits>},
+        !spec.kv_cache<2x1x2x64x8xf32> {spec.io = #spec.io<kv_cache>})
+    attributes {spec.role = #spec.role<mtp_module, depth = 1>, spec.slots = 4 : i64}
+// expected-error @below {{decoder @decoder: its batched MTP module @module_slots takes no previous hidden states}}
+spec.decoder @decoder target(@target) proposer(#spec.mtp<[@module]>) verify(#spec.greedy) {spec.slot_target = @target_slots, spec.slot_draft = @module_slots}

@@ -48,3 +48,22 @@ spec.decoder @sampled_heads target(@fused) proposer(#spec.mtp<[@head1]>) verify(
 // CHECK-SAME: spec.fused_from = @plain
 // CHECK: spec.decoder @greedy_heads {{.*}} {spec.slot_target = @fused_slots}
 // CHECK: spec.decoder @sampled_heads {{.*}} {spec.slot_target = @plain_slots}
+
+// An MTP module proposes in the rounds when it is a chain of one, greedy
+// or sampled: it gets a twin as a draft does. A deeper chain's rounds run
+// the target alone.
+func.func private @target3(tensor<?x?xi64>) -> tensor<?x?x8xf32>
+    attributes {spec.role = #spec.role<target>}
+func.func @module(%hidden: tensor<?x?x4xf32>, %ids: tensor<?x?xi64>) -> tensor<?x?x8xf32>
+    attributes {spec.role = #spec.role<mtp_module, depth = 1>} {
+  %0 = tensor.empty() : tensor<1x1x8xf32>
+  %1 = tensor.cast %0 : tensor<1x1x8xf32> to tensor<?x?x8xf32>
+  return %1 : tensor<?x?x8xf32>
+}
+spec.decoder @one_module target(@target3) proposer(#spec.mtp<[@module]>) verify(#spec.rejection<temperature = 0.7>)
+spec.decoder @chained target(@target3) proposer(#spec.mtp<[@module, @module]>) verify(#spec.greedy)
+
+// CHECK: func.func @module(
+// CHECK: func.func @module_slots(%{{.*}}: tensor<?x?x4xf32>, %{{.*}}: tensor<?x?xi64>) -> tensor<?x?x8xf32> attributes {spec.role = #spec.role<mtp_module, depth = 1>, spec.slots = 8 : i64}
+// CHECK: spec.decoder @one_module {{.*}} {spec.slot_draft = @module_slots, spec.slot_target = @target3_slots}
+// CHECK: spec.decoder @chained {{.*}} {spec.slot_target = @target3_slots_{{[0-9]+}}}

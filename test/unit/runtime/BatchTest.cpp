@@ -30,6 +30,9 @@ constexpr const char *kSampledArtifact =
     SPECULA_TEST_ARTIFACTS "/draft-batch-sampled.spec";
 constexpr const char *kMedusaArtifact =
     SPECULA_TEST_ARTIFACTS "/medusa-batch.spec";
+constexpr const char *kMTPArtifact = SPECULA_TEST_ARTIFACTS "/mtp-batch.spec";
+constexpr const char *kSampledMTPArtifact =
+    SPECULA_TEST_ARTIFACTS "/mtp-batch-sampled.spec";
 constexpr int64_t kNewTokens = 24;
 
 class BatchTest : public ::testing::Test {
@@ -40,6 +43,8 @@ protected:
   }
   void TearDown() override { specrt_close(model); }
   virtual const char *artifact() const { return kArtifact; }
+  /// Tokens a speculative round proposes per sequence (gamma, heads).
+  virtual size_t proposals() const { return 3; }
 
   /// Sequence s's seed (greedy artifacts ignore it).
   static uint64_t seedOf(size_t sequence) { return 1000 + sequence; }
@@ -79,6 +84,9 @@ protected:
   /// never, always or adaptively.
   void expectEverySequenceAlone();
 
+  /// Sampled: 16 seeded sequences each get their tokens alone.
+  void expectSeededSequencesAlone();
+
   /// A sequence alone in a batch whose steps all speculate takes as many
   /// steps to its first kNewTokens tokens as specrt_generate takes rounds:
   /// the rounds propose what the decode loop proposes (a worse proposal
@@ -103,7 +111,7 @@ BatchTest::runSixteen(specrt_speculation speculation,
   specrt_batch *batch = nullptr;
   EXPECT_EQ(specrt_batch_open(model, &batch), SPECRT_OK) << specrt_last_error();
   EXPECT_EQ(specrt_batch_slots(batch), 4u);
-  EXPECT_EQ(specrt_batch_step_capacity(batch), 16u); // 4 x (gamma + 1)
+  EXPECT_EQ(specrt_batch_step_capacity(batch), 4 * (proposals() + 1));
   EXPECT_EQ(specrt_batch_set_speculation(batch, speculation), SPECRT_OK);
   EXPECT_EQ(specrt_batch_set_prefill_chunk(batch, prefillChunk), SPECRT_OK);
   std::mt19937 random(3);
@@ -208,7 +216,7 @@ void BatchTest::expectEverySequenceAlone() {
       EXPECT_EQ(stats.tokens, stats.sequence_steps);
     } else if (speculation == SPECRT_SPECULATE_ALWAYS) {
       EXPECT_EQ(stats.speculative_steps, stats.steps);
-      EXPECT_EQ(stats.proposed, 3 * stats.sequence_steps);
+      EXPECT_EQ(stats.proposed, proposals() * stats.sequence_steps);
       EXPECT_GT(stats.accepted, 0u);
       EXPECT_EQ(stats.tokens, stats.sequence_steps + stats.accepted);
     } else {
@@ -289,7 +297,41 @@ class SampledBatchTest : public BatchTest {
 class MedusaBatchTest : public BatchTest {
   const char *artifact() const override { return kMedusaArtifact; }
 };
+/// An MTP module proposes in the rounds (one token, from the target's
+/// hidden states and its own cache), greedy and sampled.
+class MTPBatchTest : public BatchTest {
+  const char *artifact() const override { return kMTPArtifact; }
+  size_t proposals() const override { return 1; }
+};
+class SampledMTPBatchTest : public BatchTest {
+  const char *artifact() const override { return kSampledMTPArtifact; }
+  size_t proposals() const override { return 1; }
+};
 } // namespace
+
+// The module catches up on what prompts and plain steps left it behind,
+// and proposes what the decode loop's module proposes.
+TEST_F(MTPBatchTest, EverySequenceGetsItsTokensAlone) {
+  expectEverySequenceAlone();
+  expectRoundsOfTheDecodeLoop({256, 'd', 'e', 'f', ' '});
+}
+
+TEST_F(MTPBatchTest, PromptsInChunksKeepTheirTokens) {
+  std::vector<std::vector<int64_t>> prompts = randomPrompts(90);
+  uint64_t promptTokens = 0;
+  for (const auto &prompt : prompts)
+    promptTokens += prompt.size();
+  specrt_batch_stats stats{};
+  expectTokensAlone(prompts,
+                    runSixteen(SPECRT_SPECULATE_ALWAYS, prompts, stats, 16));
+  EXPECT_EQ(stats.speculative_steps, stats.steps);
+  // The module reads each prompt once, when its first round speculates.
+  EXPECT_EQ(stats.draft_catch_up, promptTokens);
+}
+
+TEST_F(SampledMTPBatchTest, SeededSequencesGetTheirTokensAlone) {
+  expectSeededSequencesAlone();
+}
 
 // Each forward's heads give the sequence's next proposals, plain or
 // speculative, so that any step may speculate.
@@ -313,6 +355,10 @@ TEST_F(MedusaBatchTest, PromptsInChunksKeepTheirTokens) {
 // steps, those of the target alone for its seed; prompts whole or in
 // chunks.
 TEST_F(SampledBatchTest, SeededSequencesGetTheirTokensAlone) {
+  expectSeededSequencesAlone();
+}
+
+void BatchTest::expectSeededSequencesAlone() {
   std::vector<std::vector<int64_t>> prompts = randomPrompts(40);
   struct Case {
     specrt_speculation speculation;
