@@ -1102,6 +1102,22 @@ static LogicalResult findHeads(SlotModel &target, DecoderOp decoder,
   return success();
 }
 
+/// Why a decoder with a proposer has none in its batched rounds.
+static StringRef roundsProposeNothing(DecoderOp decoder,
+                                      SymbolTable &symbols) {
+  if (decoder.getTreeAttr())
+    return "no trees in rounds yet";
+  auto heads = dyn_cast<MTPProposerAttr>(decoder.getProposer());
+  auto first = heads ? symbols.lookup<func::FuncOp>(
+                           heads.getHeads().front().getValue())
+                     : func::FuncOp();
+  auto role = first ? first->getAttrOfType<RoleAttr>(SpecDialect::kRoleAttrName)
+                    : RoleAttr();
+  if (role && role.getKind() == FunctionRole::MTPModule)
+    return "MTP modules propose in rounds as a chain of one";
+  return "sampled Medusa heads do not propose in rounds yet";
+}
+
 LogicalResult LowerRoundsPass::lower(DecoderOp decoder, SymbolTable &symbols) {
   FailureOr<SlotModel> target = lookupSlotModel(
       decoder, symbols, SpecDialect::kSlotTargetAttrName, "target");
@@ -1129,6 +1145,11 @@ LogicalResult LowerRoundsPass::lower(DecoderOp decoder, SymbolTable &symbols) {
   } else {
     proposingModule = false;
   }
+  if (!draft && target->heads.empty() &&
+      !isa<NoProposerAttr>(decoder.getProposer()))
+    decoder.emitRemark() << "decoder @" << decoder.getSymName()
+                         << ": its batched rounds run the target alone ("
+                         << roundsProposeNothing(decoder, symbols) << ")";
   ModuleOp module = getOperation();
   ImplicitLocOpBuilder b(decoder.getLoc(), module.getBody(),
                          module.getBody()->end());

@@ -541,10 +541,44 @@ def SpecLowerRounds : Pass<"spec-lower-rounds", "::mlir::ModuleOp"> {
             tensor<? x heads x i64>, !spec.kv_cache<...>)
     ```
 
+    With an MTP module (a chain of one; its batched twin is the decoder's
+    `spec.slot_draft`), the module reads the target's hidden states and
+    keeps a cache of slots of its own. The target's prefill and plain round
+    also return the hidden states of the rows they fed (`tensor<? x hidden
+    x f32>` before the cache), which the runtime keeps until the module
+    reads them:
+
+    ```mlir
+    // Row i at position %start + i reads %hidden row i and the token after
+    // it, %tokens[i]; returns the module's proposal after the last row
+    // (sampled: drawn with %key, and its distribution).
+    func.func private @<decoder>_module_prefill_step(%module_cache,
+        %slot: index, %start: index, %hidden: tensor<? x hidden x f32>,
+        %tokens: tensor<?xi64>, %key: i64)
+        -> (i64, [tensor<vocab x f32>,] !spec.kv_cache<...>)
+    // Sequence b's proposal verified in 2 rows; the module runs on them
+    // (their hidden states, the tokens committed after them) and proposes
+    // at the sequence's last committed row (sampled: %q in and out, the
+    // next drawn with %keys[b] + 1, as the decode loop draws after a
+    // round).
+    func.func private @<decoder>_spec_round_step(%cache, %module_cache,
+        %first: index, %lengths: tensor<?xi64>, %tokens: tensor<?xi64>,
+        %proposals: tensor<?x1xi64>, [%q: tensor<?x1xvocabxf32>,]
+        %keys: tensor<?xi64>)
+        -> (tensor<?x2xi64>, tensor<?xi64>, tensor<?x1xi64>,
+            [tensor<?x1xvocabxf32>,] !spec.kv_cache<...>, !spec.kv_cache<...>)
+    ```
+
+    A decoder whose proposer does not propose in rounds (trees, sampled
+    Medusa heads, chains of more than one MTP module) gets the prefill and
+    the plain round, and a remark saying so.
+
     Refused: a batched target or draft that does not take token ids, positions, a
     cache of slots, a first slot and past lengths (and nothing else) or
-    does not return logits and the cache, and a batched target without the
-    logits of every head for every row when heads propose.
+    does not return logits and the cache, a batched target without the
+    logits of every head for every row when heads propose, and a batched
+    MTP module that does not take the target's hidden states or a target
+    that does not return them.
   }];
   let dependentDialects = ["::specula::spec::SpecDialect",
                            "::mlir::arith::ArithDialect",

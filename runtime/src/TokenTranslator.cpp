@@ -249,7 +249,7 @@ int64_t TokenTranslator::walkBytes(const float *logits, double temperature,
                                    const std::function<double()> &uniform,
                                    int64_t *proposed, float *q,
                                    bool greedy) const {
-  size_t size = draft.spellings.size(), vocab = target.spellings.size();
+  size_t vocab = target.spellings.size();
   std::vector<float> p;
   weightsOf(logits, spelledMask, temperature, p);
   auto eos = static_cast<size_t>(std::max<int32_t>(target.eos, 0));
