@@ -230,7 +230,9 @@ int main(int argc, char **argv) {
       std::printf(" %10.0f %5.2fx", rate, rate / aloneRate);
     std::printf("\n");
   }
-  printStalls(model, longPrompt, repeats);
+  // --long-prompt 0 skips the chunked-prefill measurement.
+  if (longPrompt > 0)
+    printStalls(model, longPrompt, repeats);
   specrt_close(model);
   return 0;
 }
