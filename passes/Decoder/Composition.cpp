@@ -91,7 +91,7 @@ FailureOr<DecoderOp> specula::createMTPDecoder(
 bool specula::proposesWithHeadsInRounds(spec::DecoderOp decoder,
                                         SymbolTable &symbols) {
   auto heads = dyn_cast<spec::MTPProposerAttr>(decoder.getProposer());
-  if (!heads || decoder.getTreeAttr() || decoder.getRule().isSampling())
+  if (!heads || decoder.getTreeAttr())
     return false;
   auto first = symbols.lookup<func::FuncOp>(heads.getHeads().front().getValue());
   auto role = first ? first->getAttrOfType<spec::RoleAttr>(

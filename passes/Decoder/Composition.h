@@ -52,9 +52,8 @@ createMTPDecoder(mlir::ModuleOp module, llvm::StringRef name,
                  spec::TreeAttr tree = {});
 
 /// Whether `decoder`'s batched rounds propose with Medusa heads fused into
-/// its target: a chain of heads verified greedily (spec-lower-rounds
-/// builds no sampled or tree rounds of heads; such decoders' rounds run the
-/// target alone).
+/// its target: a chain of heads, greedy or sampled (spec-lower-rounds
+/// builds no tree rounds; such decoders' rounds run the target alone).
 bool proposesWithHeadsInRounds(spec::DecoderOp decoder,
                                mlir::SymbolTable &symbols);
 

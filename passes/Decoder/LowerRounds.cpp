@@ -72,6 +72,8 @@ struct Picks {
 
 /// The key of row `row`'s draw (an index in the loop over the rows).
 using RowKey = llvm::function_ref<Value(ImplicitLocOpBuilder &, Value row)>;
+/// The row of sequence `r`'s forward to read (an index).
+using RowIndex = llvm::function_ref<Value(ImplicitLocOpBuilder &, Value r)>;
 
 /// Builds one decoder's prefills and rounds.
 class RoundBuilder {
@@ -114,10 +116,8 @@ private:
                 int64_t columns);
   Value acceptedCounts(ImplicitLocOpBuilder &b, ArrayRef<Value> proposals,
                        Value picks, Value rows);
-  Value headPicks(ImplicitLocOpBuilder &b, const Forward &result, Value rows,
-                  OpFoldResult row);
-  Value headPicksAfter(ImplicitLocOpBuilder &b, const Forward &result,
-                       Value rows, Value counts);
+  Picks headProposals(ImplicitLocOpBuilder &b, const Forward &result,
+                      Value rows, RowIndex rowOf, RowKey keyOf);
   Type proposalsType(ImplicitLocOpBuilder &b) const;
   /// Whether an MTP module (the draft's slot) proposes: the target's
   /// prefills and plain rounds also return their hidden states.
@@ -458,55 +458,68 @@ Type RoundBuilder::proposalsType(ImplicitLocOpBuilder &b) const {
       b.getI64Type());
 }
 
-/// The proposals of `rows` sequences for their next round: each head's
-/// greedy pick at row `row` of each sequence's forward.
-Value RoundBuilder::headPicks(ImplicitLocOpBuilder &b, const Forward &result,
-                              Value rows, OpFoldResult row) {
-  SmallVector<Value> picks;
-  for (Value logits : result.heads)
-    picks.push_back(pick(b, target, logits, rows, row));
-  return columns(b, picks, proposalsType(b));
-}
-
-/// headPicks at each sequence's own row: the last it committed, counts[b]
-/// - 1, after which its next round's proposals follow.
-Value RoundBuilder::headPicksAfter(ImplicitLocOpBuilder &b,
-                                   const Forward &result, Value rows,
-                                   Value counts) {
+/// The heads' proposals of `rows` sequences for their next round, each
+/// sequence's at row rowOf(r) of its forward: rows x heads tokens, under
+/// the rule (sampled: head k draws with keyOf(r) + k + 1, as the decode
+/// loop keys a round's heads after its round key) and, sampled, the
+/// distributions they were drawn from, rows x heads x vocabulary.
+Picks RoundBuilder::headProposals(ImplicitLocOpBuilder &b,
+                                  const Forward &result, Value rows,
+                                  RowIndex rowOf, RowKey keyOf) {
   Type f = cast<RankedTensorType>(result.logits.getType()).getElementType();
   Type i64 = b.getI64Type();
+  bool sampled = rule.isSampling();
   auto rowType = RankedTensorType::get({1, target.vocab}, f);
   auto heads = static_cast<int64_t>(result.heads.size());
-  Value init = tensor::EmptyOp::create(
-      b, ArrayRef<OpFoldResult>{rows, b.getIndexAttr(heads)}, i64);
+  OpFoldResult vocab = b.getIndexAttr(target.vocab);
+  SmallVector<Value> init{tensor::EmptyOp::create(
+      b, ArrayRef<OpFoldResult>{rows, b.getIndexAttr(heads)}, i64)};
+  if (sampled)
+    init.push_back(tensor::EmptyOp::create(
+        b, ArrayRef<OpFoldResult>{rows, b.getIndexAttr(heads), vocab}, f));
+  VerificationRuleAttrInterface headRule =
+      sampled ? rule : VerificationRuleAttrInterface(GreedyAttr::get(context));
   auto loop = overRows(
       b, rows, init,
       [&](ImplicitLocOpBuilder &nb, Value r,
           ValueRange args) -> SmallVector<Value> {
         OpFoldResult one = nb.getIndexAttr(1), zero = nb.getIndexAttr(0);
-        Value last = arith::SubIOp::create(
-            nb,
-            arith::IndexCastOp::create(nb, nb.getIndexType(),
-                                       tensor::ExtractOp::create(nb, counts, r)),
-            arith::ConstantIndexOp::create(nb, 1));
-        Value table = args[0];
+        Value at = rowOf(nb, r);
+        Value key = sampled ? keyOf(nb, r) : Value();
+        SmallVector<Value> tables(args);
         for (auto [k, logits] : llvm::enumerate(result.heads)) {
           Value row = tensor::ExtractSliceOp::create(
-              nb, rowType, logits, {r, last, zero},
-              {one, one, nb.getIndexAttr(target.vocab)}, {one, one, one});
-          auto picked = ProposeOp::create(
-              nb, RankedTensorType::get({1}, i64), rowType, row, Value(),
-              GreedyAttr::get(context));
+              nb, rowType, logits, {r, at, zero}, {one, one, vocab},
+              {one, one, one});
+          Value headKey =
+              sampled ? Value(arith::AddIOp::create(
+                            nb, key,
+                            arith::ConstantOp::create(
+                                nb, nb.getI64IntegerAttr(k + 1))))
+                      : Value();
+          auto drawn = ProposeOp::create(nb, RankedTensorType::get({1}, i64),
+                                         rowType, row, headKey, headRule);
           Value token = tensor::ExtractOp::create(
-              nb, picked.getTokens(),
+              nb, drawn.getTokens(),
               ValueRange{arith::ConstantIndexOp::create(nb, 0)});
-          table = tensor::InsertOp::create(
-              nb, token, table,
-              ValueRange{r, arith::ConstantIndexOp::create(nb, k)});
+          Value column = arith::ConstantIndexOp::create(nb, k);
+          tables[0] =
+              tensor::InsertOp::create(nb, token, tables[0], ValueRange{r, column});
+          if (sampled)
+            tables[1] = tensor::InsertSliceOp::create(
+                nb, drawn.getProbs(), tables[1], {r, nb.getIndexAttr(k), zero},
+                {one, one, vocab}, {one, one, one});
         }
-        return {table};
+        return tables;
       });
-  return tensor::CastOp::create(b, proposalsType(b), loop.getResult(0));
+  Picks picks{tensor::CastOp::create(b, proposalsType(b), loop.getResult(0)),
+              {}};
+  if (sampled)
+    picks.probs = tensor::CastOp::create(
+        b,
+        RankedTensorType::get({ShapedType::kDynamic, heads, target.vocab}, f),
+        loop.getResult(1));
+  return picks;
 }
 
 /// Rejection sampling per sequence: sequence b's `gamma` proposals and
@@ -602,12 +615,26 @@ void RoundBuilder::buildPrefill(ImplicitLocOpBuilder &b, func::FuncOp func,
       b, picked, ValueRange{arith::ConstantIndexOp::create(b, 0)});
   SmallVector<Value> results{next};
   if (!result.heads.empty()) {
+    // As the decode loop proposes after its prefill: keyed by the seed.
+    Picks proposed = headProposals(
+        b, result, c1,
+        [&](ImplicitLocOpBuilder &, Value) {
+          return getValueOrCreateConstantIndexOp(b, b.getLoc(), lastRow);
+        },
+        [&](ImplicitLocOpBuilder &, Value) { return key; });
     auto heads = static_cast<int64_t>(result.heads.size());
     Value table = tensor::CastOp::create(
-        b, RankedTensorType::get({1, heads}, b.getI64Type()),
-        headPicks(b, result, c1, lastRow));
+        b, RankedTensorType::get({1, heads}, b.getI64Type()), proposed.tokens);
     results.push_back(tensor::CollapseShapeOp::create(
         b, table, ArrayRef<ReassociationIndices>{{0, 1}}));
+    if (proposed.probs) {
+      Type f = cast<RankedTensorType>(proposed.probs.getType()).getElementType();
+      Value q = tensor::CastOp::create(
+          b, RankedTensorType::get({1, heads, target.vocab}, f),
+          proposed.probs);
+      results.push_back(tensor::CollapseShapeOp::create(
+          b, q, ArrayRef<ReassociationIndices>{{0, 1}, {2}}));
+    }
   }
   if (model.isTarget && moduleProposes())
     results.push_back(hiddenRows(b, result));
@@ -655,8 +682,21 @@ void RoundBuilder::buildRound(ImplicitLocOpBuilder &b, func::FuncOp func) {
                 .tokens
           : pick(b, target, result.logits, batch, b.getIndexAttr(0));
   SmallVector<Value> results{next};
-  if (!result.heads.empty())
-    results.push_back(headPicks(b, result, batch, b.getIndexAttr(0)));
+  if (!result.heads.empty()) {
+    // Keyed apart from the decode loops' draws (specrt_generate has no
+    // such round): the seed + 2^19 + position, and the heads' offsets.
+    Picks proposed = headProposals(
+        b, result, batch,
+        [&](ImplicitLocOpBuilder &nb, Value) {
+          return arith::ConstantIndexOp::create(nb, 0);
+        },
+        [&](ImplicitLocOpBuilder &nb, Value r) {
+          return keyAtPosition(nb, keys, lengths, r, kKeysPerRound / 2);
+        });
+    results.push_back(proposed.tokens);
+    if (proposed.probs)
+      results.push_back(proposed.probs);
+  }
   if (moduleProposes())
     results.push_back(hiddenRows(b, result));
   results.push_back(result.cache);
@@ -767,23 +807,46 @@ RoundBuilder::verifyProposals(ImplicitLocOpBuilder &b, ValueRange arguments,
   return {result, batch, picks, counts};
 }
 
-/// @<decoder>_spec_round(cache, first, lengths, tokens, proposals, keys) ->
-/// (picks, counts, proposals, cache) with Medusa heads: sequence b's
-/// proposals (row b, from its previous round's heads) are verified after
-/// its last token in one forward of heads + 1 rows per sequence; it
-/// commits picks[b, 0 .. counts[b]), and the heads at its last committed
-/// row give its next proposals. Greedy (keys unused).
+/// Row counts[r] - 1 of sequence r: the last it committed in a round.
+static Value lastCommittedRow(ImplicitLocOpBuilder &b, Value counts, Value r) {
+  return arith::SubIOp::create(
+      b,
+      arith::IndexCastOp::create(b, b.getIndexType(),
+                                 tensor::ExtractOp::create(b, counts, r)),
+      arith::ConstantIndexOp::create(b, 1));
+}
+
+/// @<decoder>_spec_round(cache, first, lengths, tokens, proposals, [q,]
+/// keys) -> (picks, counts, proposals, [q,] cache) with Medusa heads:
+/// sequence b's proposals (row b, from its previous round's heads) are
+/// verified after its last token in one forward of heads + 1 rows per
+/// sequence; it commits picks[b, 0 .. counts[b]), and the heads at its last
+/// committed row give its next proposals. Sampled, the proposals come with
+/// the distributions they were drawn from (q, rows x heads x vocabulary),
+/// acceptance is by rejection sampling with keys[b], and the heads draw
+/// with keys[b] + k + 1, as the decode loop's round keys them.
 void RoundBuilder::buildHeadsSpecRound(ImplicitLocOpBuilder &b,
                                        func::FuncOp func) {
   Block *entry = func.addEntryBlock();
   b.setInsertionPointToStart(entry);
+  bool sampled = rule.isSampling();
+  Value keys = entry->getArguments().back();
   Verified verified = verifyProposals(
-      b, entry->getArguments().take_front(5),
-      static_cast<int64_t>(target.heads.size()));
-  Value next = headPicksAfter(b, verified.result, verified.batch,
-                              verified.counts);
-  func::ReturnOp::create(b, ValueRange{verified.picks, verified.counts, next,
-                                       verified.result.cache});
+      b, entry->getArguments().take_front(sampled ? 7 : 5),
+      static_cast<int64_t>(target.heads.size()), sampled);
+  Picks next = headProposals(
+      b, verified.result, verified.batch,
+      [&](ImplicitLocOpBuilder &nb, Value r) {
+        return lastCommittedRow(nb, verified.counts, r);
+      },
+      [&](ImplicitLocOpBuilder &nb, Value r) -> Value {
+        return tensor::ExtractOp::create(nb, keys, r);
+      });
+  SmallVector<Value> results{verified.picks, verified.counts, next.tokens};
+  if (sampled)
+    results.push_back(next.probs);
+  results.push_back(verified.result.cache);
+  func::ReturnOp::create(b, results);
 }
 
 /// The proposal of each of `rows` sequences at its own row counts[r] - 1
@@ -805,14 +868,9 @@ Picks RoundBuilder::proposeAt(ImplicitLocOpBuilder &b, const SlotModel &model,
       [&](ImplicitLocOpBuilder &nb, Value r,
           ValueRange args) -> SmallVector<Value> {
         OpFoldResult one = nb.getIndexAttr(1), zero = nb.getIndexAttr(0);
-        Value last = arith::SubIOp::create(
-            nb,
-            arith::IndexCastOp::create(nb, nb.getIndexType(),
-                                       tensor::ExtractOp::create(nb, counts, r)),
-            arith::ConstantIndexOp::create(nb, 1));
         Value row = tensor::ExtractSliceOp::create(
-            nb, rowType, logits, {r, last, zero}, {one, one, vocab},
-            {one, one, one});
+            nb, rowType, logits, {r, lastCommittedRow(nb, counts, r), zero},
+            {one, one, vocab}, {one, one, one});
         Value key = rule.isSampling() ? keyOf(nb, r) : Value();
         auto drawn = ProposeOp::create(
             nb, RankedTensorType::get({1}, i64), rowType, row, key,
@@ -1103,19 +1161,10 @@ static LogicalResult findHeads(SlotModel &target, DecoderOp decoder,
 }
 
 /// Why a decoder with a proposer has none in its batched rounds.
-static StringRef roundsProposeNothing(DecoderOp decoder,
-                                      SymbolTable &symbols) {
+static StringRef roundsProposeNothing(DecoderOp decoder) {
   if (decoder.getTreeAttr())
     return "no trees in rounds yet";
-  auto heads = dyn_cast<MTPProposerAttr>(decoder.getProposer());
-  auto first = heads ? symbols.lookup<func::FuncOp>(
-                           heads.getHeads().front().getValue())
-                     : func::FuncOp();
-  auto role = first ? first->getAttrOfType<RoleAttr>(SpecDialect::kRoleAttrName)
-                    : RoleAttr();
-  if (role && role.getKind() == FunctionRole::MTPModule)
-    return "MTP modules propose in rounds as a chain of one";
-  return "sampled Medusa heads do not propose in rounds yet";
+  return "MTP modules propose in rounds as a chain of one";
 }
 
 LogicalResult LowerRoundsPass::lower(DecoderOp decoder, SymbolTable &symbols) {
@@ -1149,7 +1198,7 @@ LogicalResult LowerRoundsPass::lower(DecoderOp decoder, SymbolTable &symbols) {
       !isa<NoProposerAttr>(decoder.getProposer()))
     decoder.emitRemark() << "decoder @" << decoder.getSymName()
                          << ": its batched rounds run the target alone ("
-                         << roundsProposeNothing(decoder, symbols) << ")";
+                         << roundsProposeNothing(decoder) << ")";
   ModuleOp module = getOperation();
   ImplicitLocOpBuilder b(decoder.getLoc(), module.getBody(),
                          module.getBody()->end());
@@ -1169,9 +1218,19 @@ LogicalResult LowerRoundsPass::lower(DecoderOp decoder, SymbolTable &symbols) {
   auto heads = static_cast<int64_t>(target->heads.size());
   auto proposals = RankedTensorType::get({ShapedType::kDynamic, heads}, i64);
   SmallVector<Type> prefillResults{i64}, roundResults{tokens};
+  bool sampled = decoder.getRule().isSampling();
+  Type f = cast<RankedTensorType>(target->func.getResultTypes()[target->logits])
+               .getElementType();
+  // Sampled heads' proposals travel with their distributions.
+  auto headsQ = RankedTensorType::get(
+      {ShapedType::kDynamic, heads, target->vocab}, f);
   if (heads) {
     prefillResults.push_back(RankedTensorType::get({heads}, i64));
     roundResults.push_back(proposals);
+    if (sampled) {
+      prefillResults.push_back(RankedTensorType::get({heads, target->vocab}, f));
+      roundResults.push_back(headsQ);
+    }
   }
   // With an MTP module, the target's hidden states by row.
   RankedTensorType hiddenRows;
@@ -1192,9 +1251,15 @@ LogicalResult LowerRoundsPass::lower(DecoderOp decoder, SymbolTable &symbols) {
   builder.buildRound(b, steps[1].first);
   if (heads) {
     auto picks = RankedTensorType::get({ShapedType::kDynamic, heads + 1}, i64);
-    steps.push_back(addStep("spec_round",
-                            {cache, index, tokens, tokens, proposals, tokens},
-                            {picks, tokens, proposals, cache}));
+    SmallVector<Type> inputs{cache, index, tokens, tokens, proposals},
+        results{picks, tokens, proposals};
+    if (sampled) {
+      inputs.push_back(headsQ);
+      results.push_back(headsQ);
+    }
+    inputs.push_back(tokens);
+    results.push_back(cache);
+    steps.push_back(addStep("spec_round", inputs, results));
     builder.buildHeadsSpecRound(b, steps.back().first);
   }
   if (proposingModule) {

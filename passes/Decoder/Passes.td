@@ -523,9 +523,14 @@ def SpecLowerRounds : Pass<"spec-lower-rounds", "::mlir::ModuleOp"> {
     the target's distribution too, though not the same tokens as another
     mix.
 
-    With Medusa heads fused into the target (greedy, a chain), every
-    forward's heads give each sequence its next proposals, and the entries
-    carry them instead of a draft's:
+    With Medusa heads fused into the target (a chain), every forward's
+    heads give each sequence its next proposals, and the entries carry them
+    instead of a draft's (sampled, also the distributions they were drawn
+    from, `tensor<? x heads x vocab x f32>` after the proposals, in and out:
+    the prefill's heads draw with %key + k + 1, the speculative round's
+    with %keys[b] + k + 1 as the decode loop keys a round's heads, and the
+    plain round's with %keys[b] + 2^19 + %lengths[b] + k + 1, keys the
+    decode loops do not use):
 
     ```mlir
     func.func private @<decoder>_prefill_step(...) -> (i64,
@@ -569,9 +574,9 @@ def SpecLowerRounds : Pass<"spec-lower-rounds", "::mlir::ModuleOp"> {
             [tensor<?x1xvocabxf32>,] !spec.kv_cache<...>, !spec.kv_cache<...>)
     ```
 
-    A decoder whose proposer does not propose in rounds (trees, sampled
-    Medusa heads, chains of more than one MTP module) gets the prefill and
-    the plain round, and a remark saying so.
+    A decoder whose proposer does not propose in rounds (trees, chains of
+    more than one MTP module) gets the prefill and the plain round, and a
+    remark saying so.
 
     Refused: a batched target or draft that does not take token ids, positions, a
     cache of slots, a first slot and past lengths (and nothing else) or

@@ -67,9 +67,10 @@ struct Slot {
   int64_t forwards = 0;
   /// With heads, what they proposed after its last token: its next
   /// speculative round verifies them. With an MTP module, its proposal
-  /// once its cache holds the sequence's length (sampled, with the
-  /// distribution it was drawn from), and the target's hidden states at
-  /// the positions it has not read, draftLength .. length - 1, by row.
+  /// once its cache holds the sequence's length, and the target's hidden
+  /// states at the positions it has not read, draftLength .. length - 1,
+  /// by row. Sampled, the distributions the proposals were drawn from
+  /// (proposals x vocabulary).
   std::vector<int64_t> proposals;
   std::vector<float> distribution, hidden;
   /// With a cross-tokenizer draft: the committed text in the draft's
@@ -158,6 +159,9 @@ struct specrt_batch {
   int64_t draftCapacity = 0;
   /// Whether the artifact samples (decoder.verify "rejection-sampling").
   bool sampling = false;
+  size_t vocabulary() const {
+    return static_cast<size_t>(model->manifest.vocabSize);
+  }
   specrt_speculation speculation = SPECRT_SPECULATE_ADAPTIVE;
   /// Prompt tokens prefilled per step (0: a whole prompt when it joins).
   int64_t prefillChunk = 0;
@@ -254,12 +258,15 @@ static specrt_status prefill(specrt_batch *batch, Slot &slot, int64_t index,
   std::string error;
   int64_t token = 0;
   slot.proposals.resize(batch->heads ? batch->proposals : 0);
+  slot.distribution.resize(batch->heads && batch->sampling
+                               ? batch->proposals * batch->vocabulary()
+                               : 0);
   std::vector<float> hidden;
   if (specrt_status status = batch->model->device->prefill(
           SlotCache::Target, batch->cache.data, index, slot.prefilled,
           slot.tokens.data() + slot.prefilled, count,
           static_cast<int64_t>(slot.seed), token, slot.proposals.data(),
-          batch->module ? &hidden : nullptr, error))
+          batch->module ? &hidden : nullptr, slot.distribution.data(), error))
     return fail(status, error);
   slot.hidden.insert(slot.hidden.end(), hidden.begin(), hidden.end());
   ++batch->stats.prefill_forwards;
@@ -440,7 +447,8 @@ private:
                                const std::vector<int64_t> &counts);
   specrt_status commit(size_t slot, const int64_t *picked, int64_t picks);
   void keepProposals(size_t first, size_t end,
-                     const std::vector<int64_t> &proposals);
+                     const std::vector<int64_t> &proposals,
+                     const std::vector<float> &distributions);
 
   specrt_batch *batch;
   int64_t *slots, *tokens;
@@ -496,13 +504,16 @@ specrt_status StepRunner::plain(size_t first, size_t end) {
   SlotRun run{static_cast<int64_t>(first), n, lengths.data(), nullptr,
               lasts.data(), keys.data(), nullptr};
   std::vector<int64_t> proposals(batch->heads ? n * batch->proposals : 0);
-  std::vector<float> hidden;
+  std::vector<float> hidden, q(batch->heads && batch->sampling
+                                   ? proposals.size() * batch->vocabulary()
+                                   : 0);
   RoundOutput out{next.data(), nullptr, nullptr, proposals.data()};
   out.hidden = batch->module ? &hidden : nullptr;
+  out.distributions = q.data();
   if (specrt_status status =
           batch->model->device->round(batch->cache.data, run, out, error))
     return fail(status, error);
-  keepProposals(first, end, proposals);
+  keepProposals(first, end, proposals, q);
   // The module reads these rows when it next catches up.
   size_t width = hidden.size() / std::max<size_t>(n, 1);
   for (size_t i = 0; i < n && batch->module; ++i)
@@ -516,15 +527,22 @@ specrt_status StepRunner::plain(size_t first, size_t end) {
 }
 
 /// With heads or an MTP module, each sequence of slots [first, end) keeps
-/// what they proposed for its next round.
+/// what they proposed for its next round (sampled, with the distributions
+/// they were drawn from).
 void StepRunner::keepProposals(size_t first, size_t end,
-                               const std::vector<int64_t> &proposals) {
+                               const std::vector<int64_t> &proposals,
+                               const std::vector<float> &distributions) {
   if (proposals.empty())
     return;
   auto width = static_cast<size_t>(batch->proposals);
-  for (size_t i = 0; i < end - first; ++i)
-    batch->slots[first + i].proposals.assign(
-        proposals.begin() + i * width, proposals.begin() + (i + 1) * width);
+  size_t span = distributions.size() / (end - first);
+  for (size_t i = 0; i < end - first; ++i) {
+    Slot &s = batch->slots[first + i];
+    s.proposals.assign(proposals.begin() + i * width,
+                       proposals.begin() + (i + 1) * width);
+    s.distribution.assign(distributions.begin() + i * span,
+                          distributions.begin() + (i + 1) * span);
+  }
 }
 
 /// Prefills the draft's cache of `slot` up to its length - 1, where a
@@ -540,7 +558,7 @@ specrt_status StepRunner::catchUpDraft(size_t slot) {
           SlotCache::Draft, batch->draftCache.data,
           static_cast<int64_t>(slot), s.draftLength,
           s.tokens.data() + s.draftLength, missing, 0, ignored, nullptr,
-          nullptr, error))
+          nullptr, nullptr, error))
     return fail(status, error);
   catchingUp += std::chrono::steady_clock::now() - start;
   batch->stats.draft_catch_up += missing;
@@ -589,8 +607,7 @@ specrt_status StepRunner::speculative(size_t first, size_t end) {
   int64_t width = batch->proposals + 1;
   std::vector<int64_t> lengths(n), previous(n), lasts(n), keys(n), counts(n),
       picks(n * width), proposed, next;
-  size_t vocab = static_cast<size_t>(batch->model->manifest.vocabSize);
-  std::vector<float> q, nextQ(batch->module && batch->sampling ? n * vocab : 0);
+  std::vector<float> q;
   for (size_t i = 0; i < n; ++i) {
     specrt_status caughtUp = batch->module ? catchUpModule(first + i)
                              : batch->heads ? SPECRT_OK
@@ -609,6 +626,7 @@ specrt_status StepRunner::speculative(size_t first, size_t end) {
         s.seed + static_cast<uint64_t>(s.forwards++) * SPECRT_KEYS_PER_ROUND);
   }
   next.resize(proposed.size());
+  std::vector<float> nextQ(batch->sampling ? q.size() : 0);
   SlotRun run{static_cast<int64_t>(first), n, lengths.data(),
               previous.data(), lasts.data(), keys.data(), proposed.data()};
   run.distributions = q.data();
@@ -617,16 +635,13 @@ specrt_status StepRunner::speculative(size_t first, size_t end) {
   if (specrt_status status = batch->model->device->specRound(
           batch->cache.data, batch->draftCache.data, run, out, error))
     return fail(status, error);
-  keepProposals(first, end, next);
+  keepProposals(first, end, next, nextQ);
   for (size_t i = 0; i < n; ++i) {
     Slot &s = batch->slots[first + i];
     int64_t count = std::clamp<int64_t>(counts[i], 1, width);
     if (batch->module) {
       // The module read the round's rows up to the new length.
       s.draftLength = lengths[i] + count;
-      if (batch->sampling)
-        s.distribution.assign(nextQ.begin() + i * vocab,
-                              nextQ.begin() + (i + 1) * vocab);
       continue;
     }
     // The draft cached positions up to length + proposals - 1 of which all
@@ -757,7 +772,7 @@ specrt_status StepRunner::catchUpText(size_t slot,
   if (specrt_status status = batch->model->device->prefill(
           SlotCache::Draft, batch->draftCache.data, static_cast<int64_t>(slot),
           static_cast<int64_t>(valid), context.data() + valid, need - valid, 0,
-          ignored, nullptr, nullptr, error))
+          ignored, nullptr, nullptr, nullptr, error))
     return fail(status, error);
   batch->stats.draft_catch_up += need - valid;
   return SPECRT_OK;

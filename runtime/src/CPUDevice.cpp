@@ -78,10 +78,10 @@ public:
   specrt_status prefill(SlotCache which, float *cache, int64_t slot,
                         int64_t start, const int64_t *tokens, size_t length,
                         int64_t key, int64_t &token, int64_t *proposals,
-                        std::vector<float> *hidden,
+                        std::vector<float> *hidden, float *distributions,
                         std::string &error) override {
     return library.prefill(which, cache, slot, start, tokens, length, key,
-                           token, proposals, hidden, error);
+                           token, proposals, hidden, distributions, error);
   }
   specrt_status modulePrefill(float *moduleCache, int64_t slot, int64_t start,
                               const float *hidden, int64_t hiddenSize,
@@ -202,15 +202,26 @@ specrt_status HostLibrary::open(const std::string &directory,
   if (!base || !generate || !targetOnly)
     return SPECRT_ERROR_FORMAT;
   if (manifest.maxBatch > 0 && manifest.batchProposer == "heads") {
-    headsPrefillEntry = reinterpret_cast<specrt_heads_prefill_fn>(
-        symbol(manifest.prefillEntry));
-    headsRoundEntry =
-        reinterpret_cast<specrt_heads_round_fn>(symbol(manifest.roundEntry));
-    headsSpecRoundEntry = reinterpret_cast<specrt_heads_spec_round_fn>(
-        symbol(manifest.specRoundEntry));
-    if (!headsPrefillEntry || !headsRoundEntry || !headsSpecRoundEntry)
+    void *prefill = symbol(manifest.prefillEntry),
+         *round = symbol(manifest.roundEntry),
+         *specRound = symbol(manifest.specRoundEntry);
+    if (!prefill || !round || !specRound)
       return SPECRT_ERROR_FORMAT;
+    if (manifest.verify == "greedy") {
+      headsPrefillEntry = reinterpret_cast<specrt_heads_prefill_fn>(prefill);
+      headsRoundEntry = reinterpret_cast<specrt_heads_round_fn>(round);
+      headsSpecRoundEntry =
+          reinterpret_cast<specrt_heads_spec_round_fn>(specRound);
+    } else {
+      headsPrefillSampledEntry =
+          reinterpret_cast<specrt_heads_prefill_sampled_fn>(prefill);
+      headsRoundSampledEntry =
+          reinterpret_cast<specrt_heads_round_sampled_fn>(round);
+      headsSpecRoundSampledEntry =
+          reinterpret_cast<specrt_heads_spec_round_sampled_fn>(specRound);
+    }
     cacheShape = manifest.batchCacheShape;
+    targetVocab = manifest.vocabSize;
   } else if (manifest.maxBatch > 0 && manifest.mtpModule()) {
     hiddenPrefillEntry = reinterpret_cast<specrt_hidden_prefill_fn>(
         symbol(manifest.prefillEntry));
@@ -421,16 +432,18 @@ static bool takeRows(const specrt_memref_f32_2d &table, int64_t rows,
   return takeTable(table, rows, columns, out->data());
 }
 
-/// Copies a sampled MTP module round's distributions (`n` x 1 x `vocab`)
-/// into `out` and frees them; false when they are not that shape.
+/// Copies a sampled round's distributions (`n` sequences x `k` proposals x
+/// `vocab`) into `out` and frees them; false when they are not that shape.
 static bool takeDistributions(const specrt_memref_f32_3d &table, int64_t n,
-                              int64_t vocab, float *out) {
-  bool fits = table.aligned && table.sizes[0] == n && table.sizes[1] == 1 &&
+                              int64_t k, int64_t vocab, float *out) {
+  bool fits = table.aligned && table.sizes[0] == n && table.sizes[1] == k &&
               table.sizes[2] == vocab;
   for (int64_t i = 0; fits && i < n; ++i)
-    for (int64_t j = 0; j < vocab; ++j)
-      out[i * vocab + j] = table.aligned[table.offset + i * table.strides[0] +
-                                         j * table.strides[2]];
+    for (int64_t p = 0; p < k; ++p)
+      for (int64_t j = 0; j < vocab; ++j)
+        out[(i * k + p) * vocab + j] =
+            table.aligned[table.offset + i * table.strides[0] +
+                          p * table.strides[1] + j * table.strides[2]];
   _mlir_memref_to_llvm_free(table.allocated);
   return fits;
 }
@@ -459,10 +472,11 @@ specrt_status HostLibrary::prefill(SlotCache which, float *cache,
                                    int64_t key, int64_t &token,
                                    int64_t *proposed,
                                    std::vector<float> *hidden,
-                                   std::string &error) {
+                                   float *distributions, std::string &error) {
   bool draft = which == SlotCache::Draft;
   specrt_prefill_fn entry = draft ? draftPrefillEntry : prefillEntry;
   if (!entry && !(headsPrefillEntry && !draft) &&
+      !(headsPrefillSampledEntry && !draft) &&
       !(hiddenPrefillEntry && !draft)) {
     error = draft ? kNoBatchedDraft
                   : "the artifact has no batched rounds (specc --max-batch)";
@@ -491,11 +505,20 @@ specrt_status HostLibrary::prefill(SlotCache which, float *cache,
     return status;
   }
   specrt_heads_prefill_result result{};
-  headsPrefillEntry(&result, &descriptor, slot, start, &input, key);
+  bool fits = true;
+  if (headsPrefillSampledEntry) {
+    specrt_heads_prefill_sampled_result sampled{};
+    headsPrefillSampledEntry(&sampled, &descriptor, slot, start, &input, key);
+    result = {sampled.token, sampled.proposals};
+    fits = takeTable(sampled.distributions, proposals, targetVocab,
+                     distributions);
+  } else {
+    headsPrefillEntry(&result, &descriptor, slot, start, &input, key);
+  }
   token = result.token;
   specrt_status status = checkedRun(error);
-  if (!takeVector(result.proposals, proposals, proposed) &&
-      status == SPECRT_OK) {
+  fits &= takeVector(result.proposals, proposals, proposed);
+  if (!fits && status == SPECRT_OK) {
     error = "the prefill returned " + std::to_string(result.proposals.size) +
             " proposals for " + std::to_string(proposals) + " heads";
     status = SPECRT_ERROR_FORMAT;
@@ -546,7 +569,7 @@ specrt_status HostLibrary::modulePrefill(float *moduleCache, int64_t slot,
 
 specrt_status HostLibrary::round(float *cache, const SlotRun &run,
                                  const RoundOutput &out, std::string &error) {
-  if (headsRoundEntry)
+  if (headsRoundEntry || headsRoundSampledEntry)
     return headsRound(cache, run, out, error);
   if (hiddenRoundEntry) {
     specrt_memref_f32_6d descriptor = cacheDescriptor(cache, cacheShape);
@@ -648,11 +671,21 @@ specrt_status HostLibrary::headsRound(float *cache, const SlotRun &run,
   auto n = static_cast<int64_t>(run.count);
   RoundInputs in(run);
   specrt_heads_round_result result{};
+  bool fits = true;
   beforeRun();
-  headsRoundEntry(&result, &descriptor, run.first, &in.lengths, &in.tokens,
-                  &in.keys);
+  if (headsRoundSampledEntry) {
+    specrt_heads_round_sampled_result sampled{};
+    headsRoundSampledEntry(&sampled, &descriptor, run.first, &in.lengths,
+                           &in.tokens, &in.keys);
+    result = {sampled.next, sampled.proposals};
+    fits = takeDistributions(sampled.distributions, n, proposals, targetVocab,
+                             out.distributions);
+  } else {
+    headsRoundEntry(&result, &descriptor, run.first, &in.lengths, &in.tokens,
+                    &in.keys);
+  }
   specrt_status status = checkedRun(error);
-  bool fits = takeVector(result.next, n, out.next);
+  fits &= takeVector(result.next, n, out.next);
   fits &= takeTable(result.proposals, n, proposals, out.proposals);
   if (!fits && status == SPECRT_OK) {
     error = "the round returned no tokens and proposals for " +
@@ -666,7 +699,7 @@ specrt_status HostLibrary::specRound(float *cache, float *draftCache,
                                      const SlotRun &run,
                                      const RoundOutput &out,
                                      std::string &error) {
-  if (headsSpecRoundEntry)
+  if (headsSpecRoundEntry || headsSpecRoundSampledEntry)
     return headsSpecRound(cache, run, out, error);
   if (moduleSpecRoundEntry || moduleSpecRoundSampledEntry)
     return moduleSpecRound(cache, draftCache, run, out, error);
@@ -696,11 +729,26 @@ specrt_status HostLibrary::headsSpecRound(float *cache, const SlotRun &run,
   specrt_memref_i64_2d proposedIn{proposed, proposed, 0, {n, proposals},
                                   {proposals, 1}};
   specrt_heads_spec_round_result result{};
+  bool fits = true;
   beforeRun();
-  headsSpecRoundEntry(&result, &descriptor, run.first, &in.lengths,
-                      &in.tokens, &proposedIn, &in.keys);
+  if (headsSpecRoundSampledEntry) {
+    auto *q = const_cast<float *>(run.distributions);
+    specrt_memref_f32_3d distributions{
+        q, q, 0, {n, proposals, targetVocab},
+        {proposals * targetVocab, targetVocab, 1}};
+    specrt_spec_round_sampled_result sampled{};
+    headsSpecRoundSampledEntry(&sampled, &descriptor, run.first, &in.lengths,
+                               &in.tokens, &proposedIn, &distributions,
+                               &in.keys);
+    result = {sampled.picks, sampled.counts, sampled.proposals};
+    fits = takeDistributions(sampled.distributions, n, proposals, targetVocab,
+                             out.distributions);
+  } else {
+    headsSpecRoundEntry(&result, &descriptor, run.first, &in.lengths,
+                        &in.tokens, &proposedIn, &in.keys);
+  }
   specrt_status status = checkedRun(error);
-  bool fits = takeVector(result.counts, n, out.counts);
+  fits &= takeVector(result.counts, n, out.counts);
   fits &= takeTable(result.picks, n, proposals + 1, out.picks);
   fits &= takeTable(result.proposals, n, proposals, out.proposals);
   if (!fits && status == SPECRT_OK) {
@@ -731,12 +779,12 @@ specrt_status HostLibrary::moduleSpecRound(float *cache, float *moduleCache,
     auto *q = const_cast<float *>(run.distributions);
     specrt_memref_f32_3d distributions{
         q, q, 0, {n, 1, targetVocab}, {targetVocab, targetVocab, 1}};
-    specrt_module_spec_round_sampled_result sampled{};
+    specrt_spec_round_sampled_result sampled{};
     moduleSpecRoundSampledEntry(&sampled, &target, &module, run.first,
                                 &in.lengths, &in.tokens, &proposedIn,
                                 &distributions, &in.keys);
     result = {sampled.picks, sampled.counts, sampled.proposals};
-    fits = takeDistributions(sampled.distributions, n, targetVocab,
+    fits = takeDistributions(sampled.distributions, n, 1, targetVocab,
                              out.distributions);
   }
   specrt_status status = checkedRun(error);
@@ -753,7 +801,7 @@ specrt_status HostLibrary::moduleSpecRound(float *cache, float *moduleCache,
 
 specrt_status Device::prefill(SlotCache, float *, int64_t, int64_t,
                               const int64_t *, size_t, int64_t, int64_t &,
-                              int64_t *, std::vector<float> *,
+                              int64_t *, std::vector<float> *, float *,
                               std::string &error) {
   error = "batched rounds run on the CPU so far";
   return SPECRT_ERROR_UNSUPPORTED;

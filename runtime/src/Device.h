@@ -70,8 +70,9 @@ struct RoundOutput {
   /// (logits[i * draft vocabulary ..]).
   float *logits = nullptr;
   /// With an MTP module: the target's hidden states at a plain round's rows
-  /// (sequences x hidden size, replaced), and a sampled speculative round's
-  /// next proposals' distributions (distributions[i * vocabulary ..]).
+  /// (sequences x hidden size, replaced). Sampled, with heads or an MTP
+  /// module: the next proposals' distributions
+  /// (distributions[(i * proposals + k) * vocabulary ..]).
   std::vector<float> *hidden = nullptr;
   float *distributions = nullptr;
 };
@@ -99,16 +100,17 @@ public:
   /// cache of slots of the manifest's batch_cache_shape in host memory (or
   /// the draft's, batch_draft_cache_shape): `tokens` into `slot` at
   /// positions start.., the token after them (drawn with `key`) into
-  /// `token` (and with heads their proposals after it into `proposals`;
-  /// with an MTP module, the target's hidden states at the rows into
-  /// `hidden`, rows x hidden size, replaced); one round over a run of
+  /// `token` (and with heads their proposals after it into `proposals`,
+  /// sampled with their distributions into `distributions`, proposals x
+  /// vocab_size; with an MTP module, the target's hidden states at the
+  /// rows into `hidden`, rows x hidden size, replaced); one round over a run of
   /// slots; one speculative round (specrt_spec_round_fn,
   /// specrt_heads_spec_round_fn or an MTP module's) over them.
   virtual specrt_status prefill(SlotCache which, float *cache, int64_t slot,
                                 int64_t start, const int64_t *tokens,
                                 size_t length, int64_t key, int64_t &token,
                                 int64_t *proposals, std::vector<float> *hidden,
-                                std::string &error);
+                                float *distributions, std::string &error);
   virtual specrt_status specRound(float *cache, float *draftCache,
                                   const SlotRun &run, const RoundOutput &out,
                                   std::string &error);
@@ -200,7 +202,8 @@ public:
   specrt_status prefill(SlotCache which, float *cache, int64_t slot,
                         int64_t start, const int64_t *tokens, size_t length,
                         int64_t key, int64_t &token, int64_t *proposed,
-                        std::vector<float> *hidden, std::string &error);
+                        std::vector<float> *hidden, float *distributions,
+                        std::string &error);
   specrt_status modulePrefill(float *moduleCache, int64_t slot, int64_t start,
                               const float *hidden, int64_t hiddenSize,
                               const int64_t *tokens, size_t length,
@@ -238,6 +241,10 @@ private:
   specrt_heads_prefill_fn headsPrefillEntry = nullptr;
   specrt_heads_round_fn headsRoundEntry = nullptr;
   specrt_heads_spec_round_fn headsSpecRoundEntry = nullptr;
+  /// Sampled heads' instead.
+  specrt_heads_prefill_sampled_fn headsPrefillSampledEntry = nullptr;
+  specrt_heads_round_sampled_fn headsRoundSampledEntry = nullptr;
+  specrt_heads_spec_round_sampled_fn headsSpecRoundSampledEntry = nullptr;
   /// With an MTP module (decoder.batch_proposer "mtp_module"): the target's
   /// entries that also return hidden states, and the module's prefill and
   /// speculative round, greedy or sampled.

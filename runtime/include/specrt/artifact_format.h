@@ -73,10 +73,10 @@
  *
  * decoder.batch_proposer says what proposes in the rounds: "draft" (the
  * entries above), "none" (prefill and round only), or "heads": Medusa
- * heads fused into the target (greedy), whose every forward also gives
- * each sequence its next decoder.proposals proposals, so that prefill,
- * round and spec_round return them (specrt_heads_*_result) and spec_round
- * takes them:
+ * heads fused into the target (greedy; sampled below), whose every
+ * forward also gives each sequence its next decoder.proposals proposals,
+ * so that prefill, round and spec_round return them
+ * (specrt_heads_*_result) and spec_round takes them:
  *
  *   void prefill(specrt_heads_prefill_result *result, cache, slot, start,
  *                tokens, key);
@@ -315,7 +315,7 @@ typedef struct {
   specrt_memref_i64 counts;
   specrt_memref_i64_2d proposals;
   specrt_memref_f32_3d distributions;
-} specrt_module_spec_round_sampled_result;
+} specrt_spec_round_sampled_result;
 typedef void (*specrt_hidden_prefill_fn)(specrt_hidden_prefill_result *result,
                                          specrt_memref_f32_6d *cache,
                                          int64_t slot, int64_t start,
@@ -342,8 +342,38 @@ typedef void (*specrt_module_spec_round_fn)(
     specrt_memref_i64 *lengths, specrt_memref_i64 *tokens,
     specrt_memref_i64_2d *proposals, specrt_memref_i64 *keys);
 typedef void (*specrt_module_spec_round_sampled_fn)(
-    specrt_module_spec_round_sampled_result *result,
+    specrt_spec_round_sampled_result *result,
     specrt_memref_f32_6d *cache, specrt_memref_f32_6d *module_cache,
+    int64_t first_slot, specrt_memref_i64 *lengths, specrt_memref_i64 *tokens,
+    specrt_memref_i64_2d *proposals, specrt_memref_f32_3d *distributions,
+    specrt_memref_i64 *keys);
+
+/* Sampled Medusa heads (decoder.batch_proposer "heads" and decoder.verify
+ * "rejection-sampling"): each entry also returns the distributions the
+ * heads' proposals were drawn from (decoder.proposals x vocab_size per
+ * sequence), and spec_round takes them with the proposals. prefill's heads
+ * draw with key + k + 1 (head k from 0), spec_round's with keys[i] + k + 1
+ * (as the decode loop keys a round's heads), round's with keys[i] + 2^19 +
+ * lengths[i] + k + 1 (keys the decode loops do not use). */
+typedef struct {
+  int64_t token;
+  specrt_memref_i64 proposals;
+  specrt_memref_f32_2d distributions;
+} specrt_heads_prefill_sampled_result;
+typedef struct {
+  specrt_memref_i64 next;
+  specrt_memref_i64_2d proposals;
+  specrt_memref_f32_3d distributions;
+} specrt_heads_round_sampled_result;
+typedef void (*specrt_heads_prefill_sampled_fn)(
+    specrt_heads_prefill_sampled_result *result, specrt_memref_f32_6d *cache,
+    int64_t slot, int64_t start, specrt_memref_i64 *tokens, int64_t key);
+typedef void (*specrt_heads_round_sampled_fn)(
+    specrt_heads_round_sampled_result *result, specrt_memref_f32_6d *cache,
+    int64_t first_slot, specrt_memref_i64 *lengths, specrt_memref_i64 *tokens,
+    specrt_memref_i64 *keys);
+typedef void (*specrt_heads_spec_round_sampled_fn)(
+    specrt_spec_round_sampled_result *result, specrt_memref_f32_6d *cache,
     int64_t first_slot, specrt_memref_i64 *lengths, specrt_memref_i64 *tokens,
     specrt_memref_i64_2d *proposals, specrt_memref_f32_3d *distributions,
     specrt_memref_i64 *keys);

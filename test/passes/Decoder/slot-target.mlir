@@ -30,10 +30,10 @@ spec.decoder @drafted target(@target2) proposer(#spec.draft<@draft, gamma = 2>) 
 // CHECK: func.func @draft_slots(%{{.*}}: tensor<?x?xi64>) -> tensor<?x?x8xf32> attributes {spec.role = #spec.role<draft>, spec.slots = 8 : i64}
 // CHECK: spec.decoder @drafted target(@target2) proposer(#spec.draft<@draft, gamma = 2>) verify(#spec.greedy) {spec.slot_draft = @draft_slots, spec.slot_target = @target2_slots}
 
-// A target with Medusa heads fused in (spec.fused_from): greedy chains
-// propose with the heads in rounds, so the twin is the fused target; a
-// sampling decoder's rounds run the target alone, so its twin is the one
-// the heads were fused into.
+// A target with Medusa heads fused in (spec.fused_from): chains, greedy or
+// sampled, propose with the heads in rounds, so the twin is the fused
+// target; a tree decoder's rounds run the target alone, so its twin is the
+// one the heads were fused into.
 func.func private @plain(tensor<?x?xi64>) -> tensor<?x?x8xf32>
     attributes {spec.role = #spec.role<target>}
 func.func private @fused(tensor<?x?xi64>) -> (tensor<?x?x8xf32>, tensor<?x?x8xf32> {spec.io = #spec.io<head_logits, index = 1>})
@@ -42,12 +42,14 @@ func.func private @head1(tensor<?x4xf32>) -> tensor<?x8xf32>
     attributes {spec.role = #spec.role<medusa_head, depth = 1>}
 spec.decoder @greedy_heads target(@fused) proposer(#spec.mtp<[@head1]>) verify(#spec.greedy)
 spec.decoder @sampled_heads target(@fused) proposer(#spec.mtp<[@head1]>) verify(#spec.rejection<temperature = 0.7>)
+spec.decoder @tree_heads target(@fused) proposer(#spec.mtp<[@head1]>) verify(#spec.greedy) tree(#spec.tree<parents = [0, 0], ranks = [0, 1]>)
 
 // CHECK: func.func private @plain_slots(
 // CHECK: func.func private @fused_slots(
 // CHECK-SAME: spec.fused_from = @plain
 // CHECK: spec.decoder @greedy_heads {{.*}} {spec.slot_target = @fused_slots}
-// CHECK: spec.decoder @sampled_heads {{.*}} {spec.slot_target = @plain_slots}
+// CHECK: spec.decoder @sampled_heads {{.*}} {spec.slot_target = @fused_slots_{{[0-9]+}}}
+// CHECK: spec.decoder @tree_heads {{.*}} {spec.slot_target = @plain_slots}
 
 // An MTP module proposes in the rounds when it is a chain of one, greedy
 // or sampled: it gets a twin as a draft does. A deeper chain's rounds run

@@ -30,6 +30,8 @@ constexpr const char *kSampledArtifact =
     SPECULA_TEST_ARTIFACTS "/draft-batch-sampled.spec";
 constexpr const char *kMedusaArtifact =
     SPECULA_TEST_ARTIFACTS "/medusa-batch.spec";
+constexpr const char *kSampledMedusaArtifact =
+    SPECULA_TEST_ARTIFACTS "/medusa-batch-sampled.spec";
 constexpr const char *kMTPArtifact = SPECULA_TEST_ARTIFACTS "/mtp-batch.spec";
 constexpr const char *kSampledMTPArtifact =
     SPECULA_TEST_ARTIFACTS "/mtp-batch-sampled.spec";
@@ -297,6 +299,9 @@ class SampledBatchTest : public BatchTest {
 class MedusaBatchTest : public BatchTest {
   const char *artifact() const override { return kMedusaArtifact; }
 };
+class SampledMedusaBatchTest : public BatchTest {
+  const char *artifact() const override { return kSampledMedusaArtifact; }
+};
 /// An MTP module proposes in the rounds (one token, from the target's
 /// hidden states and its own cache), greedy and sampled.
 class MTPBatchTest : public BatchTest {
@@ -330,6 +335,10 @@ TEST_F(MTPBatchTest, PromptsInChunksKeepTheirTokens) {
 }
 
 TEST_F(SampledMTPBatchTest, SeededSequencesGetTheirTokensAlone) {
+  expectSeededSequencesAlone();
+}
+
+TEST_F(SampledMedusaBatchTest, SeededSequencesGetTheirTokensAlone) {
   expectSeededSequencesAlone();
 }
 
