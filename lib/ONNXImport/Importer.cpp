@@ -108,11 +108,35 @@ FailureOr<Type> specula::onnx_import::convertElementType(MLIRContext *context,
 }
 
 
+/// A dense_resource blob that owns `bytes` (moved, not copied), named after
+/// `tensor`.
+static ElementsAttr blobOwning(const onnx::TensorProto &tensor,
+                              RankedTensorType type, std::string &&bytes) {
+  auto *held = new std::string(std::move(bytes));
+  AsmResourceBlob blob(
+      ArrayRef<char>(held->data(), held->size()), alignof(uint64_t),
+      [held](void *, size_t, size_t) { delete held; },
+      /*dataIsMutable=*/true);
+  std::string blobName = tensor.name().empty() ? "onnx_tensor" : tensor.name();
+  return DenseResourceElementsAttr::get(type, blobName, std::move(blob));
+}
+
 FailureOr<ElementsAttr> specula::onnx_import::convertTensor(
     const onnx::TensorProto &tensor, RankedTensorType type,
-    int64_t maxInlineElements, std::string &error) {
+    int64_t maxInlineElements, std::string &error,
+    std::string *movableRawData) {
   Type elementType = type.getElementType();
   int64_t count = type.getNumElements();
+  // Whole weights go to their blob as they are, 8-byte aligned (a heap
+  // string's buffer is).
+  if (movableRawData && tensor.has_raw_data() && count > maxInlineElements &&
+      !elementType.isInteger(1) &&
+      static_cast<int64_t>(movableRawData->size()) ==
+          count * (elementType.getIntOrFloatBitWidth() / 8) &&
+      reinterpret_cast<uintptr_t>(movableRawData->data()) %
+              alignof(uint64_t) ==
+          0)
+    return blobOwning(tensor, type, std::move(*movableRawData));
   if (elementType.isInteger(1)) {
     // Bytes in ONNX, bits in MLIR's raw buffers: go through bools.
     SmallVector<bool> bits;
@@ -209,6 +233,12 @@ public:
         options(options), builder(context),
         fileLoc(FileLineColLoc::get(context, fileName, 0, 0)),
         fileName(fileName.str()) {}
+  /// Lets the import move the initializers' bytes out of `owned` (the
+  /// model it imports) into their blobs.
+  GraphImporter &movingWeightsOutOf(onnx::ModelProto &owned) {
+    weightsOwner = &owned;
+    return *this;
+  }
 
   LogicalResult run();
   /// Whether every node's operator version has a handler; an error naming
@@ -223,6 +253,7 @@ public:
   MLIRContext *context;
   ModuleOp module;
   const onnx::ModelProto &model;
+  onnx::ModelProto *weightsOwner = nullptr;
   const ONNXImportOptions &options;
   OpBuilder builder;
   Location fileLoc;
@@ -417,7 +448,7 @@ GraphImporter::createFunction(const Signature &signature) {
 }
 
 LogicalResult GraphImporter::importInitializers() {
-  for (const auto &tensor : model.graph().initializer()) {
+  for (auto [index, tensor] : llvm::enumerate(model.graph().initializer())) {
     FailureOr<Type> elementType =
         convertElementType(context, tensor.data_type());
     if (failed(elementType))
@@ -428,8 +459,15 @@ LogicalResult GraphImporter::importInitializers() {
         SmallVector<int64_t>(tensor.dims().begin(), tensor.dims().end()),
         *elementType);
     std::string error;
-    FailureOr<ElementsAttr> value =
-        convertTensor(tensor, type, options.maxInlineElements, error);
+    // (mutable_raw_data would mark a tensor of typed fields as raw.)
+    std::string *movable =
+        weightsOwner && tensor.has_raw_data()
+            ? weightsOwner->mutable_graph()
+                  ->mutable_initializer(static_cast<int>(index))
+                  ->mutable_raw_data()
+            : nullptr;
+    FailureOr<ElementsAttr> value = convertTensor(
+        tensor, type, options.maxInlineElements, error, movable);
     if (failed(value))
       return emitError(fileLoc) << "initializer '" << tensor.name() << "' "
                                 << error;
@@ -678,7 +716,7 @@ LogicalResult specula::importONNX(ModuleOp module, StringRef source,
     return succeeded(
         GraphImporter(module, checked, sourceName, options).checkOperators());
   };
-  if (!loadModel(source.str(),
+  if (!loadModel(source,
                  llvm::sys::path::parent_path(sourceName).str(), loadOptions,
                  model, error))
     return error.empty() ? failure() : emitError(fileLoc) << error;
@@ -703,7 +741,8 @@ LogicalResult specula::importONNX(ModuleOp module, StringRef source,
                        func::FuncDialect, linalg::LinalgDialect,
                        math::MathDialect,
                        tensor::TensorDialect, spec::SpecDialect>();
-  return GraphImporter(module, model, sourceName, options).run();
+  GraphImporter importer(module, model, sourceName, options);
+  return importer.movingWeightsOutOf(model).run();
 }
 
 FailureOr<std::vector<std::string>>
@@ -712,7 +751,7 @@ specula::findUnsupportedOperators(StringRef source, StringRef sourceName,
   onnx::ModelProto model;
   LoadOptions options;
   options.runShapeInference = false;
-  if (!loadModel(source.str(), llvm::sys::path::parent_path(sourceName).str(),
+  if (!loadModel(source, llvm::sys::path::parent_path(sourceName).str(),
                  options, model, error))
     return failure();
   int opset = 0;

@@ -274,7 +274,7 @@ ModelContractReport specula::checkModelContract(
   std::string error;
   LoadOptions options;
   options.runShapeInference = false;
-  if (!loadModel(source.str(), llvm::sys::path::parent_path(sourceName).str(),
+  if (!loadModel(source, llvm::sys::path::parent_path(sourceName).str(),
                  options, model, error))
     return {"does not load", {"does not load as a valid ONNX model: " + error}};
   onnx_import::addDefaultMetadata(model, defaultMetadata);

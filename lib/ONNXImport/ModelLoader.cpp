@@ -38,7 +38,7 @@ std::string specula::onnx_import::elementTypeName(int32_t onnxType) {
              : "type " + std::to_string(onnxType);
 }
 
-static bool looksTextual(const std::string &contents) {
+static bool looksTextual(llvm::StringRef contents) {
   for (char c : contents) {
     if (c == ' ' || c == '\n' || c == '\t' || c == '\r')
       continue;
@@ -789,20 +789,23 @@ bool checkOpsetVersions(const onnx::ModelProto &model, std::string &error) {
 }
 } // namespace
 
-bool specula::onnx_import::loadModel(const std::string &contents,
+bool specula::onnx_import::loadModel(llvm::StringRef contents,
                                      const std::string &modelDir,
                                      const LoadOptions &options,
                                      onnx::ModelProto &model,
                                      std::string &error) {
   try {
     if (looksTextual(contents)) {
-      onnx::OnnxParser parser(contents.c_str());
+      std::string text = contents.str();
+      onnx::OnnxParser parser(text.c_str());
       auto status = parser.Parse(model);
       if (!status.IsOK()) {
         error = "invalid textual ONNX: " + status.ErrorMessage();
         return false;
       }
-    } else if (!model.ParseFromString(contents)) {
+    } else if (contents.size() > static_cast<size_t>(INT_MAX) ||
+               !model.ParseFromArray(contents.data(),
+                                     static_cast<int>(contents.size()))) {
       error = "not a valid ONNX protobuf (truncated or corrupt file?)";
       return false;
     }

@@ -12,6 +12,8 @@
 
 #include "onnx/onnx_pb.h"
 
+#include "llvm/ADT/StringRef.h"
+
 #include <cstdint>
 #include <functional>
 #include <optional>
@@ -37,7 +39,8 @@ struct LoadOptions {
 /// data relative to `modelDir`, and runs the checker and shape inference.
 /// On failure returns false and sets `error` to one message without the file
 /// name (the caller adds it).
-bool loadModel(const std::string &contents, const std::string &modelDir,
+/// (Parsed where it lies: a model's bytes are not copied first.)
+bool loadModel(llvm::StringRef contents, const std::string &modelDir,
                const LoadOptions &options, onnx::ModelProto &model,
                std::string &error);
 

@@ -117,10 +117,13 @@ mlir::FailureOr<mlir::Type> convertElementType(mlir::MLIRContext *context,
 
 /// The elements of `tensor` as an attribute of `type`: inline dense elements
 /// up to `maxInlineElements`, a dense_resource blob above. Fails with
-/// `error` set on malformed data.
+/// `error` set on malformed data. With `movableRawData` (the tensor's own
+/// raw_data, which the caller gives up), a blob takes its bytes instead of
+/// a copy of them: a model's weights are then held once, not twice.
 mlir::FailureOr<mlir::ElementsAttr>
 convertTensor(const onnx::TensorProto &tensor, mlir::RankedTensorType type,
-              int64_t maxInlineElements, std::string &error);
+              int64_t maxInlineElements, std::string &error,
+              std::string *movableRawData = nullptr);
 
 } // namespace specula::onnx_import
 
