@@ -251,6 +251,53 @@ void specrt_batch_get_stats(const specrt_batch *batch,
   *stats = batch->stats;
 }
 
+/// Feeds the draft (or the MTP module) of the sequence in slot `index` the
+/// prompt positions [start, start + count) the target's prefill just read,
+/// when it holds all before them: its cache then follows the prompt chunk
+/// by chunk, and the sequence's first speculative round has nothing of the
+/// prompt to catch up (which would hold the other sequences back by a
+/// whole prompt's forward of the proposer). Not when steps never
+/// speculate, and not for a cross-tokenizer draft, which reads its own
+/// tokens.
+static specrt_status prefillProposer(specrt_batch *batch, Slot &slot,
+                                     int64_t index, int64_t start,
+                                     int64_t count) {
+  bool drafts = batch->model->manifest.batchProposer == "draft";
+  if ((!drafts && !batch->module) || slot.draftLength != start ||
+      batch->speculation == SPECRT_SPECULATE_NEVER)
+    return SPECRT_OK;
+  std::string error;
+  auto rows = static_cast<size_t>(count);
+  if (drafts) {
+    int64_t ignored = 0;
+    if (specrt_status status = batch->model->device->prefill(
+            SlotCache::Draft, batch->draftCache.data, index, start,
+            slot.tokens.data() + start, rows, 0, ignored, nullptr, nullptr,
+            nullptr, error))
+      return fail(status, error);
+  } else {
+    // Row t reads the token after it: the prompt's next, or after the last
+    // chunk the first generated token. The proposal after the prompt is
+    // drawn as catchUpModule draws it, with the prefill's key + 1.
+    if (slot.hidden.size() % rows != 0 ||
+        static_cast<int64_t>(slot.tokens.size()) <= start + count)
+      return SPECRT_OK;
+    slot.proposals.assign(1, 0);
+    slot.distribution.assign(batch->sampling ? batch->vocabulary() : 0, 0.0f);
+    if (specrt_status status = batch->model->device->modulePrefill(
+            batch->draftCache.data, index, start, slot.hidden.data(),
+            static_cast<int64_t>(slot.hidden.size() / rows),
+            slot.tokens.data() + start + 1, rows,
+            static_cast<int64_t>(slot.seed + 1), slot.proposals[0],
+            slot.distribution.data(), error))
+      return fail(status, error);
+    slot.hidden.clear();
+  }
+  slot.draftLength = start + count;
+  batch->stats.draft_catch_up += count;
+  return SPECRT_OK;
+}
+
 /// Prefills the next `count` prompt tokens of the sequence in `slot`; when
 /// that completes the prompt, the sequence gets its first token, `first`.
 static specrt_status prefill(specrt_batch *batch, Slot &slot, int64_t index,
@@ -271,17 +318,18 @@ static specrt_status prefill(specrt_batch *batch, Slot &slot, int64_t index,
   slot.hidden.insert(slot.hidden.end(), hidden.begin(), hidden.end());
   ++batch->stats.prefill_forwards;
   batch->stats.prefill_tokens += count;
+  int64_t start = slot.prefilled;
   slot.prefilled += count;
-  if (slot.prefilled < static_cast<int64_t>(slot.tokens.size()))
-    return SPECRT_OK;
-  if (token < 0 || token >= batch->model->manifest.vocabSize)
-    return fail(SPECRT_ERROR_FORMAT,
-                "the prefill returned token " + std::to_string(token));
-  slot.prefilling = false;
-  slot.forwards = 1;
-  slot.tokens.push_back(token);
-  *first = token;
-  return SPECRT_OK;
+  if (slot.prefilled == static_cast<int64_t>(slot.tokens.size())) {
+    if (token < 0 || token >= batch->model->manifest.vocabSize)
+      return fail(SPECRT_ERROR_FORMAT,
+                  "the prefill returned token " + std::to_string(token));
+    slot.prefilling = false;
+    slot.forwards = 1;
+    slot.tokens.push_back(token);
+    *first = token;
+  }
+  return prefillProposer(batch, slot, index, start, count);
 }
 
 specrt_status specrt_batch_add(specrt_batch *batch, const int64_t *prompt,

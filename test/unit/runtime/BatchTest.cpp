@@ -288,6 +288,11 @@ TEST_F(BatchTest, PromptsInChunksKeepTheirTokens) {
     // A prompt's chunks may split across two prompts' budget in a step.
     EXPECT_GE(stats.prefill_forwards, chunks);
     EXPECT_LE(stats.prefill_forwards, chunks + prompts.size());
+    // Speculating, the draft reads each prompt with its chunks, all of it
+    // (a first speculative round would catch up one position less), and
+    // nothing else; never speculating, not at all.
+    EXPECT_EQ(stats.draft_catch_up,
+              speculation == SPECRT_SPECULATE_ALWAYS ? promptTokens : 0u);
   }
 }
 
