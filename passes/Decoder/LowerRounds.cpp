@@ -1177,6 +1177,18 @@ LogicalResult LowerRoundsPass::lower(DecoderOp decoder, SymbolTable &symbols) {
           *target, decoder,
           cast<MTPProposerAttr>(decoder.getProposer()).getHeads().size())))
     return failure();
+  // Plain rounds key sampled heads at the seed + 2^19 + the position, apart
+  // from the target's draws (the seed + the position) and the rounds' keys
+  // (the seed + 2^20 and up) only while positions stay under 2^19.
+  int64_t capacity = target->cacheType.getCapacity();
+  if (!target->heads.empty() && decoder.getRule().isSampling() &&
+      capacity + static_cast<int64_t>(target->heads.size()) >=
+          kKeysPerRound / 2)
+    return decoder.emitError()
+           << "decoder @" << decoder.getSymName() << ": sampled heads in "
+           << "batched rounds need a context under "
+           << kKeysPerRound / 2 - static_cast<int64_t>(target->heads.size())
+           << " positions, not " << capacity;
   std::optional<SlotModel> draft;
   bool proposingModule = isa<MTPProposerAttr>(decoder.getProposer());
   if (decoder->hasAttr(SpecDialect::kSlotDraftAttrName)) {

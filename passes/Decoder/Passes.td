@@ -581,9 +581,10 @@ def SpecLowerRounds : Pass<"spec-lower-rounds", "::mlir::ModuleOp"> {
     Refused: a batched target or draft that does not take token ids, positions, a
     cache of slots, a first slot and past lengths (and nothing else) or
     does not return logits and the cache, a batched target without the
-    logits of every head for every row when heads propose, and a batched
-    MTP module that does not take the target's hidden states or a target
-    that does not return them.
+    logits of every head for every row when heads propose, sampled heads
+    in a context of 2^19 - heads positions or more (their plain rounds'
+    keys would meet other draws'), and a batched MTP module that does not
+    take the target's hidden states or a target that does not return them.
   }];
   let dependentDialects = ["::specula::spec::SpecDialect",
                            "::mlir::arith::ArithDialect",

@@ -134,3 +134,24 @@ func.func private @module_slots(
     attributes {spec.role = #spec.role<mtp_module, depth = 1>, spec.slots = 4 : i64}
 // expected-error @below {{decoder @decoder: its batched MTP module @module_slots takes no previous hidden states}}
 spec.decoder @decoder target(@target) proposer(#spec.mtp<[@module]>) verify(#spec.greedy) {spec.slot_target = @target_slots, spec.slot_draft = @module_slots}
+
+// -----
+
+// Sampled heads' plain-round keys (the seed + 2^19 + the position) stay
+// apart from every other draw only in a context under 2^19 positions.
+func.func private @target(tensor<?x?xi64>) -> tensor<?x?x16xf32>
+    attributes {spec.role = #spec.role<target>}
+func.func private @head1(tensor<?x4xf32>) -> tensor<?x16xf32>
+    attributes {spec.role = #spec.role<medusa_head, depth = 1>}
+func.func private @target_slots(
+    tensor<?x?xi64> {spec.io = #spec.io<token_ids>},
+    tensor<?x?xi64> {spec.io = #spec.io<position_ids>},
+    !spec.kv_cache<2x4x2x524288x8xf32> {spec.io = #spec.io<kv_cache>},
+    index {spec.io = #spec.io<first_slot>},
+    tensor<?xi64> {spec.io = #spec.io<past_lengths>})
+    -> (tensor<?x?x16xf32> {spec.io = #spec.io<logits>},
+        tensor<?x?x16xf32> {spec.io = #spec.io<head_logits, index = 1>},
+        !spec.kv_cache<2x4x2x524288x8xf32> {spec.io = #spec.io<kv_cache>})
+    attributes {spec.role = #spec.role<target>, spec.slots = 4 : i64}
+// expected-error @below {{decoder @decoder: sampled heads in batched rounds need a context under 524287 positions, not 524288}}
+spec.decoder @decoder target(@target) proposer(#spec.mtp<[@head1]>) verify(#spec.rejection<temperature = 0.7>) {spec.slot_target = @target_slots}
