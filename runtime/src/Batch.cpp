@@ -251,14 +251,64 @@ void specrt_batch_get_stats(const specrt_batch *batch,
   *stats = batch->stats;
 }
 
+/// Feeds the draft of the sequence in slot `index` its tokens at positions
+/// [draftLength, draftLength + count).
+static specrt_status feedDraft(specrt_batch *batch, Slot &slot, int64_t index,
+                               int64_t count) {
+  std::string error;
+  int64_t ignored = 0;
+  if (specrt_status status = batch->model->device->prefill(
+          SlotCache::Draft, batch->draftCache.data, index, slot.draftLength,
+          slot.tokens.data() + slot.draftLength, static_cast<size_t>(count),
+          0, ignored, nullptr, nullptr, nullptr, error))
+    return fail(status, error);
+  slot.draftLength += count;
+  batch->stats.draft_catch_up += count;
+  return SPECRT_OK;
+}
+
+/// Feeds the MTP module of the sequence in slot `index` the target's hidden
+/// states it has not read (`count` rows from draftLength), each with the
+/// token after it, and keeps its proposal after them. Sampled, it draws
+/// with the key of the sequence's last target forward + 1, as the decode
+/// loop draws after its prefill and each round.
+static specrt_status feedModule(specrt_batch *batch, Slot &slot,
+                                int64_t index, int64_t count) {
+  auto rows = static_cast<size_t>(count);
+  if (slot.hidden.empty() || slot.hidden.size() % rows != 0)
+    return fail(SPECRT_ERROR_FORMAT,
+                "the MTP module lacks the target's hidden states of " +
+                    std::to_string(count) + " positions");
+  uint64_t key =
+      slot.seed +
+      static_cast<uint64_t>(std::max<int64_t>(slot.forwards - 1, 0)) *
+          SPECRT_KEYS_PER_ROUND +
+      1;
+  slot.proposals.assign(1, 0);
+  slot.distribution.assign(batch->sampling ? batch->vocabulary() : 0, 0.0f);
+  std::string error;
+  if (specrt_status status = batch->model->device->modulePrefill(
+          batch->draftCache.data, index, slot.draftLength, slot.hidden.data(),
+          static_cast<int64_t>(slot.hidden.size() / rows),
+          slot.tokens.data() + slot.draftLength + 1, rows,
+          static_cast<int64_t>(key), slot.proposals[0],
+          slot.distribution.data(), error))
+    return fail(status, error);
+  slot.draftLength += count;
+  slot.hidden.clear();
+  batch->stats.draft_catch_up += count;
+  return SPECRT_OK;
+}
+
 /// Feeds the draft (or the MTP module) of the sequence in slot `index` the
-/// prompt positions [start, start + count) the target's prefill just read,
-/// when it holds all before them: its cache then follows the prompt chunk
-/// by chunk, and the sequence's first speculative round has nothing of the
+/// prompt chunk of `count` positions the target's prefill just read, when
+/// it holds all before them: its cache then follows the prompt chunk by
+/// chunk, and the sequence's first speculative round has nothing of the
 /// prompt to catch up (which would hold the other sequences back by a
 /// whole prompt's forward of the proposer). Not when steps never
 /// speculate, and not for a cross-tokenizer draft, which reads its own
-/// tokens.
+/// tokens. A module's row reads the token after it: the prompt's next, or
+/// after the last chunk the first generated token.
 static specrt_status prefillProposer(specrt_batch *batch, Slot &slot,
                                      int64_t index, int64_t start,
                                      int64_t count) {
@@ -266,36 +316,8 @@ static specrt_status prefillProposer(specrt_batch *batch, Slot &slot,
   if ((!drafts && !batch->module) || slot.draftLength != start ||
       batch->speculation == SPECRT_SPECULATE_NEVER)
     return SPECRT_OK;
-  std::string error;
-  auto rows = static_cast<size_t>(count);
-  if (drafts) {
-    int64_t ignored = 0;
-    if (specrt_status status = batch->model->device->prefill(
-            SlotCache::Draft, batch->draftCache.data, index, start,
-            slot.tokens.data() + start, rows, 0, ignored, nullptr, nullptr,
-            nullptr, error))
-      return fail(status, error);
-  } else {
-    // Row t reads the token after it: the prompt's next, or after the last
-    // chunk the first generated token. The proposal after the prompt is
-    // drawn as catchUpModule draws it, with the prefill's key + 1.
-    if (slot.hidden.size() % rows != 0 ||
-        static_cast<int64_t>(slot.tokens.size()) <= start + count)
-      return SPECRT_OK;
-    slot.proposals.assign(1, 0);
-    slot.distribution.assign(batch->sampling ? batch->vocabulary() : 0, 0.0f);
-    if (specrt_status status = batch->model->device->modulePrefill(
-            batch->draftCache.data, index, start, slot.hidden.data(),
-            static_cast<int64_t>(slot.hidden.size() / rows),
-            slot.tokens.data() + start + 1, rows,
-            static_cast<int64_t>(slot.seed + 1), slot.proposals[0],
-            slot.distribution.data(), error))
-      return fail(status, error);
-    slot.hidden.clear();
-  }
-  slot.draftLength = start + count;
-  batch->stats.draft_catch_up += count;
-  return SPECRT_OK;
+  return drafts ? feedDraft(batch, slot, index, count)
+                : feedModule(batch, slot, index, count);
 }
 
 /// Prefills the next `count` prompt tokens of the sequence in `slot`; when
@@ -600,54 +622,26 @@ specrt_status StepRunner::catchUpDraft(size_t slot) {
   int64_t missing = s.length() - 1 - s.draftLength;
   if (missing <= 0)
     return SPECRT_OK;
-  int64_t ignored = 0;
   auto start = std::chrono::steady_clock::now();
-  if (specrt_status status = batch->model->device->prefill(
-          SlotCache::Draft, batch->draftCache.data,
-          static_cast<int64_t>(slot), s.draftLength,
-          s.tokens.data() + s.draftLength, missing, 0, ignored, nullptr,
-          nullptr, nullptr, error))
-    return fail(status, error);
+  specrt_status status =
+      feedDraft(batch, s, static_cast<int64_t>(slot), missing);
   catchingUp += std::chrono::steady_clock::now() - start;
-  batch->stats.draft_catch_up += missing;
-  s.draftLength += missing;
-  return SPECRT_OK;
+  return status;
 }
 
 /// Feeds the MTP module of `slot` the target's hidden states it has not
-/// read (from prefills and plain rounds), so that its cache holds the
-/// sequence's length and its proposal follows the last token. Sampled, it
-/// draws with the key of the sequence's last target forward + 1, as the
-/// decode loop draws after its prefill and each round.
+/// read (from plain rounds), so that its cache holds the sequence's length
+/// and its proposal follows the last token.
 specrt_status StepRunner::catchUpModule(size_t slot) {
   Slot &s = batch->slots[slot];
   int64_t missing = s.length() - s.draftLength;
   if (missing <= 0)
     return SPECRT_OK;
-  auto rows = static_cast<size_t>(missing);
-  if (s.hidden.empty() || s.hidden.size() % rows != 0)
-    return fail(SPECRT_ERROR_FORMAT,
-                "the MTP module lacks the target's hidden states of " +
-                    std::to_string(missing) + " positions");
-  auto width = static_cast<int64_t>(s.hidden.size() / rows);
-  uint64_t key = s.seed + static_cast<uint64_t>(s.forwards - 1) *
-                              SPECRT_KEYS_PER_ROUND + 1;
-  s.proposals.assign(1, 0);
-  s.distribution.assign(
-      batch->sampling ? batch->model->manifest.vocabSize : 0, 0.0f);
   auto start = std::chrono::steady_clock::now();
-  // Position t reads the hidden states there and the token after it.
-  if (specrt_status status = batch->model->device->modulePrefill(
-          batch->draftCache.data, static_cast<int64_t>(slot), s.draftLength,
-          s.hidden.data(), width, s.tokens.data() + s.draftLength + 1,
-          rows, static_cast<int64_t>(key), s.proposals[0],
-          s.distribution.data(), error))
-    return fail(status, error);
+  specrt_status status =
+      feedModule(batch, s, static_cast<int64_t>(slot), missing);
   catchingUp += std::chrono::steady_clock::now() - start;
-  batch->stats.draft_catch_up += missing;
-  s.draftLength = s.length();
-  s.hidden.clear();
-  return SPECRT_OK;
+  return status;
 }
 
 specrt_status StepRunner::speculative(size_t first, size_t end) {
