@@ -74,6 +74,9 @@ struct Picks {
 using RowKey = llvm::function_ref<Value(ImplicitLocOpBuilder &, Value row)>;
 /// The row of sequence `r`'s forward to read (an index).
 using RowIndex = llvm::function_ref<Value(ImplicitLocOpBuilder &, Value r)>;
+/// The key of sequence `r`'s draw from its `k`th logits.
+using ProposalKey =
+    llvm::function_ref<Value(ImplicitLocOpBuilder &, Value r, int64_t k)>;
 
 /// Builds one decoder's prefills and rounds.
 class RoundBuilder {
@@ -106,8 +109,8 @@ private:
                   Value rowPositions, Value cache, Value first, Value lengths,
                   Value hidden = {});
   Value hiddenRows(ImplicitLocOpBuilder &b, const Forward &result);
-  Picks proposeAt(ImplicitLocOpBuilder &b, const SlotModel &model,
-                  Value logits, Value rows, Value counts, RowKey keyOf);
+  Picks proposalsAt(ImplicitLocOpBuilder &b, ArrayRef<Value> logits,
+                    Value rows, RowIndex rowOf, ProposalKey keyOf);
   Value pick(ImplicitLocOpBuilder &b, const SlotModel &model, Value logits,
              Value rows, OpFoldResult row);
   Picks sample(ImplicitLocOpBuilder &b, const SlotModel &model, Value logits,
@@ -118,7 +121,6 @@ private:
                        Value picks, Value rows);
   Picks headProposals(ImplicitLocOpBuilder &b, const Forward &result,
                       Value rows, RowIndex rowOf, RowKey keyOf);
-  Type proposalsType(ImplicitLocOpBuilder &b) const;
   /// Whether an MTP module (the draft's slot) proposes: the target's
   /// prefills and plain rounds also return their hidden states.
   bool moduleProposes() const { return draft && draft->hidden; }
@@ -451,33 +453,28 @@ Value RoundBuilder::acceptedCounts(ImplicitLocOpBuilder &b,
   return loop.getResult(0);
 }
 
-/// Proposals by sequence: rows x heads.
-Type RoundBuilder::proposalsType(ImplicitLocOpBuilder &b) const {
-  return RankedTensorType::get(
-      {ShapedType::kDynamic, static_cast<int64_t>(target.heads.size())},
-      b.getI64Type());
-}
-
-/// The heads' proposals of `rows` sequences for their next round, each
-/// sequence's at row rowOf(r) of its forward: rows x heads tokens, under
-/// the rule (sampled: head k draws with keyOf(r) + k + 1, as the decode
-/// loop keys a round's heads after its round key) and, sampled, the
-/// distributions they were drawn from, rows x heads x vocabulary.
-Picks RoundBuilder::headProposals(ImplicitLocOpBuilder &b,
-                                  const Forward &result, Value rows,
-                                  RowIndex rowOf, RowKey keyOf) {
-  Type f = cast<RankedTensorType>(result.logits.getType()).getElementType();
+/// The proposals of `rows` sequences from each of `logits` (batch x rows x
+/// vocabulary, one per proposal: heads, or a module's), sequence r's at
+/// row rowOf(r): rows x logits.size() tokens under the rule (sampled: the
+/// kth drawn with keyOf(r, k)) and, sampled, the distributions they were
+/// drawn from, rows x logits.size() x vocabulary.
+Picks RoundBuilder::proposalsAt(ImplicitLocOpBuilder &b,
+                                ArrayRef<Value> logits, Value rows,
+                                RowIndex rowOf, ProposalKey keyOf) {
+  auto logitsType = cast<RankedTensorType>(logits.front().getType());
+  Type f = logitsType.getElementType();
+  int64_t vocabSize = logitsType.getDimSize(2);
   Type i64 = b.getI64Type();
   bool sampled = rule.isSampling();
-  auto rowType = RankedTensorType::get({1, target.vocab}, f);
-  auto heads = static_cast<int64_t>(result.heads.size());
-  OpFoldResult vocab = b.getIndexAttr(target.vocab);
+  auto rowType = RankedTensorType::get({1, vocabSize}, f);
+  auto count = static_cast<int64_t>(logits.size());
+  OpFoldResult vocab = b.getIndexAttr(vocabSize);
   SmallVector<Value> init{tensor::EmptyOp::create(
-      b, ArrayRef<OpFoldResult>{rows, b.getIndexAttr(heads)}, i64)};
+      b, ArrayRef<OpFoldResult>{rows, b.getIndexAttr(count)}, i64)};
   if (sampled)
     init.push_back(tensor::EmptyOp::create(
-        b, ArrayRef<OpFoldResult>{rows, b.getIndexAttr(heads), vocab}, f));
-  VerificationRuleAttrInterface headRule =
+        b, ArrayRef<OpFoldResult>{rows, b.getIndexAttr(count), vocab}, f));
+  VerificationRuleAttrInterface proposalRule =
       sampled ? rule : VerificationRuleAttrInterface(GreedyAttr::get(context));
   auto loop = overRows(
       b, rows, init,
@@ -485,20 +482,14 @@ Picks RoundBuilder::headProposals(ImplicitLocOpBuilder &b,
           ValueRange args) -> SmallVector<Value> {
         OpFoldResult one = nb.getIndexAttr(1), zero = nb.getIndexAttr(0);
         Value at = rowOf(nb, r);
-        Value key = sampled ? keyOf(nb, r) : Value();
         SmallVector<Value> tables(args);
-        for (auto [k, logits] : llvm::enumerate(result.heads)) {
+        for (auto [k, source] : llvm::enumerate(logits)) {
           Value row = tensor::ExtractSliceOp::create(
-              nb, rowType, logits, {r, at, zero}, {one, one, vocab},
+              nb, rowType, source, {r, at, zero}, {one, one, vocab},
               {one, one, one});
-          Value headKey =
-              sampled ? Value(arith::AddIOp::create(
-                            nb, key,
-                            arith::ConstantOp::create(
-                                nb, nb.getI64IntegerAttr(k + 1))))
-                      : Value();
+          Value key = sampled ? keyOf(nb, r, k) : Value();
           auto drawn = ProposeOp::create(nb, RankedTensorType::get({1}, i64),
-                                         rowType, row, headKey, headRule);
+                                         rowType, row, key, proposalRule);
           Value token = tensor::ExtractOp::create(
               nb, drawn.getTokens(),
               ValueRange{arith::ConstantIndexOp::create(nb, 0)});
@@ -512,14 +503,31 @@ Picks RoundBuilder::headProposals(ImplicitLocOpBuilder &b,
         }
         return tables;
       });
-  Picks picks{tensor::CastOp::create(b, proposalsType(b), loop.getResult(0)),
-              {}};
+  Picks picks{
+      tensor::CastOp::create(
+          b, RankedTensorType::get({ShapedType::kDynamic, count}, i64),
+          loop.getResult(0)),
+      {}};
   if (sampled)
     picks.probs = tensor::CastOp::create(
-        b,
-        RankedTensorType::get({ShapedType::kDynamic, heads, target.vocab}, f),
+        b, RankedTensorType::get({ShapedType::kDynamic, count, vocabSize}, f),
         loop.getResult(1));
   return picks;
+}
+
+/// The heads' proposals of `rows` sequences for their next round
+/// (proposalsAt), head k drawing with keyOf(r) + k + 1, as the decode loop
+/// keys a round's heads after its round key.
+Picks RoundBuilder::headProposals(ImplicitLocOpBuilder &b,
+                                  const Forward &result, Value rows,
+                                  RowIndex rowOf, RowKey keyOf) {
+  return proposalsAt(
+      b, result.heads, rows, rowOf,
+      [&](ImplicitLocOpBuilder &nb, Value r, int64_t k) -> Value {
+        return arith::AddIOp::create(
+            nb, keyOf(nb, r),
+            arith::ConstantOp::create(nb, nb.getI64IntegerAttr(k + 1)));
+      });
 }
 
 /// Rejection sampling per sequence: sequence b's `gamma` proposals and
@@ -849,45 +857,6 @@ void RoundBuilder::buildHeadsSpecRound(ImplicitLocOpBuilder &b,
   func::ReturnOp::create(b, results);
 }
 
-/// The proposal of each of `rows` sequences at its own row counts[r] - 1
-/// of `logits` (batch x rows x vocabulary): the model's token after the
-/// last that the sequence committed, picked under the rule (sampled: drawn
-/// with keyOf(r)).
-Picks RoundBuilder::proposeAt(ImplicitLocOpBuilder &b, const SlotModel &model,
-                              Value logits, Value rows, Value counts,
-                              RowKey keyOf) {
-  Type f = cast<RankedTensorType>(logits.getType()).getElementType();
-  Type i64 = b.getI64Type();
-  auto rowType = RankedTensorType::get({1, model.vocab}, f);
-  OpFoldResult vocab = b.getIndexAttr(model.vocab);
-  Value init[] = {
-      tensor::EmptyOp::create(b, ArrayRef<OpFoldResult>{rows}, i64),
-      tensor::EmptyOp::create(b, ArrayRef<OpFoldResult>{rows, vocab}, f)};
-  auto loop = overRows(
-      b, rows, init,
-      [&](ImplicitLocOpBuilder &nb, Value r,
-          ValueRange args) -> SmallVector<Value> {
-        OpFoldResult one = nb.getIndexAttr(1), zero = nb.getIndexAttr(0);
-        Value row = tensor::ExtractSliceOp::create(
-            nb, rowType, logits, {r, lastCommittedRow(nb, counts, r), zero},
-            {one, one, vocab}, {one, one, one});
-        Value key = rule.isSampling() ? keyOf(nb, r) : Value();
-        auto drawn = ProposeOp::create(
-            nb, RankedTensorType::get({1}, i64), rowType, row, key,
-            rule.isSampling() ? rule
-                              : VerificationRuleAttrInterface(
-                                    GreedyAttr::get(context)));
-        Value token = tensor::ExtractOp::create(
-            nb, drawn.getTokens(),
-            ValueRange{arith::ConstantIndexOp::create(nb, 0)});
-        Value probs = tensor::InsertSliceOp::create(
-            nb, drawn.getProbs(), args[1], {r, zero}, {one, vocab},
-            {one, one});
-        return {tensor::InsertOp::create(nb, token, args[0], r), probs};
-      });
-  return {loop.getResult(0), loop.getResult(1)};
-}
-
 /// @<decoder>_module_prefill(module cache, slot, start, hidden, tokens, key)
 /// -> (proposal, [q,] module cache): the MTP module of slot `slot` at
 /// positions start.., row i reading the target's hidden states at start +
@@ -923,23 +892,23 @@ void RoundBuilder::buildModulePrefill(ImplicitLocOpBuilder &b,
              module.func.getArgumentTypes()[module.tokens]),
       span(b, start, count, module.func.getArgumentTypes()[module.positions]),
       cache, slot, past, rows);
-  Value counts = tensor::FromElementsOp::create(
-      b, RankedTensorType::get({1}, i64),
-      ValueRange{arith::IndexCastOp::create(b, i64, count)});
-  Picks proposal =
-      proposeAt(b, module, result.logits, c1, counts,
-                [&](ImplicitLocOpBuilder &, Value) { return key; });
-  SmallVector<Value> results{tensor::ExtractOp::create(
-      b, proposal.tokens, ValueRange{arith::ConstantIndexOp::create(b, 0)})};
+  Value last = arith::SubIOp::create(b, count, c1);
+  Picks proposal = proposalsAt(
+      b, result.logits, c1,
+      [&](ImplicitLocOpBuilder &, Value) { return last; },
+      [&](ImplicitLocOpBuilder &, Value, int64_t) { return key; });
+  Value c0 = arith::ConstantIndexOp::create(b, 0);
+  SmallVector<Value> results{
+      tensor::ExtractOp::create(b, proposal.tokens, ValueRange{c0, c0})};
   if (rule.isSampling())
     results.push_back(tensor::CollapseShapeOp::create(
         b, RankedTensorType::get({module.vocab}, hiddenType.getElementType()),
         tensor::CastOp::create(
             b,
-            RankedTensorType::get({1, module.vocab},
+            RankedTensorType::get({1, 1, module.vocab},
                                   hiddenType.getElementType()),
             proposal.probs),
-        ArrayRef<ReassociationIndices>{{0, 1}}));
+        ArrayRef<ReassociationIndices>{{0, 1, 2}}));
   results.push_back(result.cache);
   func::ReturnOp::create(b, results);
 }
@@ -975,29 +944,21 @@ void RoundBuilder::buildModuleSpecRound(ImplicitLocOpBuilder &b,
       positions(b, lengths, 0, 2,
                 module.func.getArgumentTypes()[module.positions]),
       moduleCache, first, lengths, verified.result.hidden);
-  // As the decode loop draws an MTP module's proposal after a round.
-  Picks next = proposeAt(b, module, proposed.logits, verified.batch,
-                         verified.counts,
-                         [&](ImplicitLocOpBuilder &nb, Value r) -> Value {
-                           return arith::AddIOp::create(
-                               nb, tensor::ExtractOp::create(nb, keys, r),
-                               arith::ConstantOp::create(
-                                   nb, nb.getI64IntegerAttr(1)));
-                         });
-  Type i64 = b.getI64Type();
-  SmallVector<Value> results{
-      verified.picks, verified.counts,
-      tensor::ExpandShapeOp::create(
-          b, RankedTensorType::get({ShapedType::kDynamic, 1}, i64),
-          next.tokens, ArrayRef<ReassociationIndices>{{0, 1}})};
-  if (sampled) {
-    auto probsType = cast<RankedTensorType>(next.probs.getType());
-    results.push_back(tensor::ExpandShapeOp::create(
-        b,
-        RankedTensorType::get({ShapedType::kDynamic, 1, module.vocab},
-                              probsType.getElementType()),
-        next.probs, ArrayRef<ReassociationIndices>{{0, 1}, {2}}));
-  }
+  // At each sequence's last committed row, as the decode loop draws an
+  // MTP module's proposal after a round (its round key + 1).
+  Picks next = proposalsAt(
+      b, proposed.logits, verified.batch,
+      [&](ImplicitLocOpBuilder &nb, Value r) {
+        return lastCommittedRow(nb, verified.counts, r);
+      },
+      [&](ImplicitLocOpBuilder &nb, Value r, int64_t) -> Value {
+        return arith::AddIOp::create(
+            nb, tensor::ExtractOp::create(nb, keys, r),
+            arith::ConstantOp::create(nb, nb.getI64IntegerAttr(1)));
+      });
+  SmallVector<Value> results{verified.picks, verified.counts, next.tokens};
+  if (sampled)
+    results.push_back(next.probs);
   results.append({verified.result.cache, proposed.cache});
   func::ReturnOp::create(b, results);
 }
