@@ -509,6 +509,12 @@ private:
       // (an Expand by a declared 5.5e17-element shape allocated without
       // bound).
       uint64_t dim = static_cast<uint64_t>(dims[i].dim_value());
+      if (dim > kMaxElements) {
+        error = "'" + value.name() + "' is declared with dimension " +
+                std::to_string(i) + " of size " + std::to_string(dim) +
+                ", above 2^48";
+        return false;
+      }
       count = dim && count > kMaxElements / dim ? kMaxElements + 1
                                                 : count * dim;
     }
@@ -534,6 +540,14 @@ private:
       if (dim < 0) {
         error = where + " has a negative dimension (" + std::to_string(dim) +
                 ")";
+        return false;
+      }
+      // Even beside a zero dim (no elements, nothing to overflow in their
+      // count): inference adds and multiplies dims (a Concat of two
+      // 2^62-long axes made a negative size).
+      if (static_cast<uint64_t>(dim) > kMaxElements) {
+        error = where + " has a dimension of " + std::to_string(dim) +
+                ", above 2^48";
         return false;
       }
       if (dim != 0 && count > kMaxElements / static_cast<uint64_t>(dim)) {

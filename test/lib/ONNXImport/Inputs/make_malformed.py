@@ -86,6 +86,20 @@ def huge_dims():
     save(graph, "huge-dims")
 
 
+def huge_dim_beside_zero():
+    # Found by the ONNX fuzzer's structure-aware mutator: no elements (one
+    # dim is 0), but a dim near 2^63, which a Concat of the tensor with
+    # itself doubled into a negative size.
+    e = helper.make_tensor("e", TensorProto.FLOAT, [0], [])
+    e.dims[:] = [2, 0, 2**62]
+    graph = helper.make_graph(
+        [helper.make_node("Concat", ["e", "e"], ["y"], name="concat", axis=2)],
+        "huge_dim_beside_zero", [],
+        [helper.make_tensor_value_info("y", TensorProto.FLOAT, ["a", "b", "c"])],
+        [e])
+    save(graph, "huge-dim-beside-zero")
+
+
 def layernorm_axis():
     # (b) LayerNormalization with its Mean and InvStdDev outputs and an axis
     # below -rank.
@@ -137,15 +151,15 @@ def shape_of_failed():
     save(graph, "shape-of-failed")
 
 
-def declared_dims(name, dim):
-    # A LayerNormalization whose scale (a graph input) is declared with a
-    # dim that no tensor has.
+def declared_dims(name, *dims):
+    # A LayerNormalization whose scale (a graph input) is declared with
+    # dims that no tensor has.
     graph = helper.make_graph(
         [helper.make_node("LayerNormalization", ["x", "scale"], ["y"],
                           name="ln", axis=-1)],
         "declared_dims",
         [helper.make_tensor_value_info("x", TensorProto.FLOAT, [2, 4]),
-         helper.make_tensor_value_info("scale", TensorProto.FLOAT, [dim])],
+         helper.make_tensor_value_info("scale", TensorProto.FLOAT, list(dims))],
         [helper.make_tensor_value_info("y", TensorProto.FLOAT, [2, 4])])
     save(graph, name)
 
@@ -266,8 +280,10 @@ os.makedirs(sys.argv[1], exist_ok=True)
 declared_dims("declared-negative", -2)
 declared_dims("declared-2p31", 2**31)
 declared_dims("declared-2p40", 2**40)
+declared_dims("declared-huge-beside-zero", 0, 2**62)
 for make in (short_shape_tensor, short_typed_data, short_constant,
-             negative_dim, huge_dims, layernorm_axis, layernorm_sparse_input,
+             negative_dim, huge_dims, huge_dim_beside_zero, layernorm_axis,
+             layernorm_sparse_input,
              shape_of_failed,
              slice_many_starts, slice_scalar_starts, gather_scalar_data,
              slice_zero_step, transpose_negative_perm, reshape_huge_shape,
