@@ -281,6 +281,7 @@ declared_dims("declared-negative", -2)
 declared_dims("declared-2p31", 2**31)
 declared_dims("declared-2p40", 2**40)
 declared_dims("declared-huge-beside-zero", 0, 2**62)
+declared_dims("declared-2p60-elements", 2**30, 2**30)
 for make in (short_shape_tensor, short_typed_data, short_constant,
              negative_dim, huge_dims, huge_dim_beside_zero, layernorm_axis,
              layernorm_sparse_input,
