@@ -50,20 +50,37 @@ struct DirectoryGuard {
 };
 } // namespace
 
-/// "fnv1a64:<16 hex digits>" of a file's contents, and its size.
+/// "fnv1a64:<16 hex digits>" of a file's contents, and its size. Read a
+/// block at a time: a mapped 4 GB weights file would count in the
+/// compiler's resident memory as it is hashed.
 static FailureOr<std::pair<std::string, uint64_t>>
 checksumFile(StringRef path) {
-  auto buffer = llvm::MemoryBuffer::getFile(path, /*IsText=*/false,
-                                            /*RequiresNullTerminator=*/false);
-  if (!buffer)
+  llvm::Expected<llvm::sys::fs::file_t> file =
+      llvm::sys::fs::openNativeFileForRead(path);
+  if (!file) {
+    llvm::consumeError(file.takeError());
     return failure();
-  StringRef data = (*buffer)->getBuffer();
-  uint64_t hash =
-      specrt_fnv1a64(data.data(), data.size(), SPECRT_FNV1A64_INIT);
+  }
+  std::vector<char> block(1 << 20);
+  uint64_t hash = SPECRT_FNV1A64_INIT, size = 0;
+  while (true) {
+    llvm::Expected<size_t> read = llvm::sys::fs::readNativeFile(
+        *file, llvm::MutableArrayRef<char>(block.data(), block.size()));
+    if (!read) {
+      llvm::consumeError(read.takeError());
+      llvm::sys::fs::closeFile(*file);
+      return failure();
+    }
+    if (*read == 0)
+      break;
+    hash = specrt_fnv1a64(block.data(), *read, hash);
+    size += *read;
+  }
+  llvm::sys::fs::closeFile(*file);
   std::string text;
   llvm::raw_string_ostream os(text);
   os << "fnv1a64:" << llvm::format_hex_no_prefix(hash, 16);
-  return std::make_pair(text, static_cast<uint64_t>(data.size()));
+  return std::make_pair(text, size);
 }
 
 /// A file of the artifact as the manifest describes it: name, size,
