@@ -500,8 +500,7 @@ private:
                           std::vector<std::vector<int64_t>> &contexts,
                           const std::vector<std::string> &pending,
                           TokenProposals &drawn);
-  specrt_status catchUpDraft(size_t slot);
-  specrt_status catchUpModule(size_t slot);
+  specrt_status catchUpProposer(size_t slot);
   void followText(size_t slot, std::vector<int64_t> &context,
                   std::string &pending, bool healed = true);
   specrt_status draftProposals(size_t first, size_t end,
@@ -615,31 +614,19 @@ void StepRunner::keepProposals(size_t first, size_t end,
   }
 }
 
-/// Prefills the draft's cache of `slot` up to its length - 1, where a
-/// speculative round's first draft forward starts.
-specrt_status StepRunner::catchUpDraft(size_t slot) {
+/// Brings the proposer of `slot` up to where a speculative round starts,
+/// feeding it what plain rounds left behind: a draft's cache to the
+/// sequence's length - 1 (its first forward feeds the last two tokens), an
+/// MTP module's to its length (its proposal then follows the last token).
+specrt_status StepRunner::catchUpProposer(size_t slot) {
   Slot &s = batch->slots[slot];
-  int64_t missing = s.length() - 1 - s.draftLength;
-  if (missing <= 0)
+  int64_t missing = s.length() - (batch->module ? 0 : 1) - s.draftLength;
+  if (batch->heads || missing <= 0)
     return SPECRT_OK;
   auto start = std::chrono::steady_clock::now();
-  specrt_status status =
-      feedDraft(batch, s, static_cast<int64_t>(slot), missing);
-  catchingUp += std::chrono::steady_clock::now() - start;
-  return status;
-}
-
-/// Feeds the MTP module of `slot` the target's hidden states it has not
-/// read (from plain rounds), so that its cache holds the sequence's length
-/// and its proposal follows the last token.
-specrt_status StepRunner::catchUpModule(size_t slot) {
-  Slot &s = batch->slots[slot];
-  int64_t missing = s.length() - s.draftLength;
-  if (missing <= 0)
-    return SPECRT_OK;
-  auto start = std::chrono::steady_clock::now();
-  specrt_status status =
-      feedModule(batch, s, static_cast<int64_t>(slot), missing);
+  auto index = static_cast<int64_t>(slot);
+  specrt_status status = batch->module ? feedModule(batch, s, index, missing)
+                                       : feedDraft(batch, s, index, missing);
   catchingUp += std::chrono::steady_clock::now() - start;
   return status;
 }
@@ -651,11 +638,8 @@ specrt_status StepRunner::speculative(size_t first, size_t end) {
       picks(n * width), proposed, next;
   std::vector<float> q;
   for (size_t i = 0; i < n; ++i) {
-    specrt_status caughtUp = batch->module ? catchUpModule(first + i)
-                             : batch->heads ? SPECRT_OK
-                                            : catchUpDraft(first + i);
-    if (caughtUp != SPECRT_OK)
-      return caughtUp;
+    if (specrt_status status = catchUpProposer(first + i))
+      return status;
     Slot &s = batch->slots[first + i];
     lengths[i] = s.length();
     previous[i] = s.tokens[s.length() - 1];
@@ -800,7 +784,7 @@ specrt_status StepRunner::draftProposals(
 
 /// Brings the draft's cache of `slot` to hold all of `context` but its last
 /// token: kept as far as it holds what the context starts with, the rest
-/// prefilled. Unlike catchUpDraft's, this happens every round (the healed
+/// prefilled. Unlike catchUpProposer's, this happens every round (the healed
 /// last token changes), so it counts in the round's cost.
 specrt_status StepRunner::catchUpText(size_t slot,
                                       const std::vector<int64_t> &context) {
